@@ -1,0 +1,201 @@
+"""Settings shared by every environment. Everything that differs between machines comes from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+env = environ.Env()
+# The run and test commands write the addresses of the embedded services here; real deployments use
+# the environment and have no such file.
+_local_env = Path(env.str("ENGRAM_ENV_FILE", default=str(BASE_DIR / ".data" / "engram.env")))
+if _local_env.exists():
+    environ.Env.read_env(_local_env, overwrite=False)
+
+
+def env_secret(name: str, default: str | None = None) -> str:
+    """Read NAME, or the file named by NAME_FILE (docker and Kubernetes secrets)."""
+    file_path = env.str(f"{name}_FILE", default="")
+    if file_path:
+        return Path(file_path).read_text().strip()
+    if default is None:
+        return env.str(name)
+    return env.str(name, default=default)
+
+
+SECRET_KEY = env_secret("DJANGO_SECRET_KEY", default="insecure-dev-key-change-me")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_celery_beat",
+    "django_prometheus",
+    "tenants",
+    "episodic",
+    "semantic",
+    "procedural",
+    "router",
+    "consolidation",
+]
+
+MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "tenants.middleware.BodySizeLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tenants.middleware.TenantScopeMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# DATABASE_URL is the application's role: neither superuser nor BYPASSRLS, so row-level security
+# holds. DATABASE_OWNER_URL owns the schema; only `migrate` and test-database creation use it.
+DATABASES = {"default": env.db("DATABASE_URL", default="postgres://engram_app:engram_app@127.0.0.1:54329/engram")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASE_OWNER_URL = env.str("DATABASE_OWNER_URL", default="")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="engram"),
+    }
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "templates" / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "archive": {
+        "BACKEND": env.str("ARCHIVE_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage"),
+        "OPTIONS": {"location": env.str("ARCHIVE_ROOT", default=str(BASE_DIR / ".data" / "archive"))},
+    },
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+MEDIA_ROOT = BASE_DIR / ".data" / "media"
+LOGIN_URL = "admin:login"
+
+# --- API conventions -------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenants.permissions.HasKeyScope"],
+    "DEFAULT_PARSER_CLASSES": ["tenants.api.parsers.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["tenants.api.throttling.TenantRateThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "tenants.api.pagination.CreatedCursorPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "tenants.api.problems.problem_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Engram API",
+    "DESCRIPTION": "Layered memory for AI agents: episodic, semantic, procedural and working memory, "
+    "and a router that serves a token-budgeted context with provenance.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer", "description": "Engram API key"}}
+    },
+    "SECURITY": [{"ApiKey": []}],
+}
+
+ENGRAM = {
+    # Request limits: each gives a 413 or a 400 problem.
+    "MAX_BODY_BYTES": env.int("ENGRAM_MAX_BODY_BYTES", default=8 * 1024 * 1024),
+    "MAX_BATCH": env.int("ENGRAM_MAX_BATCH", default=1000),
+    "MAX_TEXT_CHARS": env.int("ENGRAM_MAX_TEXT_CHARS", default=32_000),
+    "MAX_SCRATCHPAD_BYTES": env.int("ENGRAM_MAX_SCRATCHPAD_BYTES", default=64 * 1024),
+    "EMBEDDING_DIM": 384,
+    # Pluggable parts, named by dotted path.
+    "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="tenants.embedding.MiniLMEmbedder"),
+    "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
+    "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
+    "ANTHROPIC_MODEL": env.str("ENGRAM_ANTHROPIC_MODEL", default="claude-sonnet-4-5"),
+    "IDEMPOTENCY_TTL_HOURS": env.int("ENGRAM_IDEMPOTENCY_TTL_HOURS", default=24),
+}
+ANTHROPIC_API_KEY = env_secret("ANTHROPIC_API_KEY", default="")
+
+# --- Celery: no task is lost when a worker dies ------------------------------------------------
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+# Time limits stay below the visibility timeout, or a slow task would be delivered twice while it runs.
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=1800)
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=1500)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+PROMETHEUS_EXPORT_MIGRATIONS = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+# Serve static files straight from the finders too, so the dev server needs no collectstatic.
+WHITENOISE_USE_FINDERS = True

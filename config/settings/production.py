@@ -1,0 +1,15 @@
+"""Production: every secret must come from the environment, and nothing starts without them."""
+
+from config.settings.base import *  # noqa: F403
+from config.settings.base import env, env_secret
+
+DEBUG = False
+SECRET_KEY = env_secret("DJANGO_SECRET_KEY")
+DATABASES = {"default": env.db("DATABASE_URL")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+REDIS_URL = env.str("REDIS_URL")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)

@@ -1,0 +1,31 @@
+"""The test suite: the real PostgreSQL with pgvector and the real Redis, on their own database numbers."""
+
+from config.settings.base import *  # noqa: F403
+from config.settings.base import CACHES, ENGRAM, env
+
+DEBUG = False
+REDIS_URL = env.str("TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
+CACHES["default"]["LOCATION"] = REDIS_URL
+CACHES["default"]["KEY_PREFIX"] = "engram-test"
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+ENGRAM["EMBEDDER"] = env.str("ENGRAM_TEST_EMBEDDER", default="tenants.embedding.HashingEmbedder")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
+    "archive": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+# Tests create their database as the owner, then run as the application role (tests/conftest.py);
+# transactional tests need TRUNCATE to reset tables between tests.
+ENGRAM_GRANT_TRUNCATE = True
+_owner = env.str("DATABASE_OWNER_URL", default="")
+if _owner:
+    _owner_cfg = env.db_url_config(_owner)
+    # Parallel runs on one server (several checkouts, several developers) each name their own database.
+    DATABASES["default"]["TEST"] = {"NAME": env.str("ENGRAM_TEST_DB_NAME", default="test_engram")}  # noqa: F405
+    ENGRAM_TEST_APP_CREDENTIALS = (DATABASES["default"]["USER"], DATABASES["default"]["PASSWORD"])  # noqa: F405
+    DATABASES["default"]["USER"] = _owner_cfg["USER"]  # noqa: F405
+    DATABASES["default"]["PASSWORD"] = _owner_cfg.get("PASSWORD", "")  # noqa: F405

@@ -1,0 +1,29 @@
+"""URL map: /v1/ (each app's urls), the admin, the dashboard, schema and docs, probes and metrics."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from tenants import health
+
+v1 = [
+    path("", include("tenants.urls")),
+    path("", include("episodic.urls")),
+    path("", include("semantic.urls")),
+    path("", include("procedural.urls")),
+    path("", include("router.urls")),
+    path("", include("consolidation.urls")),
+]
+
+urlpatterns = [
+    path("v1/", include(v1)),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("", include("django_prometheus.urls")),
+]
+
+handler404 = "tenants.api.problems.not_found_view"
+handler500 = "tenants.api.problems.server_error_view"

@@ -1,0 +1,121 @@
+"""Episodic memory: sessions and their append-only, timestamped events."""
+
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from tenants.models import TenantModel
+
+EMBEDDING_DIM = 384
+
+
+class SessionStatus(models.TextChoices):
+    OPEN = "open"
+    ENDED = "ended"
+    INTERRUPTED = "interrupted"
+
+
+class Outcome(models.TextChoices):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    UNKNOWN = "unknown"
+
+
+class Session(TenantModel):
+    """One conversation or task run, named by the tenant's own external id."""
+
+    external_id = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    agent = models.CharField(max_length=255, blank=True, default="")
+    status = models.CharField(max_length=16, choices=SessionStatus.choices, default=SessionStatus.OPEN)
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, null=True, blank=True)
+    outcome_signal = models.FloatField(null=True, blank=True)
+    summary = models.TextField(blank=True, default="")
+    episode_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("tenant", "external_id"), name="uniq_session_external_id")]
+        indexes = [
+            models.Index(fields=("tenant", "subject", "-started_at"), name="session_subject_started"),
+            models.Index(fields=("tenant", "status", "ended_at"), name="session_status_ended"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class EpisodeKind(models.TextChoices):
+    MESSAGE = "message"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    DECISION = "decision"
+    OBSERVATION = "observation"
+    OUTCOME = "outcome"
+    SUMMARY = "summary"
+
+
+class Episode(TenantModel):
+    """One event. Append-only: corrections are new episodes; erasure is the only deletion."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="episodes")
+    subject = models.CharField(max_length=255)
+    agent = models.CharField(max_length=255, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=EpisodeKind.choices)
+    role = models.CharField(max_length=64, blank=True, default="")
+    content = models.TextField(blank=True, default="")
+    payload = models.JSONField(default=dict, blank=True)
+    entities = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    topics = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    occurred_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now)
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    content_hash = models.CharField(max_length=64)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, null=True, blank=True)
+    outcome_signal = models.FloatField(null=True, blank=True)
+    # Filled by the embedding backlog in a worker, never on the request path.
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=("tenant", "session", "external_id"),
+                condition=models.Q(external_id__isnull=False),
+                name="uniq_episode_external_id",
+            )
+        ]
+        indexes = [
+            models.Index(fields=("tenant", "subject", "-occurred_at"), name="episode_subject_time"),
+            models.Index(fields=("tenant", "session", "occurred_at"), name="episode_session_time"),
+            models.Index(fields=("tenant", "-created_at", "-id"), name="episode_created"),
+            GinIndex(fields=("tenant", "entities"), name="episode_entities_gin"),
+            GinIndex(fields=("tenant", "topics"), name="episode_topics_gin"),
+            GinIndex(fields=("tenant", "search_vector"), name="episode_fts_gin"),
+            models.Index(
+                fields=("tenant", "id"), condition=models.Q(embedding__isnull=True), name="episode_embedding_backlog"
+            ),
+            HnswIndex(
+                name="episode_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.pk}"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create .venv and install Engram with its dev extra; does nothing when pyproject.toml is unchanged.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.engram-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "==> installing dependencies into .venv (first time: a few minutes)"
+  .venv/bin/python -m pip install --quiet --upgrade pip 2>/dev/null || true
+  # torch first, pinned to the CPU build; otherwise sentence-transformers pulls a CUDA build of several GB.
+  .venv/bin/python -m pip install --quiet "torch==2.13.0"
+  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  echo "$want" > "$stamp"
+fi

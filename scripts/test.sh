@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: set up like the run command, then lint, type-check and run the whole suite
+# against the real PostgreSQL with pgvector and the real Redis. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+.venv/bin/python scripts/devenv.py up >/dev/null
+set -a; . .data/engram.env; set +a
+export DJANGO_SETTINGS_MODULE=config.settings.test
+echo "==> ruff"
+.venv/bin/ruff check .
+echo "==> mypy"
+.venv/bin/mypy .
+echo "==> pytest"
+.venv/bin/pytest "$@"

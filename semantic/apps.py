@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SemanticConfig(AppConfig):
+    name = "semantic"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,180 @@
+"""Semantic memory: deduplicated facts with confidence, provenance and validity, and their history."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from episodic.models import EMBEDDING_DIM, Episode
+from tenants.models import TenantModel
+
+
+class FactCategory(models.TextChoices):
+    PREFERENCES = "preferences"
+    TECHNICAL_ENVIRONMENT = "technical_environment"
+    KNOWN_ISSUES = "known_issues"
+    CONTACT_INFO = "contact_info"
+    BUSINESS_CONTEXT = "business_context"
+    OTHER = "other"
+
+
+class FactStatus(models.TextChoices):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+    EXPIRED = "expired"
+    PENDING_REVIEW = "pending_review"
+
+
+class Cardinality(models.TextChoices):
+    SINGLE = "single"
+    MULTI = "multi"
+
+
+class FactOrigin(models.TextChoices):
+    EXTRACTED = "extracted"
+    API = "api"
+    OPERATOR = "operator"
+
+
+class Fact(TenantModel):
+    """What Engram believes about an entity: (entity, attribute, value) and one sentence saying it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Whose memory this is (the subject whose episodes or API call produced it): what erasure and the
+    # router's "the subject's facts" select on. `entity` is what the fact is about (often the subject).
+    subject = models.CharField(max_length=255, blank=True, default="")
+    entity = models.CharField(max_length=255)
+    attribute = models.CharField(max_length=100)
+    value = models.TextField()
+    value_key = models.CharField(max_length=255)
+    statement = models.TextField()
+    category = models.CharField(max_length=64, default=FactCategory.OTHER)
+    cardinality = models.CharField(max_length=8, choices=Cardinality.choices, default=Cardinality.SINGLE)
+    confidence = models.FloatField(default=0.8)
+    status = models.CharField(max_length=16, choices=FactStatus.choices, default=FactStatus.ACTIVE)
+    valid_from = models.DateTimeField(default=timezone.now)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField(default=timezone.now)
+    last_confirmed_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    use_count = models.PositiveIntegerField(default=0)
+    confirmation_count = models.PositiveIntegerField(default=1)
+    origin = models.CharField(max_length=16, choices=FactOrigin.choices, default=FactOrigin.API)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Set when the value names another entity: the fact is then also an edge entity -attribute-> object_entity.
+    object_entity = models.CharField(max_length=255, null=True, blank=True)
+    source_episodes = models.ManyToManyField(Episode, through="FactSource", related_name="facts", blank=True)
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("statement", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # At most one active value of a single-valued attribute; one row per value of a multi-valued one.
+            models.UniqueConstraint(
+                fields=("tenant", "entity", "attribute"),
+                condition=models.Q(status="active", cardinality="single"),
+                name="uniq_active_single_fact",
+            ),
+            models.UniqueConstraint(
+                fields=("tenant", "entity", "attribute", "value_key"),
+                condition=models.Q(status__in=["active", "pending_review"]),
+                name="uniq_live_fact_value",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1), name="fact_confidence_range"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=("tenant", "entity", "attribute", "status"), name="fact_entity_attr"),
+            models.Index(fields=("tenant", "subject", "status"), name="fact_subject_status"),
+            models.Index(fields=("tenant", "status", "-recorded_at"), name="fact_status_recorded"),
+            models.Index(fields=("tenant", "object_entity"), name="fact_object_entity"),
+            GinIndex(fields=("tenant", "search_vector"), name="fact_fts_gin"),
+            HnswIndex(
+                name="fact_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entity}.{self.attribute} = {self.value}"
+
+
+class FactSource(TenantModel):
+    """Provenance: which episodes a fact came from (kept when the fact changes)."""
+
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="sources")
+    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="fact_sources")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("tenant", "fact", "episode"), name="uniq_fact_source")]
+        indexes = [models.Index(fields=("tenant", "episode"), name="factsource_episode")]
+
+    def __str__(self) -> str:
+        return f"{self.fact_id} <- {self.episode_id}"
+
+
+class FactChangeKind(models.TextChoices):
+    CREATED = "created"
+    CONFIRMED = "confirmed"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+    EXPIRED = "expired"
+    EDITED = "edited"
+    DECAYED = "decayed"
+    REVIEW_APPROVED = "review_approved"
+    REVIEW_REJECTED = "review_rejected"
+    REVERTED = "reverted"
+
+
+class ActorType(models.TextChoices):
+    CONSOLIDATION = "consolidation"
+    API_KEY = "api_key"
+    OPERATOR = "operator"
+    SYSTEM = "system"
+
+
+class FactChange(TenantModel):
+    """The conflict audit log: every change to a fact, with who or what made it and why."""
+
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="changes")
+    kind = models.CharField(max_length=20, choices=FactChangeKind.choices)
+    old_value = models.TextField(null=True, blank=True)
+    new_value = models.TextField(null=True, blank=True)
+    old_status = models.CharField(max_length=16, null=True, blank=True)
+    new_status = models.CharField(max_length=16, null=True, blank=True)
+    old_confidence = models.FloatField(null=True, blank=True)
+    new_confidence = models.FloatField(null=True, blank=True)
+    # The other fact in a supersession or revert (the newer or the reinstated one).
+    related_fact = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.TextField(blank=True, default="")
+    actor_type = models.CharField(max_length=16, choices=ActorType.choices)
+    actor_id = models.CharField(max_length=255, blank=True, default="")
+    source_episode_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=("tenant", "fact", "created_at"), name="factchange_fact_time"),
+            models.Index(fields=("tenant", "kind", "-created_at"), name="factchange_kind_time"),
+            models.Index(fields=("tenant", "-created_at"), name="factchange_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.fact_id}"

@@ -1,0 +1,101 @@
+"""Idempotency-Key for POST: the first successful answer is stored with the write and replayed.
+
+- same key, same request: the stored answer again, with `Idempotent-Replayed: true`;
+- same key, another request: 422;
+- same key while the first is still being processed: 409.
+The stored answer commits in the same transaction as the write it describes, so the two cannot part.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from tenants.auth import request_tenant
+from tenants.errors import Conflict, Unprocessable, ValidationProblem
+from tenants.models import IdempotencyRecord
+from tenants.redis import get_redis
+
+HEADER = "Idempotency-Key"
+IN_FLIGHT_SECONDS = 300
+
+
+def request_fingerprint(request: Request) -> str:
+    body = json.dumps(request.data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
+
+
+def subjects_in(data: Any) -> list[str]:
+    """Subject ids named anywhere at the top of a request body (or of a batch's items)."""
+    found: set[str] = set()
+    if isinstance(data, dict):
+        if isinstance(data.get("subject"), str):
+            found.add(data["subject"])
+        for value in data.values():
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, dict) and isinstance(item.get("subject"), str):
+                        found.add(item["subject"])
+    return sorted(found)
+
+
+def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
+    @functools.wraps(method)
+    def wrapper(view: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
+        key = request.headers.get(HEADER)
+        if not key:
+            return method(view, request, *args, **kwargs)
+        if len(key) > 255:
+            raise ValidationProblem.at("/", f"{HEADER} must be at most 255 characters.")
+        tenant = request_tenant(request)
+        fingerprint = request_fingerprint(request)
+        stored = IdempotencyRecord.objects.for_tenant(tenant).filter(key=key).first()
+        if stored is not None:
+            return _replay(stored, fingerprint)
+        lock = f"engram:idem:{tenant.id}:{hashlib.sha256(key.encode()).hexdigest()}"
+        redis = get_redis()
+        if not redis.set(lock, "1", nx=True, ex=IN_FLIGHT_SECONDS):
+            raise Conflict(f"A request with this {HEADER} is still being processed; retry later.")
+        try:
+            response = method(view, request, *args, **kwargs)
+        except BaseException:
+            redis.delete(lock)
+            raise
+        if not 200 <= response.status_code < 300:
+            redis.delete(lock)
+            return response
+        try:
+            with transaction.atomic():
+                IdempotencyRecord.objects.create(
+                    tenant=tenant,
+                    key=key,
+                    method=request.method or "POST",
+                    path=request.path,
+                    request_hash=fingerprint,
+                    response_status=response.status_code,
+                    response_body=json.loads(json.dumps(response.data, default=str)),
+                    subjects=subjects_in(request.data),
+                )
+        except IntegrityError as exc:
+            redis.delete(lock)
+            raise Conflict(f"A request with this {HEADER} was processed concurrently.") from exc
+        # The lock goes when the write is visible to others, not before.
+        transaction.on_commit(lambda: redis.delete(lock))
+        return response
+
+    return wrapper
+
+
+def _replay(stored: IdempotencyRecord, fingerprint: str) -> Response:
+    if stored.request_hash != fingerprint:
+        raise Unprocessable(f"This {HEADER} was already used with a different request.")
+    response = Response(stored.response_body, status=stored.response_status)
+    response["Idempotent-Replayed"] = "true"
+    return response

@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class TenantsConfig(AppConfig):
+    """The platform app: tenants, API keys, tenant scope and row-level security, API conventions."""
+
+    name = "tenants"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from tenants import dbroles
+
+        dbroles.connect_signals()

@@ -1,0 +1,95 @@
+"""Bearer API-key authentication. A successful authentication enters the key's tenant scope."""
+
+from __future__ import annotations
+
+import hmac
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.request import Request
+
+from tenants import scope
+from tenants.models import ApiKey, Tenant, hash_key
+
+# Touch last_used_at at most this often, so that reads do not turn into writes on every request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class TenantPrincipal:
+    """request.user for API calls: the tenant, seen through one key."""
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __init__(self, tenant: Tenant, api_key: ApiKey) -> None:
+        self.tenant = tenant
+        self.api_key = api_key
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug}:{self.api_key.prefix}"
+
+
+def _parse(raw: str) -> str | None:
+    parts = raw.split("_")
+    if len(parts) < 3 or parts[0] != "eng":
+        return None
+    return parts[1]
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[TenantPrincipal, ApiKey] | None:
+        header = get_authorization_header(request).split()
+        if not header or header[0].lower() != self.keyword.lower().encode():
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <api key>'.")
+        try:
+            raw = header[1].decode()
+        except UnicodeError as exc:
+            raise exceptions.AuthenticationFailed("Invalid API key.") from exc
+        prefix = _parse(raw)
+        if prefix is None:
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        api_key = self._lookup(prefix)
+        if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(raw)):
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        if api_key.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+        tenant = Tenant.objects.get(id=api_key.tenant_id)
+        if not tenant.active:
+            raise exceptions.AuthenticationFailed("This tenant is not active.")
+        scope.activate([tenant])
+        now = timezone.now()
+        if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+            ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        return TenantPrincipal(tenant, api_key), api_key
+
+    @staticmethod
+    def _lookup(prefix: str) -> ApiKey | None:
+        # The key table is under row-level security like every tenant table; its policy lets a row be
+        # read, never written, when the transaction names that row's prefix. Nothing else is visible.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('app.api_key_prefix', %s, true)", [prefix])
+        try:
+            with scope.scopes_disabled():
+                return ApiKey.objects.filter(prefix=prefix).first()
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('app.api_key_prefix', '', true)")
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="engram"'
+
+
+def request_tenant(request: Any) -> Tenant:
+    """The tenant of an authenticated API request."""
+    user = request.user
+    if not isinstance(user, TenantPrincipal):
+        raise exceptions.NotAuthenticated()
+    return user.tenant

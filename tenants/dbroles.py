@@ -1,0 +1,63 @@
+"""The two database roles: the owner that migrates, and the application role that row-level security binds.
+
+`migrate` runs as DATABASE_OWNER_URL's user when it is set (see the migrate command override); after
+every migrate the owner grants the application role what it needs on the tables, and nothing more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import environ
+from django.conf import settings
+from django.db import connections
+from django.db.models.signals import post_migrate
+
+
+def app_role() -> str:
+    return str(environ.Env.db_url_config(_app_url()).get("USER", ""))
+
+
+def _app_url() -> str:
+    return str(environ.Env().str("DATABASE_URL", default="postgres://engram_app:engram_app@127.0.0.1:54329/engram"))
+
+
+def owner_credentials() -> dict[str, Any] | None:
+    if not settings.DATABASE_OWNER_URL:
+        return None
+    cfg = environ.Env.db_url_config(settings.DATABASE_OWNER_URL)
+    return {"USER": cfg.get("USER", ""), "PASSWORD": cfg.get("PASSWORD", "")}
+
+
+def switch_connection_user(alias: str, user: str, password: str) -> None:
+    conn = connections[alias]
+    conn.close()
+    conn.settings_dict["USER"] = user
+    conn.settings_dict["PASSWORD"] = password
+
+
+def grant_app_role(using: str = "default", *, truncate: bool = False) -> None:
+    role = app_role()
+    conn = connections[using]
+    if not role or conn.settings_dict.get("USER") == role:
+        return
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
+        if cursor.fetchone() is None:
+            return
+        privileges = "SELECT, INSERT, UPDATE, DELETE" + (", TRUNCATE" if truncate else "")
+        cursor.execute(f'GRANT USAGE ON SCHEMA public TO "{role}"')
+        cursor.execute(f'GRANT {privileges} ON ALL TABLES IN SCHEMA public TO "{role}"')
+        cursor.execute(f'GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO "{role}"')
+        cursor.execute(f'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO "{role}"')
+
+
+def _after_migrate(sender: Any, using: str = "default", **kwargs: Any) -> None:
+    grant_app_role(using, truncate=getattr(settings, "ENGRAM_GRANT_TRUNCATE", False))
+
+
+def connect_signals() -> None:
+    from django.apps import apps
+
+    # post_migrate fires once per app after all migrations ran; granting once, after the last app, is enough.
+    post_migrate.connect(_after_migrate, sender=apps.get_app_config("tenants"), dispatch_uid="engram_grant_app_role")

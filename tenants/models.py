@@ -1,0 +1,200 @@
+"""Tenants, their API keys and operators, and the base every tenant-owned model builds on."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import secrets
+import uuid
+from typing import Any, ClassVar, Self
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils import timezone
+
+from tenants.scope import require_scope
+
+
+@dataclasses.dataclass(frozen=True)
+class TenantSettings:
+    """A tenant's tunables. Stored as JSON on the tenant; anything missing takes these defaults."""
+
+    # Router budgets (tokens).
+    budget_procedural: int = 800
+    budget_semantic: int = 1200
+    episodic_fraction: float = 0.30
+    episodic_cap: int = 15_000
+    conversation_reserve_fraction: float = 0.5
+    # Semantic memory.
+    fact_review_threshold: float = 0.5
+    dedupe_similarity: float = 0.92
+    decay_half_life_days: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {
+            "preferences": 180.0,
+            "technical_environment": 120.0,
+            "known_issues": 30.0,
+            "contact_info": 365.0,
+            "business_context": 180.0,
+            "other": 90.0,
+        }
+    )
+    forget_after_days: int = 365
+    confidence_floor: float = 0.1
+    extra_categories: list[str] = dataclasses.field(default_factory=list)
+    # Episodic memory.
+    retention_days: int = 90
+    scratchpad_ttl_seconds: int = 24 * 3600
+    entity_dictionary: list[str] = dataclasses.field(default_factory=list)
+    topic_dictionary: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    # Consolidation triggers.
+    entity_trigger_episodes: int = 5
+    entity_trigger_window_days: int = 7
+    # Procedural memory.
+    procedure_min_applications: int = 10
+    procedure_deprecate_below: float = 0.4
+    discovery_min_support: float = 0.3
+    discovery_min_confidence: float = 0.7
+    discovery_min_lift: float = 1.5
+    # API.
+    rate_limit_per_minute: int = 6000
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> TenantSettings:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in (data or {}).items() if k in known})
+
+
+class Tenant(models.Model):
+    """A customer organisation: the isolation boundary. Not itself under row-level security."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    active = models.BooleanField(default=True)
+    settings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("slug",)
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def config(self) -> TenantSettings:
+        return TenantSettings.from_json(self.settings)
+
+
+class TenantQuerySet(models.QuerySet[Any]):
+    def for_tenant(self, tenant: Tenant | uuid.UUID) -> Self:
+        tenant_id = tenant if isinstance(tenant, uuid.UUID) else tenant.id
+        return self.filter(tenant_id=tenant_id)
+
+
+class TenantManager(models.Manager[Any]):
+    """Fails closed: no query is built outside a tenant scope."""
+
+    _queryset_class = TenantQuerySet
+
+    def get_queryset(self) -> TenantQuerySet:
+        require_scope(self.model._meta.label)
+        return TenantQuerySet(self.model, using=self._db)
+
+    def for_tenant(self, tenant: Tenant | uuid.UUID) -> TenantQuerySet:
+        return self.get_queryset().for_tenant(tenant)
+
+
+class TenantModel(models.Model):
+    """Base of every tenant-owned row. Each concrete model also needs `rls.enable_rls()` in its
+    migration and at least one index or unique constraint led by `tenant`."""
+
+    # No single-column index: the composite indexes of each model lead with tenant_id.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+
+    objects: ClassVar[TenantManager] = TenantManager()
+
+    class Meta:
+        abstract = True
+
+
+class TenantMembership(models.Model):
+    """An operator (staff user) and a tenant they may see in the admin. Superusers see every tenant."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant_memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("tenant", "user"), name="uniq_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant}"
+
+
+class ApiKeyScope(models.TextChoices):
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
+KEY_PREFIX_LEN = 12
+
+
+def hash_key(raw: str) -> str:
+    # Keys are 256-bit random tokens, so a fast hash is enough: there is nothing to brute-force.
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ApiKey(TenantModel):
+    """Shown once at creation; stored as a lookup prefix and a SHA-256 hash."""
+
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=KEY_PREFIX_LEN, unique=True)
+    key_hash = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=("tenant", "created_at"), name="apikey_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @staticmethod
+    def generate() -> tuple[str, str, str]:
+        """A new raw key with its prefix and hash: `eng_<prefix>_<secret>`."""
+        prefix = secrets.token_hex(KEY_PREFIX_LEN // 2)
+        raw = f"eng_{prefix}_{secrets.token_urlsafe(32)}"
+        return raw, prefix, hash_key(raw)
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes or ApiKeyScope.ADMIN in self.scopes
+
+
+class IdempotencyRecord(TenantModel):
+    """The first response to a POST carrying an Idempotency-Key, replayed for a repeat of it."""
+
+    key = models.CharField(max_length=255)
+    method = models.CharField(max_length=10)
+    path = models.CharField(max_length=500)
+    request_hash = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
+    # The subjects the request was about, so that erasure can find stored bodies that mention them.
+    subjects = ArrayField(models.CharField(max_length=255), default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("tenant", "key"), name="uniq_idempotency_key")]
+        indexes = [models.Index(fields=("tenant", "created_at"), name="idem_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} [{self.key}]"

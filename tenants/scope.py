@@ -1,0 +1,108 @@
+"""The tenant scope: which tenants the current code may touch, in Python and in PostgreSQL.
+
+Two guards hold together. In Python, a context variable names the active tenants and the default
+manager of every tenant-owned model refuses to build a query without it. In PostgreSQL, the same ids
+go into the transaction-local setting `app.tenant_id`, which the row-level security policy of every
+tenant table compares with `tenant_id`; the setting dies with the transaction, so a pooled connection
+never carries a tenant into the next request.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+from django.db import connections, transaction
+
+if TYPE_CHECKING:
+    from tenants.models import Tenant
+
+SETTING = "app.tenant_id"
+
+_active: ContextVar[frozenset[uuid.UUID] | None] = ContextVar("engram_tenant_scope", default=None)
+_disabled: ContextVar[bool] = ContextVar("engram_scope_disabled", default=False)
+
+
+class ScopeError(RuntimeError):
+    """A tenant-owned model was queried outside any tenant scope."""
+
+
+def _ids(tenants: Iterable[Tenant | uuid.UUID | str]) -> frozenset[uuid.UUID]:
+    out: set[uuid.UUID] = set()
+    for t in tenants:
+        if isinstance(t, uuid.UUID):
+            out.add(t)
+        elif isinstance(t, str):
+            out.add(uuid.UUID(t))
+        else:
+            out.add(t.id)
+    return frozenset(out)
+
+
+def active_tenant_ids() -> frozenset[uuid.UUID] | None:
+    return _active.get()
+
+
+def require_scope(model_label: str) -> None:
+    if _active.get() is None and not _disabled.get():
+        raise ScopeError(
+            f"{model_label} was queried outside a tenant scope; use tenant_scope(tenant) "
+            "or, for rare system work, scopes_disabled()."
+        )
+
+
+def _set_db(ids: frozenset[uuid.UUID] | None, using: str = "default") -> None:
+    value = ",".join(sorted(str(i) for i in ids)) if ids else ""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
+
+
+def clear_db_setting(using: str = "default") -> None:
+    _set_db(None, using)
+
+
+def activate(tenants: Iterable[Tenant | uuid.UUID | str], using: str = "default") -> None:
+    """Enter the scope for the rest of the current transaction (API authentication, admin requests).
+
+    The caller owns the transaction and resets the Python side with `deactivate()` when it ends.
+    """
+    if not connections[using].in_atomic_block:
+        raise ScopeError("activate() needs a transaction: the database setting is transaction-local")
+    ids = _ids(tenants)
+    _set_db(ids, using)
+    _active.set(ids)
+
+
+def deactivate() -> None:
+    _active.set(None)
+
+
+@contextmanager
+def tenant_scope(*tenants: Tenant | uuid.UUID | str, using: str = "default") -> Iterator[None]:
+    """Run the block inside a transaction scoped to the given tenants (tasks, commands, tests)."""
+    ids = _ids(tenants)
+    outer = _active.get()
+    with transaction.atomic(using=using):
+        _set_db(ids, using)
+        token = _active.set(ids)
+        try:
+            yield
+        finally:
+            _active.reset(token)
+            # When this block is nested in a longer transaction the setting would outlive it; put the
+            # outer value back. After an error the savepoint rollback has already restored it.
+            if not connections[using].needs_rollback:
+                _set_db(outer, using)
+
+
+@contextmanager
+def scopes_disabled() -> Iterator[None]:
+    """Lift the Python guard for system work across tenants. Row-level security still applies."""
+    token = _disabled.set(True)
+    try:
+        yield
+    finally:
+        _disabled.reset(token)

@@ -1,0 +1,65 @@
+"""Writes of tenants, keys and operators."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from tenants.errors import ValidationProblem
+from tenants.models import ApiKey, ApiKeyScope, Tenant, TenantMembership
+from tenants.scope import tenant_scope
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    api_key: ApiKey
+    raw: str
+
+
+def _check_scopes(scopes: Sequence[str]) -> list[str]:
+    allowed = set(ApiKeyScope.values)
+    bad = [s for s in scopes if s not in allowed]
+    if bad or not scopes:
+        raise ValidationProblem(f"Scopes must be a non-empty subset of {sorted(allowed)}; got {list(scopes)}.")
+    return sorted(set(scopes))
+
+
+@transaction.atomic
+def tenant_create(*, name: str, slug: str | None = None, settings: dict[str, Any] | None = None) -> Tenant:
+    return Tenant.objects.create(name=name, slug=slug or slugify(name), settings=settings or {})
+
+
+@transaction.atomic
+def api_key_create(
+    *, tenant: Tenant, name: str, scopes: Sequence[str] = ("read", "write"), created_by: str = ""
+) -> IssuedKey:
+    """A new key; the raw value is in the result and nowhere else, ever."""
+    clean = _check_scopes(scopes)
+    raw, prefix, key_hash = ApiKey.generate()
+    with tenant_scope(tenant):
+        api_key = ApiKey.objects.create(
+            tenant=tenant, name=name, prefix=prefix, key_hash=key_hash, scopes=clean, created_by=created_by
+        )
+    return IssuedKey(api_key=api_key, raw=raw)
+
+
+@transaction.atomic
+def api_key_revoke(*, tenant: Tenant, prefix: str) -> ApiKey:
+    with tenant_scope(tenant):
+        api_key = ApiKey.objects.for_tenant(tenant).select_for_update().get(prefix=prefix)
+        if api_key.revoked_at is None:
+            api_key.revoked_at = timezone.now()
+            api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+@transaction.atomic
+def membership_add(*, tenant: Tenant, user: Any) -> TenantMembership:
+    with tenant_scope(tenant):
+        membership, _ = TenantMembership.objects.get_or_create(tenant=tenant, user=user)
+    return membership

@@ -1,0 +1,97 @@
+"""Suite-wide fixtures: the database as the application role, a clean Redis, two tenants with keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from tenants.dbroles import switch_connection_user
+from tenants.models import ApiKey, Tenant
+from tenants.redis import get_redis
+from tenants.services import api_key_create
+from tests.factories.tenants import TenantFactory
+
+ISOLATION_COVERED: set[str] = set()
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in item.iter_markers("isolation"):
+            ISOLATION_COVERED.update(marker.args)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> Iterator[None]:
+    """The test database was created and migrated by the owner; the tests run as the application
+    role, which is neither superuser nor BYPASSRLS, so row-level security is in force."""
+    creds = getattr(settings, "ENGRAM_TEST_APP_CREDENTIALS", None)
+    if creds is None:
+        yield
+        return
+    owner = (settings.DATABASES["default"]["USER"], settings.DATABASES["default"]["PASSWORD"])
+    with django_db_blocker.unblock():  # type: ignore[attr-defined]
+        switch_connection_user("default", *creds)
+    yield
+    with django_db_blocker.unblock():  # type: ignore[attr-defined]
+        switch_connection_user("default", *owner)
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis() -> Iterator[None]:
+    get_redis().flushdb()
+    yield
+
+
+@dataclass
+class TenantContext:
+    tenant: Tenant
+    api_key: ApiKey
+    raw_key: str
+    client: APIClient
+
+
+def _tenant_context(name: str, scopes: tuple[str, ...] = ("read", "write", "admin")) -> TenantContext:
+    tenant = TenantFactory(name=name, slug=name.lower().replace(" ", "-"))
+    issued = api_key_create(tenant=tenant, name="test", scopes=scopes)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
+    return TenantContext(tenant=tenant, api_key=issued.api_key, raw_key=issued.raw, client=client)
+
+
+@pytest.fixture
+def ctx_a(db: None) -> TenantContext:
+    return _tenant_context("Tenant A")
+
+
+@pytest.fixture
+def ctx_b(db: None) -> TenantContext:
+    return _tenant_context("Tenant B")
+
+
+@pytest.fixture
+def tenant_a(ctx_a: TenantContext) -> Tenant:
+    return ctx_a.tenant
+
+
+@pytest.fixture
+def tenant_b(ctx_b: TenantContext) -> Tenant:
+    return ctx_b.tenant
+
+
+@pytest.fixture
+def api_a(ctx_a: TenantContext) -> APIClient:
+    return ctx_a.client
+
+
+@pytest.fixture
+def api_b(ctx_b: TenantContext) -> APIClient:
+    return ctx_b.client
+
+
+@pytest.fixture
+def anon_api() -> APIClient:
+    return APIClient()
