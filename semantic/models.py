@@ -70,7 +70,9 @@ class Fact(TenantModel):
     superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # Set when the value names another entity: the fact is then also an edge entity -attribute-> object_entity.
     object_entity = models.CharField(max_length=255, null=True, blank=True)
-    source_episodes = models.ManyToManyField(Episode, through="FactSource", related_name="facts", blank=True)
+    source_episodes: models.ManyToManyField[Episode, FactSource] = models.ManyToManyField(
+        Episode, through="FactSource", related_name="facts", blank=True
+    )
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     search_vector = models.GeneratedField(
         expression=SearchVector("statement", config="english"),
