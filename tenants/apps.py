@@ -8,6 +8,6 @@ class TenantsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tenants import dbroles
+        from tenants import dbroles, schema  # noqa: F401 - registers the OpenAPI auth extension
 
         dbroles.connect_signals()

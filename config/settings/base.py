@@ -147,10 +147,6 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer", "description": "Engram API key"}}
-    },
-    "SECURITY": [{"ApiKey": []}],
 }
 
 ENGRAM = {

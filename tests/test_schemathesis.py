@@ -1,0 +1,54 @@
+"""Property-based run over the whole OpenAPI schema, authenticated: no input makes the API answer 5xx,
+and every error it does answer is problem+json."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def wsgi_app() -> Iterator[object]:
+    # As Django's test client does: keep the test's connection (and its transaction) across requests.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield get_wsgi_application()
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+def test_no_input_makes_the_api_fail(wsgi_app, ctx_a) -> None:  # type: ignore[no-untyped-def]
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
+    headers = {"Authorization": f"Bearer {ctx_a.raw_key}"}
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert operations, "the schema lists no operations"
+    failures: list[str] = []
+    for operation in operations:
+
+        @given(case=operation.as_strategy())
+        @hypothesis_settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        def check(case: schemathesis.Case) -> None:
+            response = case.call(headers=headers)
+            assert response.status_code < 500, f"{case.method} {case.formatted_path}: {response.text[:300]}"
+            if response.status_code >= 400:
+                content_type = response.headers.get("Content-Type", "")
+                assert content_type.startswith("application/problem+json"), (
+                    f"{case.method} {case.formatted_path} answered {response.status_code} as {content_type}"
+                )
+
+        try:
+            check()
+        except AssertionError as exc:
+            failures.append(str(exc).splitlines()[0])
+    assert failures == []
