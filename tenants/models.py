@@ -26,6 +26,7 @@ class TenantSettings:
     episodic_fraction: float = 0.30
     episodic_cap: int = 15_000
     conversation_reserve_fraction: float = 0.5
+    budget_working: int = 600
     # Semantic memory.
     fact_review_threshold: float = 0.5
     dedupe_similarity: float = 0.92
