@@ -1,0 +1,606 @@
+"""The offline extractor: documented sentence patterns over what the subject said, no model, no network.
+
+It reads the subject's own messages (role user/human/customer), one sentence at a time, and skips
+questions, conditionals and negated statements. Each pattern names its attribute, category and
+confidence; docs/consolidation.md lists them with the precision and recall measured on
+tests/fixtures/extraction/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterator, Sequence
+
+from episodic.models import Episode
+from semantic.models import Cardinality, FactCategory
+from semantic.types import FactCandidate
+from tenants.models import Tenant
+from tenants.tokens import count_tokens
+
+from .base import ExtractionResult, SummaryResult, extractable
+
+SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
+
+# Known tools name the attribute they fill; anything else is a multi-valued "uses".
+_KNOWN_TOOLS = {
+    "database": {
+        "postgresql",
+        "postgres",
+        "mysql",
+        "mariadb",
+        "mongodb",
+        "sqlite",
+        "oracle",
+        "cassandra",
+        "dynamodb",
+        "cockroachdb",
+        "sql server",
+        "mssql",
+        "snowflake",
+        "bigquery",
+        "clickhouse",
+        "supabase",
+    },
+    "cloud_provider": {
+        "aws",
+        "amazon web services",
+        "gcp",
+        "google cloud",
+        "azure",
+        "digitalocean",
+        "heroku",
+        "vercel",
+        "netlify",
+        "linode",
+        "hetzner",
+    },
+    "operating_system": {
+        "windows",
+        "macos",
+        "mac os",
+        "linux",
+        "ubuntu",
+        "debian",
+        "fedora",
+        "centos",
+        "arch linux",
+        "chromeos",
+    },
+    "orchestration": {"kubernetes", "k8s", "nomad", "docker swarm", "ecs", "openshift"},
+    "ci": {"github actions", "gitlab ci", "jenkins", "circleci", "travis ci", "buildkite"},
+    "editor": {"vim", "neovim", "emacs", "vs code", "vscode", "visual studio code", "intellij", "pycharm"},
+}
+TOOL_ATTRIBUTES = {name: (attr, name) for attr, names in _KNOWN_TOOLS.items() for name in names}
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_QUESTION_OR_HYPOTHETICAL = re.compile(
+    r"\?\s*$|^\s*(?:if|when|whether|should|would|could|can|do|does|did|is|are|what|which|how|why)\b|\bif (?:i|we)\b",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(r"\b(?:i think|i guess|maybe|probably|might|not sure)\b", re.IGNORECASE)
+_FILLER_TAIL = re.compile(
+    r"\s+(?:now|nowadays|these days|currently|at the moment|right now|for now|too|as well|mostly|"
+    r"for everything|for most things|everywhere|lately|recently|anyway|though)\s*$",
+    re.IGNORECASE,
+)
+_LEADING_ARTICLE = re.compile(r"^(?:the|a|an|our|my)\s+", re.IGNORECASE)
+_END = r"(?=\s*(?:[.,;!?]|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
+_V = r"(?P<v>[^.,;!?]{1,80}?)"
+
+MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_DATE = (
+    rf"(?:(?:on|by|in|next|this)\s+)?(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
+    rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTHS})(?:\s+\d{{4}})?|(?:next|this)\s+(?:week|month|year|quarter|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(?:q[1-4])(?:\s+\d{4})?|tomorrow)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    attribute: str
+    value: str
+    category: str
+    confidence: float
+    statement: str
+    cardinality: str | None = None
+    entity: str | None = None
+
+
+def _clean_value(raw: str, *, max_words: int = 8) -> str:
+    value = _FILLER_TAIL.sub("", raw.strip(" \t\"'`")).strip()
+    value = _FILLER_TAIL.sub("", value).strip()
+    value = _LEADING_ARTICLE.sub("", value).strip()
+    if not value or len(value.split()) > max_words:
+        return ""
+    return value
+
+
+def _tool(value: str) -> tuple[str, str | None]:
+    """The attribute a tool fills, by its name (or its first words: "PostgreSQL 16" is a database)."""
+    low = value.lower()
+    for name, (attribute, _canonical) in sorted(TOOL_ATTRIBUTES.items(), key=lambda kv: -len(kv[0])):
+        if low == name or low.startswith(name + " "):
+            return attribute, Cardinality.SINGLE
+    return "uses", Cardinality.MULTI
+
+
+Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str], str], list[Found]]]
+
+
+def _p(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _simple(
+    attribute: str, category: str, confidence: float, template: str, *, cardinality: str | None = None, words: int = 8
+) -> Callable[[re.Match[str], str], list[Found]]:
+    def build(m: re.Match[str], subject: str) -> list[Found]:
+        value = _clean_value(m.group("v"), max_words=words)
+        if not value:
+            return []
+        return [
+            Found(attribute, value, category, confidence, template.format(s=subject, v=value), cardinality=cardinality)
+        ]
+
+    return build
+
+
+def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], list[Found]]:
+    def build(m: re.Match[str], subject: str) -> list[Found]:
+        out = []
+        # "we use Django and Postgres" names two tools.
+        for part in re.split(r"\s*(?:,|\band\b|\bplus\b|&)\s*", m.group("v")):
+            value = _clean_value(part, max_words=4)
+            if not value:
+                continue
+            attribute, cardinality = _tool(value)
+            out.append(
+                Found(
+                    attribute,
+                    value,
+                    FactCategory.TECHNICAL_ENVIRONMENT,
+                    confidence,
+                    template.format(s=subject, v=value),
+                    cardinality=cardinality,
+                )
+            )
+        return out
+
+    return build
+
+
+def _runs_on(m: re.Match[str], subject: str) -> list[Found]:
+    what = _clean_value(m.group("what"), max_words=4)
+    where = _clean_value(m.group("v"), max_words=4)
+    out: list[Found] = []
+    if what:
+        attribute, cardinality = _tool(what)
+        out.append(
+            Found(
+                attribute,
+                what,
+                FactCategory.TECHNICAL_ENVIRONMENT,
+                0.75,
+                f"{subject} runs {what}.",
+                cardinality=cardinality,
+            )
+        )
+    if where:
+        attribute, cardinality = _tool(where)
+        if attribute == "uses":
+            attribute, cardinality = "runs_on", Cardinality.SINGLE
+        out.append(
+            Found(
+                attribute,
+                where,
+                FactCategory.TECHNICAL_ENVIRONMENT,
+                0.75,
+                f"{subject} runs {what or 'their systems'} on {where}.",
+                cardinality=cardinality,
+            )
+        )
+    return out
+
+
+def _our_thing(m: re.Match[str], subject: str) -> list[Found]:
+    thing = m.group("thing").lower()
+    value = _clean_value(m.group("v"), max_words=4)
+    if not value:
+        return []
+    attribute = {
+        "db": "database",
+        "database": "database",
+        "cloud": "cloud_provider",
+        "cloud provider": "cloud_provider",
+        "os": "operating_system",
+        "operating system": "operating_system",
+        "ci": "ci",
+        "editor": "editor",
+    }.get(thing, "uses")
+    return [
+        Found(
+            attribute,
+            value,
+            FactCategory.TECHNICAL_ENVIRONMENT,
+            0.8,
+            f"{subject}'s {thing} is {value}.",
+            cardinality=Cardinality.MULTI if attribute == "uses" else Cardinality.SINGLE,
+        )
+    ]
+
+
+def _favourite(m: re.Match[str], subject: str) -> list[Found]:
+    what = re.sub(r"[^a-z0-9]+", "_", m.group("what").lower()).strip("_")
+    value = _clean_value(m.group("v"), max_words=6)
+    if not value or not what:
+        return []
+    return [
+        Found(
+            f"favorite_{what}",
+            value,
+            FactCategory.PREFERENCES,
+            0.8,
+            f"{subject}'s favourite {m.group('what').lower()} is {value}.",
+            cardinality=Cardinality.SINGLE,
+        )
+    ]
+
+
+def _plan(m: re.Match[str], subject: str) -> list[Found]:
+    value = _clean_value(m.group("v"), max_words=10)
+    if not value:
+        return []
+    when = re.search(_DATE, value, re.IGNORECASE)
+    statement = f"{subject} plans to {value}."
+    return [
+        Found(
+            "plans",
+            value,
+            FactCategory.BUSINESS_CONTEXT if when else FactCategory.OTHER,
+            0.65,
+            statement,
+            cardinality=Cardinality.MULTI,
+        )
+    ]
+
+
+def _issue(template: str, confidence: float = 0.7) -> Callable[[re.Match[str], str], list[Found]]:
+    def build(m: re.Match[str], subject: str) -> list[Found]:
+        value = _clean_value(m.group("v"), max_words=10)
+        if not value:
+            return []
+        return [
+            Found(
+                "known_issues",
+                value,
+                FactCategory.KNOWN_ISSUES,
+                confidence,
+                template.format(s=subject, v=value),
+                cardinality=Cardinality.MULTI,
+            )
+        ]
+
+    return build
+
+
+def _issue_with_subject(m: re.Match[str], subject: str) -> list[Found]:
+    thing = _clean_value(m.group("thing"), max_words=4)
+    if not thing:
+        return []
+    value = f"{thing} {m.group('v').strip().lower()}"
+    return [
+        Found(
+            "known_issues",
+            value,
+            FactCategory.KNOWN_ISSUES,
+            0.7,
+            f"{subject} reports: {value}.",
+            cardinality=Cardinality.MULTI,
+        )
+    ]
+
+
+RULES: list[Rule] = [
+    # --- contact details
+    (
+        "email",
+        _p(r"(?P<v>[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})"),
+        _simple("email", FactCategory.CONTACT_INFO, 0.85, "{s}'s email address is {v}.", words=1),
+    ),
+    (
+        "phone",
+        _p(r"\b(?:phone|number|call me at|reach me at|text me at|mobile)\b[^0-9+]{0,20}(?P<v>\+?\d[\d\s().-]{6,18}\d)"),
+        _simple("phone", FactCategory.CONTACT_INFO, 0.8, "{s}'s phone number is {v}.", words=5),
+    ),
+    (
+        "name",
+        _p(r"\bmy name is " + r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"),
+        _simple("name", FactCategory.CONTACT_INFO, 0.85, "{s}'s name is {v}.", words=3),
+    ),
+    (
+        "preferred_name",
+        _p(r"\b(?:please )?call me " + r"(?P<v>[A-Z][\w'-]+)" + _END),
+        _simple("preferred_name", FactCategory.PREFERENCES, 0.8, "{s} likes to be called {v}.", words=2),
+    ),
+    (
+        "location",
+        _p(r"\b(?:i|we)(?:'m| am|'re| are)? (?:live|living|based|located) in " + _V + _END),
+        _simple("location", FactCategory.CONTACT_INFO, 0.75, "{s} lives in {v}.", words=4),
+    ),
+    (
+        "moved_to",
+        _p(r"\b(?:i|we) (?:just |recently )?(?:moved|relocated) to " + _V + _END),
+        _simple("location", FactCategory.CONTACT_INFO, 0.75, "{s} lives in {v}.", words=4),
+    ),
+    (
+        "timezone",
+        _p(r"\b(?:my|our) time ?zone is " + _V + _END),
+        _simple("timezone", FactCategory.CONTACT_INFO, 0.8, "{s}'s time zone is {v}.", words=3),
+    ),
+    (
+        "employer",
+        _p(r"\bi (?:work|am working) (?:at|for) " + _V + _END),
+        _simple("employer", FactCategory.BUSINESS_CONTEXT, 0.75, "{s} works at {v}.", words=4),
+    ),
+    (
+        "job_title",
+        _p(r"\bi(?:'m| am) (?:a|an|the) (?P<v>[a-z][\w -]{2,40}?) (?:at|for|in) "),
+        _simple("job_title", FactCategory.BUSINESS_CONTEXT, 0.65, "{s} works as {v}.", words=4),
+    ),
+    # --- preferences
+    (
+        "prefer",
+        _p(
+            r"\bi (?:really |much |strongly |would )?prefer "
+            + _V
+            + r"(?:\s+(?:over|to|rather than)\s+[^.,;!?]+)?"
+            + _END
+        ),
+        _simple("prefers", FactCategory.PREFERENCES, 0.75, "{s} prefers {v}.", cardinality=Cardinality.MULTI),
+    ),
+    (
+        "reply_language",
+        _p(r"\b(?:reply|respond|answer|write|talk)(?: to me)? in (?P<v>[A-Z][a-z]+)" + _END),
+        _simple("preferred_language", FactCategory.PREFERENCES, 0.8, "{s} wants answers in {v}.", words=1),
+    ),
+    (
+        "favourite",
+        _p(r"\bmy fav(?:ou?rite)? (?P<what>[a-z]+(?: [a-z]+)?) is " + _V + _END),
+        _favourite,
+    ),
+    (
+        "dislike",
+        _p(r"\bi (?:really )?(?:hate|dislike|can't stand|cannot stand|don't like|do not like) " + _V + _END),
+        _simple("dislikes", FactCategory.PREFERENCES, 0.7, "{s} dislikes {v}.", cardinality=Cardinality.MULTI),
+    ),
+    (
+        "like",
+        _p(r"(?<!n't )(?<!not )\bi (?:really )?(?:like|love|enjoy|adore) " + _V + _END),
+        _simple("likes", FactCategory.PREFERENCES, 0.65, "{s} likes {v}.", cardinality=Cardinality.MULTI),
+    ),
+    (
+        "always_never",
+        _p(r"\bplease (?P<v>(?:always|never) [^.,;!?]{3,80}?)" + _END),
+        _simple(
+            "instructions", FactCategory.PREFERENCES, 0.8, "{s} asks: {v}.", cardinality=Cardinality.MULTI, words=12
+        ),
+    ),
+    # --- technical environment
+    (
+        "migrated",
+        _p(
+            r"\b(?:i|we)(?:'ve| have)? (?:just |recently |finally )?(?:migrated|moved|switched|upgraded|changed)"
+            r"(?: (?:over|everything|our \w+|the \w+))?(?: from [^.,;!?]+?)? to " + _V + _END
+        ),
+        _uses(0.85, "{s} migrated to {v}."),
+    ),
+    (
+        "our_thing",
+        _p(
+            r"\b(?:our|my) (?:main |primary )?(?P<thing>database|db|cloud provider|cloud|os|operating system|ci|editor)"
+            r" is " + _V + _END
+        ),
+        _our_thing,
+    ),
+    (
+        "runs_on",
+        _p(
+            r"\b(?:i|we)(?:'re| are)? (?:run|running|host|hosting|deploy|deploying) (?P<what>[^.,;!?]{1,40}?) on "
+            + _V
+            + _END
+        ),
+        _runs_on,
+    ),
+    (
+        "uses",
+        _p(
+            r"\b(?:i|we)(?:'re|'m| are| am)? (?:use|using|rely on|relying on|work with|build with|built with) "
+            + _V
+            + _END
+        ),
+        _uses(0.7, "{s} uses {v}."),
+    ),
+    (
+        "on_version",
+        _p(r"\b(?:i|we)(?:'re|'m| are| am) (?:still )?on (?P<v>[A-Z][\w.+-]*(?: [\w.+-]+)?\s+v?\d+(?:\.\d+)*)" + _END),
+        _uses(0.75, "{s} is on {v}."),
+    ),
+    # --- known issues
+    (
+        "getting_error",
+        _p(
+            r"\b(?:i|we)(?:'re|'m| are| am|'ve| have)? (?:been )?(?:getting|seeing|hitting|receiving|got) "
+            r"(?P<v>[^.;!?]{0,60}?(?:error|exception|timeout|crash|failure|500|404|403)[^.;!?]{0,30}?)" + _END
+        ),
+        _issue("{s} is getting {v}."),
+    ),
+    (
+        "keeps_failing",
+        _p(
+            r"\b(?P<thing>(?:the |our |my )?[\w.-]+(?: [\w.-]+)?) (?P<v>keeps (?:crashing|failing|timing out|freezing|"
+            r"disconnecting|hanging)|(?:is|was) (?:broken|down|crashing|failing)|(?:doesn't|does not|won't|will not) "
+            r"(?:work|start|load|connect|sync|build))" + _END
+        ),
+        _issue_with_subject,
+    ),
+    (
+        "trouble_with",
+        _p(r"\b(?:having|have|had) (?:some |a lot of )?(?:trouble|issues|problems) (?:with )?" + _V + _END),
+        _issue("{s} has trouble with {v}.", 0.65),
+    ),
+    (
+        "bug_in",
+        _p(r"\bthere(?:'s| is) a bug (?:in|with) " + _V + _END),
+        _issue("{s} reports a bug in {v}."),
+    ),
+    # --- plans and dates
+    (
+        "birthday",
+        _p(r"\bmy birthday is (?:on )?(?P<v>" + _DATE + r")"),
+        _simple("birthday", FactCategory.OTHER, 0.85, "{s}'s birthday is {v}.", words=5),
+    ),
+    (
+        "deadline",
+        _p(
+            r"\b(?:our |my |the )?(?P<what>deadline|launch|release|go-live|due date|renewal)(?: date)? is "
+            r"(?P<v>" + _DATE + r")"
+        ),
+        lambda m, s: (
+            [
+                Found(
+                    f"{re.sub(r'[^a-z]+', '_', m.group('what').lower())}_date",
+                    _clean_value(m.group("v"), max_words=5),
+                    FactCategory.BUSINESS_CONTEXT,
+                    0.8,
+                    f"{s}'s {m.group('what').lower()} is {_clean_value(m.group('v'), max_words=5)}.",
+                    cardinality=Cardinality.SINGLE,
+                )
+            ]
+            if _clean_value(m.group("v"), max_words=5)
+            else []
+        ),
+    ),
+    (
+        "plan",
+        _p(r"\b(?:i|we)(?:'m|'re| am| are)? (?:planning|plan|going|intend|intending|scheduled|hoping) to " + _V + _END),
+        _plan,
+    ),
+]
+
+_NEGATED_USE = re.compile(r"\b(?:don't|do not|no longer|never|stopped|not) (?:use|using|run|running)\b", re.IGNORECASE)
+
+
+def sentences(text: str) -> Iterator[str]:
+    for part in _SENTENCE.split(text):
+        part = part.strip()
+        if part:
+            yield part
+
+
+def extract_from_text(text: str, subject: str) -> list[Found]:
+    """Every fact the patterns find in one message, in order, without duplicates."""
+    found: list[Found] = []
+    seen: set[tuple[str, str]] = set()
+    for sentence in sentences(text):
+        if _QUESTION_OR_HYPOTHETICAL.search(sentence):
+            continue
+        hedged = bool(_HEDGE.search(sentence))
+        claimed: list[tuple[int, int]] = []
+        for name, pattern, build in RULES:
+            if name in {"uses", "runs_on", "on_version"} and _NEGATED_USE.search(sentence):
+                continue
+            for match in pattern.finditer(sentence):
+                span = match.span()
+                # A span already explained by an earlier, more specific rule is not read twice.
+                if any(span[0] < end and start < span[1] for start, end in claimed):
+                    continue
+                facts = build(match, subject)
+                if facts:
+                    claimed.append(span)
+                for fact in facts:
+                    key = (fact.attribute, fact.value.lower())
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    found.append(
+                        dataclasses.replace(fact, confidence=round(fact.confidence - 0.15, 2)) if hedged else fact
+                    )
+    return found
+
+
+class RuleBasedExtractor:
+    name = "rules"
+
+    def extract(self, *, tenant: Tenant, subject: str, episodes: Sequence[Episode]) -> ExtractionResult:
+        result = ExtractionResult()
+        for episode in extractable(episodes):
+            if episode.kind != "message" or episode.role.lower() not in SPEAKER_ROLES:
+                continue
+            for found in extract_from_text(episode.content, subject):
+                result.candidates.append(
+                    FactCandidate(
+                        subject=subject,
+                        entity=found.entity or subject,
+                        attribute=found.attribute,
+                        value=found.value,
+                        statement=found.statement,
+                        category=found.category,
+                        confidence=found.confidence,
+                        source_episode_ids=[episode.id],
+                        observed_at=episode.occurred_at,
+                        cardinality=found.cardinality,
+                    )
+                )
+        return result
+
+    def summarise(self, *, tenant: Tenant, subject: str, episodes: Sequence[Episode]) -> SummaryResult:
+        return SummaryResult(text=extractive_summary(episodes))
+
+
+SUMMARY_MAX_TOKENS = 200
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]+")
+_STOP = frozenset(
+    "the a an and or but if then so to of in on at for with from by is are was were be been it this that "
+    "i you we they he she me my your our their its do does did have has had not no yes ok okay can could "
+    "would should will just about what which who how when where there here please thanks thank".split()
+)
+
+
+def extractive_summary(episodes: Sequence[Episode], *, max_tokens: int = SUMMARY_MAX_TOKENS) -> str:
+    """The sentences that carry the session's most frequent content words, in their original order,
+    within a token budget; the outcome, when one was recorded, is always kept."""
+    items = extractable(episodes)
+    scored: list[tuple[float, int, str]] = []
+    freq: dict[str, int] = {}
+    all_sentences: list[tuple[int, str, str]] = []
+    for episode in items:
+        speaker = episode.role or episode.kind
+        for sentence in sentences(episode.content):
+            all_sentences.append((len(all_sentences), speaker, sentence))
+            for word in set(_WORD.findall(sentence.lower())) - _STOP:
+                freq[word] = freq.get(word, 0) + 1
+    for index, _speaker, sentence in all_sentences:
+        words = [w for w in _WORD.findall(sentence.lower()) if w not in _STOP]
+        if not words:
+            continue
+        score = sum(freq.get(w, 0) for w in set(words)) / (len(words) ** 0.5)
+        if extract_from_text(sentence, "x"):
+            score *= 1.5  # sentences stating a fact matter more than chatter
+        scored.append((score, index, sentence))
+    chosen: list[tuple[int, str]] = []
+    used = 0
+    outcome = next((e for e in reversed(items) if e.kind == "outcome"), None)
+    outcome_line = f"Outcome: {outcome.content.strip()}" if outcome else ""
+    budget = max_tokens - (count_tokens(outcome_line) if outcome_line else 0)
+    for _score, index, sentence in sorted(scored, key=lambda t: (-t[0], t[1])):
+        line = f"{all_sentences[index][1]}: {sentence}"
+        cost = count_tokens(line) + 1
+        if used + cost > budget:
+            continue
+        chosen.append((index, line))
+        used += cost
+    lines = [line for _i, line in sorted(chosen)]
+    if outcome_line:
+        lines.append(outcome_line)
+    return "\n".join(lines)

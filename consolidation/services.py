@@ -1,0 +1,291 @@
+"""Consolidation: new episodes to facts, one tenant at a time, each episode once, safe to redeliver.
+
+A run works in batches of the lowest unconsolidated episode ids. Each batch is one transaction that
+takes the tenant's advisory lock, locks the watermark row, extracts, merges every candidate through
+`fact_upsert`, marks the episodes done and adds its counts to the run row. A worker killed mid-batch
+leaves nothing of that batch behind; the redelivered task continues the same run (found by its Celery
+task id) from the watermark, so nothing is skipped and nothing is merged twice.
+
+Why the watermark carries `done_above` and a pending promotion: episode ids come from a sequence, so a
+transaction still open can commit a lower id after a higher one was consolidated. Ids above
+`last_episode_id` are therefore recorded one by one until PostgreSQL proves (the oldest running
+transaction id has passed the horizon noted when they were done) that no lower id can still appear.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from consolidation.extractors.base import Extractor, Usage, get_extractor
+from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
+from episodic.models import Episode, EpisodeKind, Session, SessionStatus
+from semantic.models import ActorType
+from semantic.types import Actor, FactCandidate
+from tenants.errors import DomainError
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 200
+MAX_PROBLEMS_KEPT = 50
+# Namespace of the advisory locks this app takes; the low 32 bits come from the tenant id.
+LOCK_NAMESPACE = 0x0E6A_0000_0000_0000
+
+
+def tenant_lock_key(tenant: Tenant, namespace: int = LOCK_NAMESPACE) -> int:
+    return namespace | (uuid.UUID(str(tenant.id)).int & 0xFFFF_FFFF)
+
+
+def _advisory_xact_lock(key: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+def _snapshot() -> tuple[int, int]:
+    """(oldest running transaction id, next transaction id) as seen now."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,"
+            " pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+        )
+        xmin, xmax = cursor.fetchone()
+    return int(xmin), int(xmax)
+
+
+def run_start(
+    *,
+    tenant: Tenant,
+    trigger: str,
+    reason: str = "",
+    subject: str = "",
+    session_external_id: str = "",
+    entity: str = "",
+    task_id: str = "",
+) -> ConsolidationRun:
+    """The run of this task id (a redelivery continues it, counting the attempt) or a new one."""
+    with tenant_scope(tenant):
+        if task_id:
+            existing = ConsolidationRun.objects.for_tenant(tenant).select_for_update().filter(task_id=task_id).first()
+            if existing is not None:
+                existing.attempts += 1
+                existing.status = RunStatus.RUNNING
+                existing.error = ""
+                existing.save(update_fields=["attempts", "status", "error"])
+                return existing
+        return ConsolidationRun.objects.create(
+            tenant=tenant,
+            trigger=RunTrigger(trigger),
+            reason=reason[:2000],
+            subject=subject,
+            session_external_id=session_external_id,
+            entity=entity,
+            task_id=task_id,
+            extractor=get_extractor().name,
+        )
+
+
+def _watermark(tenant: Tenant) -> ConsolidationWatermark:
+    ConsolidationWatermark.objects.get_or_create(tenant=tenant)
+    return ConsolidationWatermark.objects.for_tenant(tenant).select_for_update().get()
+
+
+def _promote(tenant: Tenant, wm: ConsolidationWatermark, xmin: int) -> None:
+    """Fold `done_above` into `last_episode_id` once no lower id can still commit."""
+    if wm.pending_last_id is None or wm.pending_xmax is None or xmin < wm.pending_xmax:
+        return
+    undone_below = (
+        Episode.objects.for_tenant(tenant)
+        .filter(id__gt=wm.last_episode_id, id__lte=wm.pending_last_id)
+        .exclude(id__in=wm.done_above)
+        .exists()
+    )
+    if undone_below:
+        return  # a late commit below the horizon: the next batch reads it first, then we promote
+    wm.last_episode_id = max(wm.last_episode_id, wm.pending_last_id)
+    wm.done_above = [i for i in wm.done_above if i > wm.last_episode_id]
+    wm.pending_last_id = None
+    wm.pending_xmax = None
+
+
+def backlog_queryset(tenant: Tenant, wm: ConsolidationWatermark) -> Any:
+    qs = Episode.objects.for_tenant(tenant).filter(id__gt=wm.last_episode_id)
+    if wm.done_above:
+        qs = qs.exclude(id__in=wm.done_above)
+    return qs
+
+
+def _merge(
+    *, tenant: Tenant, run: ConsolidationRun, candidates: Sequence[FactCandidate], batch_ids: set[int]
+) -> dict[str, int]:
+    from semantic.services import fact_upsert
+
+    counts: dict[str, int] = defaultdict(int)
+    actor = Actor(type=ActorType.CONSOLIDATION, id=f"run:{run.pk}", reason=run.reason[:200] or run.trigger)
+    for candidate in candidates:
+        bad_sources = [i for i in candidate.source_episode_ids if i not in batch_ids]
+        if bad_sources or not candidate.source_episode_ids:
+            counts["rejected"] += 1
+            _note_problem(run, {"error": "candidate cites episodes outside its batch", "ids": bad_sources[:10]})
+            continue
+        try:
+            with transaction.atomic():
+                result = fact_upsert(tenant=tenant, candidate=candidate, actor=actor)
+        except DomainError as exc:
+            counts["rejected"] += 1
+            _note_problem(run, {"error": f"fact_upsert refused a candidate: {exc.detail}"[:500]})
+            continue
+        counts[result.action] += 1
+    return counts
+
+
+def _note_problem(run: ConsolidationRun, problem: dict[str, Any]) -> None:
+    problems = list(run.problems or [])
+    if len(problems) < MAX_PROBLEMS_KEPT:
+        problems.append(problem)
+        run.problems = problems
+
+
+def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extractor, batch_size: int) -> int:
+    """One batch in one transaction; the number of episodes it consolidated (0: nothing left)."""
+    with tenant_scope(tenant):
+        # One consolidation per tenant at a time; a second worker waits here for the batch to commit.
+        _advisory_xact_lock(tenant_lock_key(tenant))
+        wm = _watermark(tenant)
+        xmin, _xmax = _snapshot()
+        _promote(tenant, wm, xmin)
+        episodes = list(backlog_queryset(tenant, wm).order_by("id")[:batch_size])
+        if not episodes:
+            wm.updated_at = timezone.now()
+            wm.save(update_fields=["last_episode_id", "done_above", "pending_last_id", "pending_xmax", "updated_at"])
+            return 0
+        by_subject: dict[str, list[Episode]] = defaultdict(list)
+        for episode in episodes:
+            by_subject[episode.subject].append(episode)
+        usage = Usage()
+        counts: dict[str, int] = defaultdict(int)
+        batch_ids = {e.id for e in episodes}
+        for subject, subject_episodes in by_subject.items():
+            result = extractor.extract(tenant=tenant, subject=subject, episodes=subject_episodes)
+            usage.add(result.usage)
+            for problem in result.problems:
+                _note_problem(run, {"subject_batch": len(subject_episodes), **problem})
+            counts["candidates"] += len(result.candidates)
+            for key, value in _merge(tenant=tenant, run=run, candidates=result.candidates, batch_ids=batch_ids).items():
+                counts[key] += value
+
+        ids = sorted(batch_ids)
+        wm.done_above = sorted(set(wm.done_above) | set(ids))
+        if wm.pending_last_id is None:
+            _xmin, xmax = _snapshot()
+            wm.pending_last_id = max(wm.done_above)
+            wm.pending_xmax = xmax
+        wm.updated_at = timezone.now()
+        wm.save(update_fields=["last_episode_id", "done_above", "pending_last_id", "pending_xmax", "updated_at"])
+
+        run.first_episode_id = min(run.first_episode_id or ids[0], ids[0])
+        run.last_episode_id = max(run.last_episode_id or ids[-1], ids[-1])
+        ConsolidationRun.objects.for_tenant(tenant).filter(pk=run.pk).update(
+            episodes_read=F("episodes_read") + len(ids),
+            candidates=F("candidates") + counts["candidates"],
+            facts_created=F("facts_created") + counts["created"],
+            facts_confirmed=F("facts_confirmed") + counts["confirmed"],
+            facts_superseded=F("facts_superseded") + counts["superseded"],
+            facts_pending=F("facts_pending") + counts["pending"],
+            candidates_rejected=F("candidates_rejected") + counts["rejected"],
+            llm_calls=F("llm_calls") + usage.llm_calls,
+            input_tokens=F("input_tokens") + usage.input_tokens,
+            output_tokens=F("output_tokens") + usage.output_tokens,
+            cache_read_tokens=F("cache_read_tokens") + usage.cache_read_tokens,
+            cost_usd=F("cost_usd") + usage.cost_usd,
+            first_episode_id=run.first_episode_id,
+            last_episode_id=run.last_episode_id,
+            problems=run.problems,
+        )
+        return len(ids)
+
+
+def consolidate(
+    *, tenant: Tenant, run: ConsolidationRun, batch_size: int = BATCH_SIZE, max_batches: int | None = None
+) -> ConsolidationRun:
+    """Consolidate the tenant's backlog into facts under `run`, then close the run."""
+    extractor = get_extractor()
+    started = time.monotonic()
+    batches = 0
+    try:
+        while max_batches is None or batches < max_batches:
+            if consolidate_batch(tenant=tenant, run=run, extractor=extractor, batch_size=batch_size) == 0:
+                break
+            batches += 1
+    except Exception as exc:
+        run_finish(tenant=tenant, run=run, status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+        raise
+    return run_finish(tenant=tenant, run=run, status=RunStatus.SUCCEEDED, elapsed=time.monotonic() - started)
+
+
+def run_finish(
+    *, tenant: Tenant, run: ConsolidationRun, status: str, error: str = "", elapsed: float | None = None
+) -> ConsolidationRun:
+    with tenant_scope(tenant):
+        fresh = ConsolidationRun.objects.for_tenant(tenant).select_for_update().get(pk=run.pk)
+        fresh.status = status
+        fresh.error = error
+        fresh.finished_at = timezone.now()
+        fresh.duration_ms = int((fresh.finished_at - fresh.started_at).total_seconds() * 1000)
+        fresh.save(update_fields=["status", "error", "finished_at", "duration_ms"])
+    return fresh
+
+
+SUMMARY_EXTERNAL_ID = "engram:summary"
+
+
+def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun | None = None) -> Episode | None:
+    """Store the summary of an ended session as a `summary` episode, once (its external id is fixed)."""
+    from episodic.services import episodes_append
+
+    with tenant_scope(tenant):
+        session = Session.objects.for_tenant(tenant).filter(pk=session_id).first()
+        if session is None or session.status == SessionStatus.OPEN:
+            return None
+        episodes = list(Episode.objects.for_tenant(tenant).filter(session=session).order_by("occurred_at", "id"))
+        if any(e.kind == EpisodeKind.SUMMARY for e in episodes):
+            return None
+        if not episodes:
+            return None
+        result = get_extractor().summarise(tenant=tenant, subject=session.subject, episodes=episodes)
+        if not result.text.strip():
+            return None
+        [summary] = episodes_append(
+            tenant=tenant,
+            items=[
+                {
+                    "subject": session.subject,
+                    "session": session.external_id,
+                    "agent": session.agent,
+                    "kind": EpisodeKind.SUMMARY,
+                    "role": "system",
+                    "content": result.text,
+                    "occurred_at": session.ended_at or episodes[-1].occurred_at,
+                    "external_id": SUMMARY_EXTERNAL_ID,
+                    "payload": {"source_episode_ids": [e.id for e in episodes], "generated_by": "consolidation"},
+                }
+            ],
+        )
+        if run is not None:
+            ConsolidationRun.objects.for_tenant(tenant).filter(pk=run.pk).update(
+                summaries_written=F("summaries_written") + 1,
+                llm_calls=F("llm_calls") + result.usage.llm_calls,
+                input_tokens=F("input_tokens") + result.usage.input_tokens,
+                output_tokens=F("output_tokens") + result.usage.output_tokens,
+                cost_usd=F("cost_usd") + result.usage.cost_usd,
+            )
+        return summary
