@@ -1,0 +1,229 @@
+"""POST /v1/context, feedback on it, traces and GET /v1/stats."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from router import selectors, services
+from router.budgets import BUDGET_KEYS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
+from router.models import ContextTrace, FeedbackOutcome
+from router.types import FORMATS, LAYERS, ContextRequest, Layer
+from tenants.api.idempotency import idempotent
+from tenants.api.pagination import CreatedCursorPagination
+from tenants.api.views import TenantAPIView
+
+LIST_LAYERS: tuple[Layer, ...] = ("procedural", "semantic", "episodic")
+
+
+class SourceSerializer(serializers.Serializer):
+    episode_id = serializers.IntegerField()
+    external_id = serializers.CharField(allow_null=True)
+    occurred_at = serializers.DateTimeField(allow_null=True)
+    session = serializers.CharField(allow_null=True)
+
+
+class ItemSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    type = serializers.CharField()
+    text = serializers.CharField()
+    tokens = serializers.IntegerField()
+    score = serializers.FloatField()
+    score_parts = serializers.DictField(child=serializers.FloatField())
+    sources = SourceSerializer(many=True)
+
+
+class ContextApi(TenantAPIView):
+    # Asking for context reads memory; the trace it leaves is bookkeeping, so a read key suffices.
+    required_scope = "read"
+
+    class InputSerializer(serializers.Serializer):
+        subject = serializers.CharField(max_length=255)
+        session = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+        agent = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+        query = serializers.CharField(max_length=32_000, required=False, allow_blank=True, default="")
+        max_tokens = serializers.IntegerField(min_value=MIN_MAX_TOKENS, max_value=MAX_MAX_TOKENS, default=4000)
+        budgets = serializers.DictField(child=serializers.IntegerField(min_value=0), required=False, default=dict)
+        layers = serializers.ListField(
+            child=serializers.ChoiceField(choices=LAYERS), required=False, allow_empty=False, max_length=4
+        )
+        as_of = serializers.DateTimeField(required=False, allow_null=True, default=None)
+        format = serializers.ChoiceField(choices=FORMATS, required=False, default="markdown")
+
+        def validate_budgets(self, value: dict[str, int]) -> dict[str, int]:
+            unknown = sorted(set(value) - set(BUDGET_KEYS))
+            if unknown:
+                raise serializers.ValidationError(
+                    {key: [f"Unknown budget; use one of {', '.join(BUDGET_KEYS)}."] for key in unknown}
+                )
+            return value
+
+    class OutputSerializer(serializers.Serializer):
+        class TokensSerializer(serializers.Serializer):
+            total = serializers.IntegerField()
+            procedural = serializers.IntegerField()
+            semantic = serializers.IntegerField()
+            episodic = serializers.IntegerField()
+            working = serializers.IntegerField()
+
+        class LayersSerializer(serializers.Serializer):
+            procedural = ItemSerializer(many=True)
+            semantic = ItemSerializer(many=True)
+            episodic = ItemSerializer(many=True)
+            working = serializers.DictField()
+
+        trace_id = serializers.UUIDField()
+        prompt = serializers.CharField(allow_blank=True)
+        tokens = TokensSerializer()
+        budgets = serializers.DictField()
+        layers = LayersSerializer()
+
+    @extend_schema(
+        request=InputSerializer,
+        responses=OutputSerializer,
+        summary="A token-budgeted, layered context for the next model call",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        result = services.context_build(
+            tenant=self.tenant,
+            request=ContextRequest(
+                subject=v["subject"],
+                session=v["session"],
+                agent=v["agent"],
+                query=v["query"],
+                max_tokens=v["max_tokens"],
+                budgets=dict(v["budgets"]),
+                layers=tuple(dict.fromkeys(v.get("layers") or LAYERS)),
+                as_of=v["as_of"],
+                format=v["format"],
+            ),
+        )
+        return Response(context_body(result))
+
+
+def context_body(result: services.ContextResult) -> dict[str, Any]:
+    built = result.built
+    layers: dict[str, Any] = {
+        layer: [services.item_dict(item) for item in built.chosen[layer]] for layer in LIST_LAYERS
+    }
+    notes = [services.item_dict(item) for item in built.chosen["working"]]
+    shown = {item.id.split(":", 1)[1] for item in built.chosen["working"]}
+    layers["working"] = {
+        "session": result.trace.session or None,
+        "version": built.working_version,
+        "document": {k: v for k, v in (built.working_document or {}).items() if k in shown},
+        "complete": built.working_document is not None and len(shown) == len(built.working_document),
+        "items": notes,
+    }
+    unused = {layer: max(0, built.granted.get(layer, 0) - built.tokens[layer]) for layer in ("episodic", "working")}
+    return {
+        "trace_id": result.trace.id,
+        "prompt": built.prompt,
+        "tokens": built.tokens,
+        "budgets": {
+            **built.budgets.as_dict(),
+            "granted": built.granted,
+            "unused": unused,
+            "unused_policy": "unused procedural and semantic budget rolls over to the episodic layer; "
+            "unused episodic and working budget is left to the conversation",
+        },
+        "layers": layers,
+    }
+
+
+class ContextFeedbackApi(TenantAPIView):
+    class InputSerializer(serializers.Serializer):
+        used_item_ids = serializers.ListField(
+            child=serializers.CharField(max_length=300), required=False, default=list, max_length=1000
+        )
+        outcome = serializers.ChoiceField(choices=FeedbackOutcome.choices, required=False, default="unknown")
+        signal = serializers.FloatField(min_value=-1.0, max_value=1.0, required=False, allow_null=True, default=None)
+        asked_to_repeat = serializers.BooleanField(required=False, default=False)
+
+    class OutputSerializer(serializers.Serializer):
+        trace_id = serializers.UUIDField()
+        used_item_ids = serializers.ListField(child=serializers.CharField())
+        offered_count = serializers.IntegerField()
+        used_count = serializers.IntegerField()
+        hit_rate = serializers.FloatField()
+        outcome = serializers.CharField()
+        signal = serializers.FloatField(allow_null=True)
+        asked_to_repeat = serializers.BooleanField()
+        created_at = serializers.DateTimeField()
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, summary="What was used of a context")
+    @idempotent
+    def post(self, request: Request, trace_id: uuid.UUID) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        feedback = services.context_feedback_record(
+            tenant=self.tenant,
+            trace_id=trace_id,
+            used_item_ids=v["used_item_ids"],
+            outcome=v["outcome"],
+            signal=v["signal"],
+            asked_to_repeat=v["asked_to_repeat"],
+        )
+        body = {
+            "trace_id": feedback.trace_id,
+            "used_item_ids": feedback.used_item_ids,
+            "offered_count": feedback.offered_count,
+            "used_count": feedback.used_count,
+            "hit_rate": feedback.used_count / feedback.offered_count if feedback.offered_count else 0.0,
+            "outcome": feedback.outcome,
+            "signal": feedback.signal,
+            "asked_to_repeat": feedback.asked_to_repeat,
+            "created_at": feedback.created_at,
+        }
+        return Response(self.OutputSerializer(body).data)
+
+
+class TraceOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ContextTrace
+        fields = (
+            "id", "subject", "session", "agent", "query", "request", "policy", "budgets", "tokens",
+            "total_tokens", "offered", "considered", "latency_ms", "created_at",
+        )  # fmt: skip
+
+
+class TracePagination(CreatedCursorPagination):
+    ordering = ("-created_at", "-id")
+
+
+class TraceListApi(TenantAPIView):
+    class FilterSerializer(serializers.Serializer):
+        subject = serializers.CharField(required=False, max_length=255)
+        session = serializers.CharField(required=False, max_length=255)
+        since = serializers.DateTimeField(required=False)
+
+    @extend_schema(parameters=[FilterSerializer], responses=TraceOutputSerializer(many=True), summary="Traces")
+    def get(self, request: Request) -> Response:
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        qs = selectors.trace_list(tenant=self.tenant, **filters.validated_data)
+        paginator = TracePagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(TraceOutputSerializer(page, many=True).data)
+
+
+class TraceDetailApi(TenantAPIView):
+    @extend_schema(responses=TraceOutputSerializer, summary="One trace, with its feedback")
+    def get(self, request: Request, trace_id: uuid.UUID) -> Response:
+        trace = selectors.trace_get(tenant=self.tenant, trace_id=trace_id)
+        return Response(TraceOutputSerializer(trace).data)
+
+
+class StatsApi(TenantAPIView):
+    @extend_schema(responses=serializers.DictField(), summary="Hit rate, consolidation, backlogs and growth")
+    def get(self, request: Request) -> Response:
+        return Response(selectors.stats_get(tenant=self.tenant))

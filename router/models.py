@@ -1,0 +1,75 @@
+"""Traces of context requests and the feedback on them: what was offered, what was used, the outcome."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils import timezone
+
+from tenants.models import TenantModel
+
+
+class FeedbackOutcome(models.TextChoices):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    UNKNOWN = "unknown"
+
+
+class ContextTrace(TenantModel):
+    """One POST /v1/context: the request, every item offered (with score parts and tokens), the items
+    considered but left out, the budgets and the latency. The trajectory a learned policy trains on."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    subject = models.CharField(max_length=255)
+    session = models.CharField(max_length=255, blank=True, default="")
+    agent = models.CharField(max_length=255, blank=True, default="")
+    query = models.TextField(blank=True, default="")
+    request = models.JSONField(default=dict)
+    policy = models.CharField(max_length=100)
+    budgets = models.JSONField(default=dict)
+    tokens = models.JSONField(default=dict)
+    total_tokens = models.PositiveIntegerField(default=0)
+    offered = models.JSONField(default=list)
+    offered_ids = ArrayField(models.CharField(max_length=300), default=list, blank=True)
+    considered = models.JSONField(default=list)
+    latency_ms = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=("tenant", "-created_at"), name="trace_tenant_created"),
+            models.Index(fields=("tenant", "subject", "-created_at"), name="trace_subject_created"),
+            models.Index(fields=("tenant", "session", "-created_at"), name="trace_session_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"trace {self.pk}"
+
+
+class ContextFeedback(TenantModel):
+    """What the caller used of one context and how the turn went. One per trace."""
+
+    trace = models.ForeignKey(ContextTrace, on_delete=models.CASCADE, related_name="feedback")
+    # Copied from the trace so that hit rates per subject and session are one indexed aggregate.
+    subject = models.CharField(max_length=255)
+    session = models.CharField(max_length=255, blank=True, default="")
+    used_item_ids = ArrayField(models.CharField(max_length=300), default=list, blank=True)
+    offered_count = models.PositiveIntegerField()
+    used_count = models.PositiveIntegerField()
+    outcome = models.CharField(max_length=16, choices=FeedbackOutcome.choices, default=FeedbackOutcome.UNKNOWN)
+    signal = models.FloatField(null=True, blank=True)
+    asked_to_repeat = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("tenant", "trace"), name="uniq_feedback_per_trace")]
+        indexes = [
+            models.Index(fields=("tenant", "subject", "-created_at"), name="feedback_subject_created"),
+            models.Index(fields=("tenant", "session", "-created_at"), name="feedback_session_created"),
+            models.Index(fields=("tenant", "-created_at"), name="feedback_tenant_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"feedback on {self.trace_id}"

@@ -1,0 +1,135 @@
+"""Packing: within each layer's budget, take the items worth most per token; then count exactly.
+
+Costs used for choosing are the token counts of each rendered line plus its newline, and of the
+section and group headers an item opens. BPE counts are not exactly additive across joins, so after
+choosing, each layer and then the whole prompt are rendered and counted with tiktoken, and the least
+valuable items are dropped until the exact counts fit. The totals in the answer are those exact counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from router.rendering import (
+    SECTION_SEPARATOR,
+    group_header,
+    item_line,
+    render_layer,
+    render_prompt,
+    section_footer,
+    section_header,
+)
+from router.types import LAYERS, BudgetPlan, BuiltContext, Candidate, Layer, LayerCandidates
+from tenants.tokens import count_tokens
+
+# Filled first to last; rendered in LAYERS order. Working comes before episodic so that history, which
+# takes all the room it is given, cannot crowd out the current task's notes.
+FILL_ORDER: tuple[Layer, ...] = ("procedural", "semantic", "working", "episodic")
+SEPARATOR_TOKENS = count_tokens(SECTION_SEPARATOR)
+
+
+def _density(item: Candidate, cost: int) -> float:
+    return item.value / max(cost, 1)
+
+
+def _rank_key(item: Candidate, cost: int) -> tuple[float, float, str]:
+    return (-_density(item, cost), -item.value, item.id)
+
+
+def pack_layer(
+    *, layer: Layer, candidates: Sequence[Candidate], grant: int, fmt: str, skip: frozenset[str] = frozenset()
+) -> tuple[list[Candidate], str, int]:
+    """The chosen items of one layer, their rendered text and its exact token count (<= grant)."""
+    if grant <= 0 or not candidates:
+        return [], "", 0
+    line_cost = {c.id: count_tokens(item_line(c)) + 1 for c in candidates}
+    section_cost: dict[str, int] = {}
+    group_cost: dict[str, int] = {}
+    ranked = sorted(candidates, key=lambda c: _rank_key(c, line_cost[c.id]))
+    chosen: list[Candidate] = []
+    taken: set[str] = set()
+    covered: set[str] = set(skip)
+    open_groups: set[tuple[str, str]] = set()
+    used = 0
+    for item in ranked:
+        if item.id in covered or item.id in taken:
+            continue
+        cost = line_cost[item.id]
+        if item.section not in section_cost:
+            footer = section_footer(item.section, fmt)
+            section_cost[item.section] = (
+                count_tokens(section_header(item.section, fmt)) + SEPARATOR_TOKENS + 1 + count_tokens(footer)
+            )
+        if not any(c.section == item.section for c in chosen):
+            cost += section_cost[item.section]
+        if item.group_header and (item.section, item.group) not in open_groups:
+            group_cost.setdefault(item.group_header, count_tokens(group_header(item.group_header, fmt)) + 1)
+            cost += group_cost[item.group_header]
+        if used + cost > grant:
+            continue
+        used += cost
+        chosen.append(item)
+        taken.add(item.id)
+        covered.update(item.covers)
+        if item.group_header:
+            open_groups.add((item.section, item.group))
+    text = render_layer(layer, chosen, fmt)
+    tokens = count_tokens(text)
+    while tokens > grant and chosen:
+        chosen.remove(max(chosen, key=lambda c: _rank_key(c, line_cost[c.id])))
+        text = render_layer(layer, chosen, fmt)
+        tokens = count_tokens(text)
+    return chosen, text, tokens
+
+
+def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltContext:
+    """Fill the layers within their budgets, render the prompt and account for every token."""
+    remaining = plan.memory
+    chosen: dict[Layer, list[Candidate]] = {layer: [] for layer in LAYERS}
+    texts: dict[Layer, str] = {layer: "" for layer in LAYERS}
+    granted: dict[str, int] = {}
+    rollover = 0
+    covered: set[str] = set()
+    for layer in FILL_ORDER:
+        budget = plan.of(layer)
+        if budget <= 0:
+            granted[layer] = 0
+            continue
+        if layer == "episodic":
+            budget += rollover
+        # Joining this layer to the others costs a separator.
+        grant = max(0, min(budget, remaining - SEPARATOR_TOKENS))
+        granted[layer] = grant
+        items, text, used = pack_layer(
+            layer=layer, candidates=offered.of(layer), grant=grant, fmt=fmt, skip=frozenset(covered)
+        )
+        chosen[layer], texts[layer] = items, text
+        for item in items:
+            covered.update(item.covers)
+        if used:
+            remaining -= used + SEPARATOR_TOKENS
+        if layer in ("procedural", "semantic"):
+            rollover += grant - used
+    prompt = render_prompt(texts[layer] for layer in LAYERS)
+    total = count_tokens(prompt)
+    # BPE may merge across a join; drop the least valuable items until the whole fits exactly.
+    while total > plan.memory:
+        layer = next(lay for lay in reversed(FILL_ORDER) if chosen[lay])
+        chosen[layer].remove(min(chosen[layer], key=lambda c: (c.value, c.id)))
+        texts[layer] = render_layer(layer, chosen[layer], fmt)
+        prompt = render_prompt(texts[layer] for layer in LAYERS)
+        total = count_tokens(prompt)
+    tokens: dict[str, int] = {layer: count_tokens(texts[layer]) for layer in LAYERS}
+    tokens["total"] = total
+    chosen_ids = {c.id for items in chosen.values() for c in items}
+    considered = [c for layer in LAYERS for c in offered.of(layer) if c.id not in chosen_ids]
+    return BuiltContext(
+        prompt=prompt,
+        tokens=tokens,
+        chosen=chosen,
+        considered=considered,
+        budgets=plan,
+        granted=granted,
+        working_document=offered.working_document,
+        working_version=offered.working_version,
+    )

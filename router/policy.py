@@ -1,0 +1,384 @@
+"""What to load into a context: the pluggable policy, and the default heuristic one.
+
+A policy turns a request into candidate items per layer, each with a value; packing and rendering
+(router.packing, router.rendering) are shared, so every policy gets the same budget guarantees. The
+class named in settings.ENGRAM["CONTEXT_POLICY"] is the extension point for a learned memory policy:
+the traces it is trained on come from `manage.py export_traces`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from router import selectors as router_selectors
+from router.rendering import format_day
+from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
+from tenants.embedding import embed_one
+from tenants.models import Tenant
+from tenants.tokens import count_tokens, truncate_to_tokens
+
+
+class ContextPolicy(Protocol):
+    name: str
+
+    def offer(self, *, tenant: Tenant, request: ContextRequest, plan: BudgetPlan) -> LayerCandidates:
+        """Candidate items per layer, with values; packing chooses among them."""
+        ...
+
+
+@lru_cache(maxsize=4)
+def _policy_class(path: str) -> type[ContextPolicy]:
+    cls: type[ContextPolicy] = import_string(path)
+    return cls
+
+
+def get_policy() -> ContextPolicy:
+    return _policy_class(settings.ENGRAM["CONTEXT_POLICY"])()
+
+
+def _clip(text: str, limit: int) -> str:
+    if count_tokens(text) <= limit:
+        return text
+    return truncate_to_tokens(text, limit - 1) + "…"
+
+
+@dataclass(frozen=True)
+class HeuristicWeights:
+    # Longest single line an episode may take; longer content is cut (the full text is in the store).
+    episode_max_tokens: int = 300
+    fact_max_tokens: int = 120
+    # How many recent events of the current session (or the subject) are offered.
+    recent_limit: int = 40
+    # Values are relevance raised to `sharpness`, so that per-token packing still prefers the most
+    # relevant lines over short, weakly related ones.
+    sharpness: float = 2.0
+    recent_base: float = 1.2
+    recent_decay: float = 0.85
+    neighbour_factor: float = 0.35
+    neighbour_hits: int = 40
+    summary_factor: float = 0.6
+    # Search depth: about one candidate per this many tokens of episodic budget, within bounds.
+    tokens_per_candidate: int = 12
+    min_candidates: int = 30
+    max_candidates: int = 400
+
+
+class HeuristicPolicy:
+    """Procedures that match, then the subject's facts that matter for the query, then this session's
+    recent events and targeted past events (hybrid search plus their neighbouring turns, session
+    summaries), then the scratchpad."""
+
+    name = "heuristic-v1"
+
+    def __init__(self, weights: HeuristicWeights | None = None) -> None:
+        self.w = weights or HeuristicWeights()
+
+    def offer(self, *, tenant: Tenant, request: ContextRequest, plan: BudgetPlan) -> LayerCandidates:
+        from episodic.extraction import extract_entities_topics
+
+        query = request.query.strip()
+        embedding = embed_one(query) if query else None
+        entities, topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
+        out = LayerCandidates()
+        recent = (
+            router_selectors.recent_episodes(
+                tenant=tenant,
+                subject=request.subject,
+                session=request.session,
+                until=request.as_of,
+                limit=self.w.recent_limit,
+            )
+            if plan.episodic > 0 or plan.procedural > 0
+            else []
+        )
+        if plan.procedural > 0:
+            out.procedural = self.procedures(
+                tenant=tenant, request=request, entities=entities, topics=topics, recent=recent
+            )
+        if plan.semantic > 0:
+            out.semantic = self.facts(tenant=tenant, request=request, embedding=embedding)
+        if plan.working > 0 and request.session:
+            out.working, out.working_document, out.working_version = self.notes(
+                tenant=tenant, request=request, plan=plan
+            )
+        if plan.episodic > 0:
+            out.episodic = self.episodes(tenant=tenant, request=request, plan=plan, embedding=embedding, recent=recent)
+        return out
+
+    # --- procedural -------------------------------------------------------------------------
+    def procedures(
+        self,
+        *,
+        tenant: Tenant,
+        request: ContextRequest,
+        entities: Sequence[str],
+        topics: Sequence[str],
+        recent: Sequence[router_selectors.EpisodeRow],
+    ) -> list[Candidate]:
+        from procedural.selectors import procedure_match
+
+        tool_events = [
+            {"kind": e.kind, "role": e.role, "content": e.content, "payload": e.payload}
+            for e in recent
+            if e.session == request.session and e.kind in ("tool_call", "tool_result")
+        ]
+        matches = procedure_match(
+            tenant=tenant,
+            message=request.query,
+            tool_events=tool_events,
+            entities=entities,
+            topics=topics,
+            agent=request.agent,
+            limit=10,
+        )
+        out = []
+        for rank, match in enumerate(matches):
+            procedure = match.procedure
+            value = max(match.score, 0.0) * (0.5 + 0.5 * match.confidence)
+            out.append(
+                Candidate(
+                    id=f"procedure:{procedure.pk}",
+                    type="procedure",
+                    layer="procedural",
+                    section="Procedures",
+                    text=_clip(router_selectors.procedure_text(procedure, match.confidence), 200),
+                    value=value,
+                    score=match.score,
+                    score_parts={"match": match.score, "confidence": match.confidence},
+                    order=(rank,),
+                )
+            )
+        return out
+
+    # --- semantic ---------------------------------------------------------------------------
+    def facts(self, *, tenant: Tenant, request: ContextRequest, embedding: list[float] | None) -> list[Candidate]:
+        from semantic.selectors import fact_search, facts_for_subject
+
+        scored: list[tuple[Any, float, dict[str, float]]]
+        if request.query.strip():
+            results = fact_search(
+                tenant=tenant,
+                query=request.query,
+                subject=request.subject,
+                k=50,
+                as_of=request.as_of,
+                query_embedding=embedding,
+            )
+            scored = [(r.fact, r.score, dict(r.score_parts)) for r in results]
+        else:
+            facts = facts_for_subject(tenant=tenant, subject=request.subject, as_of=request.as_of)
+            scored = [(f, f.confidence, {"confidence": f.confidence}) for f in list(facts)[:50]]
+        if not scored:
+            return []
+        top = max(s for _, s, _ in scored) or 1.0
+        sources = router_selectors.fact_sources(tenant=tenant, fact_ids=[f.pk for f, _, _ in scored])
+        out = []
+        for rank, (fact, score, parts) in enumerate(scored):
+            relevance = max(score, 0.0) / top
+            fact_sources = sources.get(fact.pk, [])
+            out.append(
+                Candidate(
+                    id=f"fact:{fact.pk}",
+                    type="fact",
+                    layer="semantic",
+                    section="Known facts",
+                    text=_clip(
+                        f"{fact.statement} ({format_day(fact.valid_from)}, confidence {fact.confidence:.1f})",
+                        self.w.fact_max_tokens,
+                    ),
+                    value=relevance**self.w.sharpness + 1e-6,
+                    score=score,
+                    score_parts=parts,
+                    sources=fact_sources,
+                    occurred_at=fact.valid_from,
+                    order=(rank,),
+                    covers=frozenset(f"episode:{s.episode_id}" for s in fact_sources),
+                )
+            )
+        return out
+
+    # --- working ----------------------------------------------------------------------------
+    def notes(
+        self, *, tenant: Tenant, request: ContextRequest, plan: BudgetPlan
+    ) -> tuple[list[Candidate], dict[str, Any] | None, int | None]:
+        from episodic.scratchpad import scratchpad_get
+
+        pad = scratchpad_get(tenant=tenant, session_external_id=request.session)
+        if pad is None or not pad.document:
+            return [], None, None
+        out = []
+        keys = list(pad.document)
+        for index, key in enumerate(keys):
+            value = pad.document[key]
+            rendered = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+            out.append(
+                Candidate(
+                    id=f"note:{key}",
+                    type="working_note",
+                    layer="working",
+                    section="Working notes",
+                    text=_clip(f"{key}: {rendered}", max(plan.working - 8, 4)),
+                    # Earlier keys first when not everything fits: documents put the plan up front.
+                    value=1.0 - index / (len(keys) + 1),
+                    score=1.0,
+                    score_parts={"position": float(index)},
+                    occurred_at=pad.updated_at,
+                    order=(index,),
+                )
+            )
+        return out, dict(pad.document), pad.version
+
+    # --- episodic ---------------------------------------------------------------------------
+    def _episode_candidate(
+        self,
+        row: router_selectors.EpisodeRow,
+        *,
+        section: str,
+        value: float,
+        score: float,
+        parts: dict[str, float],
+    ) -> Candidate:
+        speaker = row.role or row.kind
+        text = f"{speaker}: {row.content}" if speaker else row.content
+        return Candidate(
+            id=f"episode:{row.id}",
+            type="episode",
+            layer="episodic",
+            section=section,
+            text=_clip(" ".join(text.split()), self.w.episode_max_tokens),
+            value=value,
+            score=score,
+            score_parts=parts,
+            sources=[row.source()],
+            occurred_at=row.occurred_at,
+            group=f"{row.session}|{row.occurred_at.date().isoformat()}",
+            group_header=f"{format_day(row.occurred_at)}, session {row.session}",
+            order=(row.occurred_at.date(), row.session, row.occurred_at, row.id),
+        )
+
+    def episodes(
+        self,
+        *,
+        tenant: Tenant,
+        request: ContextRequest,
+        plan: BudgetPlan,
+        embedding: list[float] | None,
+        recent: Sequence[router_selectors.EpisodeRow],
+    ) -> list[Candidate]:
+        out: list[Candidate] = []
+        seen_ids: set[int] = set()
+        seen_hashes: set[str] = set()
+        for rank, row in enumerate(recent):
+            seen_ids.add(row.id)
+            if row.content_hash in seen_hashes:
+                continue
+            seen_hashes.add(row.content_hash)
+            value = self.w.recent_base * self.w.recent_decay**rank
+            out.append(
+                self._episode_candidate(
+                    row, section="Recent activity", value=value, score=value, parts={"recency_rank": float(rank)}
+                )
+            )
+        if not request.query.strip():
+            return out
+        budget = plan.episodic + plan.procedural + plan.semantic
+        limit = max(self.w.min_candidates, min(self.w.max_candidates, budget // self.w.tokens_per_candidate))
+        hits = router_selectors.episode_hits(
+            tenant=tenant,
+            query=request.query,
+            subject=request.subject,
+            until=request.as_of,
+            limit=limit,
+            embedding=embedding,
+            exclude_ids=sorted(seen_ids),
+        )
+        if not hits:
+            return out
+        top = max(h.score for h in hits) or 1.0
+        relevance: dict[int, float] = {}
+        for hit in hits:
+            relevance[hit.row.id] = max(hit.score, 0.0) / top
+        neighbours = router_selectors.episode_neighbours(
+            tenant=tenant, episode_ids=[h.row.id for h in hits[: self.w.neighbour_hits]], until=request.as_of
+        )
+        for hit in hits:
+            row = hit.row
+            if row.id in seen_ids or row.content_hash in seen_hashes:
+                continue
+            seen_ids.add(row.id)
+            seen_hashes.add(row.content_hash)
+            rel = relevance[row.id]
+            out.append(
+                self._episode_candidate(
+                    row,
+                    section="Relevant history",
+                    value=rel**self.w.sharpness + 1e-6,
+                    score=hit.score,
+                    parts=hit.score_parts,
+                )
+            )
+        for anchor_id, row in neighbours:
+            if row.id in seen_ids or row.content_hash in seen_hashes:
+                continue
+            seen_ids.add(row.id)
+            seen_hashes.add(row.content_hash)
+            rel = relevance.get(anchor_id, 0.0) * self.w.neighbour_factor
+            out.append(
+                self._episode_candidate(
+                    row,
+                    section="Relevant history",
+                    value=rel**self.w.sharpness + 1e-6,
+                    score=rel,
+                    parts={"neighbour_of": float(anchor_id), "relevance": rel},
+                )
+            )
+        out.extend(self._summaries(tenant=tenant, request=request, hits=hits, relevance=relevance))
+        return out
+
+    def _summaries(
+        self,
+        *,
+        tenant: Tenant,
+        request: ContextRequest,
+        hits: Sequence[router_selectors.EpisodeHit],
+        relevance: dict[int, float],
+    ) -> list[Candidate]:
+        best: dict[str, float] = {}
+        first_hit: dict[str, router_selectors.EpisodeRow] = {}
+        for hit in hits:
+            session = hit.row.session
+            if session and session != request.session:
+                best[session] = max(best.get(session, 0.0), relevance[hit.row.id])
+                first_hit.setdefault(session, hit.row)
+        summaries = router_selectors.session_summaries(tenant=tenant, sessions=sorted(best))
+        out = []
+        for session, (summary, started_at) in summaries.items():
+            rel = best[session] * self.w.summary_factor
+            moment: datetime = started_at
+            out.append(
+                Candidate(
+                    id=f"summary:{session}",
+                    type="session_summary",
+                    layer="episodic",
+                    section="Relevant history",
+                    text=_clip(f"summary: {' '.join(summary.split())}", self.w.episode_max_tokens),
+                    value=rel**self.w.sharpness + 1e-6,
+                    score=rel,
+                    score_parts={"session_relevance": best[session]},
+                    sources=[first_hit[session].source()],
+                    occurred_at=moment,
+                    group=f"{session}|{moment.date().isoformat()}",
+                    group_header=f"{format_day(moment)}, session {session}",
+                    # Before the session's own lines in its block.
+                    order=(moment.date(), session, moment, -1),
+                )
+            )
+        return out

@@ -1,0 +1,327 @@
+"""Reads for the router: the episodes, sources and summaries a context is built from, traces, hit rates."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, Q, QuerySet, Sum
+
+from episodic.models import Episode, Session
+from router.models import ContextFeedback, ContextTrace
+from router.types import Source
+from semantic.models import FactSource
+from tenants.errors import NotFound
+from tenants.models import Tenant
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """The few columns of an episode that a context line and its source need."""
+
+    id: int
+    session: str
+    kind: str
+    role: str
+    content: str
+    payload: dict[str, Any]
+    occurred_at: datetime
+    external_id: str | None
+    content_hash: str
+
+    def source(self) -> Source:
+        return Source(
+            episode_id=self.id, external_id=self.external_id, occurred_at=self.occurred_at, session=self.session
+        )
+
+
+@dataclass(frozen=True)
+class EpisodeHit:
+    row: EpisodeRow
+    score: float
+    score_parts: dict[str, float]
+
+
+_ROW_FIELDS = ("id", "session__external_id", "kind", "role", "content", "payload", "occurred_at", "external_id",
+               "content_hash")  # fmt: skip
+
+
+def _row(values: Sequence[Any]) -> EpisodeRow:
+    return EpisodeRow(
+        id=values[0],
+        session=values[1] or "",
+        kind=values[2],
+        role=values[3],
+        content=values[4],
+        payload=values[5] or {},
+        occurred_at=values[6],
+        external_id=values[7],
+        content_hash=values[8],
+    )
+
+
+def recent_episodes(
+    *, tenant: Tenant, subject: str, session: str = "", until: datetime | None = None, limit: int = 40
+) -> list[EpisodeRow]:
+    """The latest events of the session if one is named, else of the subject; newest first."""
+    qs = Episode.objects.for_tenant(tenant)
+    qs = qs.filter(session__external_id=session) if session else qs.filter(subject=subject)
+    if until is not None:
+        qs = qs.filter(occurred_at__lte=until)
+    rows = qs.order_by("-occurred_at", "-id").values_list(*_ROW_FIELDS)[:limit]
+    return [_row(r) for r in rows]
+
+
+def episode_hits(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str,
+    until: datetime | None,
+    limit: int,
+    embedding: list[float] | None,
+    exclude_ids: Sequence[int],
+) -> list[EpisodeHit]:
+    """The episodic layer's ranked search (episodic.selectors.episode_search), as rows."""
+    from episodic.selectors import episode_search
+
+    scored = episode_search(
+        tenant=tenant,
+        query=query,
+        subject=subject,
+        until=until,
+        limit=limit,
+        query_embedding=embedding,
+        exclude_ids=list(exclude_ids),
+    )
+    session_ids = {s.episode.session_id for s in scored}
+    names = dict(Session.objects.for_tenant(tenant).filter(id__in=session_ids).values_list("id", "external_id"))
+    out = []
+    for s in scored:
+        e = s.episode
+        row = EpisodeRow(
+            id=e.id,
+            session=names.get(e.session_id, ""),
+            kind=e.kind,
+            role=e.role,
+            content=e.content,
+            payload=e.payload or {},
+            occurred_at=e.occurred_at,
+            external_id=e.external_id,
+            content_hash=e.content_hash,
+        )
+        out.append(EpisodeHit(row=row, score=float(s.score), score_parts=dict(s.score_parts)))
+    return out
+
+
+_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
+_NEIGHBOURS_SQL = """
+SELECT h.anchor, n.id, s.external_id, n.kind, n.role, n.content, n.payload, n.occurred_at, n.external_id,
+       n.content_hash
+FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS h(anchor, pos)
+JOIN episodic_episode e ON e.id = h.anchor AND e.tenant_id = %(tenant)s
+CROSS JOIN LATERAL (
+    (SELECT x.* FROM episodic_episode x
+     WHERE x.tenant_id = e.tenant_id AND x.session_id = e.session_id
+       AND (x.occurred_at, x.id) < (e.occurred_at, e.id)
+     ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1)
+    UNION ALL
+    (SELECT x.* FROM episodic_episode x
+     WHERE x.tenant_id = e.tenant_id AND x.session_id = e.session_id
+       AND (x.occurred_at, x.id) > (e.occurred_at, e.id) AND x.occurred_at <= %(until)s
+     ORDER BY x.occurred_at, x.id LIMIT 1)
+) n
+JOIN episodic_session s ON s.id = n.session_id AND s.tenant_id = n.tenant_id
+ORDER BY h.pos, n.occurred_at, n.id
+"""
+
+
+def episode_neighbours(
+    *, tenant: Tenant, episode_ids: Sequence[int], until: datetime | None = None
+) -> list[tuple[int, EpisodeRow]]:
+    """The turn before and the turn after each anchor in its session, as (anchor id, row), in the
+    anchors' order: a question's answer is often in the reply to the line that matched."""
+    if not episode_ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _NEIGHBOURS_SQL,
+            {"ids": list(episode_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE},
+        )
+        rows = cursor.fetchall()
+    return [(anchor, _row(values)) for anchor, *values in rows]
+
+
+def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Source]]:
+    """The episodes each fact came from, oldest first."""
+    out: dict[uuid.UUID, list[Source]] = {}
+    if not fact_ids:
+        return out
+    rows = (
+        FactSource.objects.for_tenant(tenant)
+        .filter(fact_id__in=fact_ids)
+        .order_by("episode__occurred_at", "episode_id")
+        .values_list(
+            "fact_id", "episode_id", "episode__external_id", "episode__occurred_at", "episode__session__external_id"
+        )  # fmt: skip
+    )
+    for fact_id, episode_id, external_id, occurred_at, session in rows:
+        out.setdefault(fact_id, []).append(
+            Source(episode_id=episode_id, external_id=external_id, occurred_at=occurred_at, session=session)
+        )
+    return out
+
+
+def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, tuple[str, datetime]]:
+    """Summaries of these sessions where one exists: session -> (summary, started_at)."""
+    if not sessions:
+        return {}
+    rows = (
+        Session.objects.for_tenant(tenant)
+        .filter(external_id__in=list(sessions))
+        .exclude(summary="")
+        .order_by("external_id")
+        .values_list("external_id", "summary", "started_at")
+    )
+    return {name: (summary, started) for name, summary, started in rows}
+
+
+def procedure_text(procedure: Any, confidence: float) -> str:
+    """One line for a procedure: what triggers it, what to do."""
+    return f"{procedure} (confidence {confidence:.1f})"
+
+
+# --- traces and feedback ----------------------------------------------------------------------
+def trace_get(*, tenant: Tenant, trace_id: uuid.UUID) -> ContextTrace:
+    trace = ContextTrace.objects.for_tenant(tenant).filter(id=trace_id).first()
+    if trace is None:
+        raise NotFound("No such context trace.")
+    return trace
+
+
+def trace_list(
+    *, tenant: Tenant, subject: str | None = None, session: str | None = None, since: datetime | None = None
+) -> QuerySet[ContextTrace]:
+    qs = ContextTrace.objects.for_tenant(tenant)
+    if subject:
+        qs = qs.filter(subject=subject)
+    if session:
+        qs = qs.filter(session=session)
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
+    return qs.order_by("-created_at", "-id")
+
+
+def trace_export_rows(*, tenant: Tenant, since: datetime | None = None) -> Iterator[dict[str, Any]]:
+    """Trajectories for training a memory policy: state (the request), items offered, items considered
+    and left out, items used, outcome. Oldest first."""
+    qs = trace_list(tenant=tenant, since=since).order_by("created_at", "id")
+    feedback = {f.trace_id: f for f in ContextFeedback.objects.for_tenant(tenant).filter(trace__in=qs.values("id"))}
+    for trace in qs.iterator(chunk_size=500):
+        fb = feedback.get(trace.id)
+        yield {
+            "trace_id": str(trace.id),
+            "created_at": trace.created_at.isoformat(),
+            "policy": trace.policy,
+            "state": trace.request,
+            "budgets": trace.budgets,
+            "tokens": trace.tokens,
+            "offered": trace.offered,
+            "considered": trace.considered,
+            "used_item_ids": list(fb.used_item_ids) if fb else None,
+            "outcome": fb.outcome if fb else None,
+            "signal": fb.signal if fb else None,
+            "asked_to_repeat": fb.asked_to_repeat if fb else None,
+            "latency_ms": trace.latency_ms,
+        }
+
+
+def _hit_rate(used: int | None, offered: int | None) -> float | None:
+    return (used or 0) / offered if offered else None
+
+
+def hit_rates(
+    *, tenant: Tenant, subject: str | None = None, session: str | None = None, since: datetime | None = None
+) -> dict[str, Any]:
+    """Memory hit rate: items used over items offered, over the traces that got feedback."""
+    qs = ContextFeedback.objects.for_tenant(tenant)
+    if subject:
+        qs = qs.filter(subject=subject)
+    if session:
+        qs = qs.filter(session=session)
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
+    agg = qs.aggregate(
+        offered=Sum("offered_count"),
+        used=Sum("used_count"),
+        feedback=Count("id"),
+        repeats=Count("id", filter=Q(asked_to_repeat=True)),
+        successes=Count("id", filter=Q(outcome="success")),
+        failures=Count("id", filter=Q(outcome="failure")),
+    )
+    return {
+        "hit_rate": _hit_rate(agg["used"], agg["offered"]),
+        "items_offered": agg["offered"] or 0,
+        "items_used": agg["used"] or 0,
+        "feedback_count": agg["feedback"],
+        "asked_to_repeat_rate": agg["repeats"] / agg["feedback"] if agg["feedback"] else None,
+        "success_count": agg["successes"],
+        "failure_count": agg["failures"],
+    }
+
+
+def hit_rates_by(*, tenant: Tenant, field: str, limit: int = 20) -> list[dict[str, Any]]:
+    """Hit rate per subject or per session, the most active first."""
+    if field not in ("subject", "session"):
+        raise ValueError(field)
+    rows = (
+        ContextFeedback.objects.for_tenant(tenant)
+        .values(field)
+        .annotate(offered=Sum("offered_count"), used=Sum("used_count"), feedback=Count("id"))
+        .order_by("-feedback", field)[:limit]
+    )
+    return [
+        {field: r[field], "hit_rate": _hit_rate(r["used"], r["offered"]), "feedback_count": r["feedback"]} for r in rows
+    ]
+
+
+def context_latency(*, tenant: Tenant, since: datetime) -> dict[str, Any]:
+    qs = ContextTrace.objects.for_tenant(tenant).filter(created_at__gte=since)
+    with connection.cursor() as cursor:
+        sql, params = qs.values("latency_ms", "total_tokens").query.sql_with_params()
+        cursor.execute(
+            "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms),"  # noqa: S608
+            " percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms), avg(total_tokens)"
+            f" FROM ({sql}) AS t",
+            params,
+        )
+        count, p50, p95, tokens = cursor.fetchone()
+    return {
+        "requests": count,
+        "latency_ms_p50": p50,
+        "latency_ms_p95": p95,
+        "tokens_mean": float(tokens) if tokens is not None else None,
+    }
+
+
+def stats_get(*, tenant: Tenant) -> dict[str, Any]:
+    """GET /v1/stats: the router's hit rates and latency next to the other layers' own figures."""
+    from django.utils import timezone
+    from episodic.selectors import embedding_backlog
+
+    now = timezone.now()
+    return {
+        "generated_at": now.isoformat(),
+        "memory": {
+            "hit_rate": hit_rates(tenant=tenant),
+            "hit_rate_7d": hit_rates(tenant=tenant, since=now - timedelta(days=7)),
+            "by_subject": hit_rates_by(tenant=tenant, field="subject"),
+            "by_session": hit_rates_by(tenant=tenant, field="session"),
+        },
+        "context": context_latency(tenant=tenant, since=now - timedelta(days=1)),
+        "backlogs": {"embedding": embedding_backlog(tenant=tenant)},
+    }

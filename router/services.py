@@ -1,0 +1,161 @@
+"""Writes of the router: build a context (and its trace), record feedback on it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from router.budgets import budget_plan
+from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
+from router.policy import get_policy
+from router.rendering import item_line
+from router.selectors import trace_get
+from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
+from tenants.errors import Conflict, ValidationProblem
+from tenants.models import Tenant
+from tenants.tokens import count_tokens
+
+# How many left-out candidates a trace keeps (the best ones): enough to learn from, bounded in size.
+MAX_CONSIDERED_IN_TRACE = 200
+
+
+@dataclass(frozen=True)
+class ContextResult:
+    trace: ContextTrace
+    built: BuiltContext
+
+
+def item_dict(item: Candidate, *, with_text: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": item.id,
+        "type": item.type,
+        "layer": item.layer,
+        "tokens": count_tokens(item_line(item)),
+        "score": round(item.score, 6),
+        "value": round(item.value, 6),
+        "score_parts": {k: round(float(v), 6) for k, v in sorted(item.score_parts.items())},
+        "sources": [s.as_dict() for s in item.sources],
+    }
+    if with_text:
+        out["text"] = item.text
+    return out
+
+
+def _validate(request: ContextRequest) -> None:
+    if not request.subject.strip():
+        raise ValidationProblem.at("/subject", "A subject is required.")
+    for index, layer in enumerate(request.layers):
+        if layer not in LAYERS:
+            raise ValidationProblem.at(f"/layers/{index}", f"Unknown layer; use one of {', '.join(LAYERS)}.")
+    if request.format not in FORMATS:
+        raise ValidationProblem.at("/format", f"Unknown format; use one of {', '.join(FORMATS)}.")
+
+
+@transaction.atomic
+def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
+    """The layered, budgeted context for one model call, and its trace."""
+    from router.packing import assemble
+
+    started = time.perf_counter()
+    _validate(request)
+    plan = budget_plan(
+        config=tenant.config, max_tokens=request.max_tokens, overrides=request.budgets, layers=request.layers
+    )
+    policy = get_policy()
+    offered = policy.offer(tenant=tenant, request=request, plan=plan)
+    built = assemble(offered=offered, plan=plan, fmt=request.format)
+    chosen = [item for layer in LAYERS for item in built.chosen[layer]]
+    considered = sorted(built.considered, key=lambda c: (-c.value, c.id))[:MAX_CONSIDERED_IN_TRACE]
+    latency_ms = (time.perf_counter() - started) * 1000
+    trace = ContextTrace.objects.create(
+        tenant=tenant,
+        subject=request.subject,
+        session=request.session,
+        agent=request.agent,
+        query=request.query,
+        request=request.as_json(),
+        policy=policy.name,
+        budgets={**plan.as_dict(), "granted": built.granted},
+        tokens=built.tokens,
+        total_tokens=built.tokens["total"],
+        offered=[item_dict(item) for item in chosen],
+        offered_ids=[item.id for item in chosen],
+        considered=[item_dict(item, with_text=False) for item in considered],
+        latency_ms=round(latency_ms, 3),
+    )
+    return ContextResult(trace=trace, built=built)
+
+
+def _procedure_success(outcome: str) -> bool | None:
+    if outcome == FeedbackOutcome.SUCCESS:
+        return True
+    if outcome == FeedbackOutcome.FAILURE:
+        return False
+    return None
+
+
+@transaction.atomic
+def context_feedback_record(
+    *,
+    tenant: Tenant,
+    trace_id: uuid.UUID,
+    used_item_ids: Sequence[str],
+    outcome: str = FeedbackOutcome.UNKNOWN,
+    signal: float | None = None,
+    asked_to_repeat: bool = False,
+) -> ContextFeedback:
+    """What the caller used of a context: marks the facts used, records the outcome of the procedures
+    offered (applied when used), and feeds the hit rates. One feedback per trace."""
+    from procedural.services import procedure_outcome_record
+
+    from semantic.services import fact_mark_used
+
+    trace = trace_get(tenant=tenant, trace_id=trace_id)
+    offered = set(trace.offered_ids)
+    used: list[str] = []
+    for index, item_id in enumerate(used_item_ids):
+        if item_id not in offered:
+            raise ValidationProblem.at(f"/used_item_ids/{index}", "This item was not offered in this context.")
+        if item_id not in used:
+            used.append(item_id)
+    if outcome not in FeedbackOutcome.values:
+        raise ValidationProblem.at("/outcome", f"Use one of {', '.join(FeedbackOutcome.values)}.")
+    if signal is not None and not -1.0 <= signal <= 1.0:
+        raise ValidationProblem.at("/signal", "The signal is between -1 and 1.")
+    try:
+        with transaction.atomic():
+            feedback = ContextFeedback.objects.create(
+                tenant=tenant,
+                trace=trace,
+                subject=trace.subject,
+                session=trace.session,
+                used_item_ids=used,
+                offered_count=len(offered),
+                used_count=len(used),
+                outcome=outcome,
+                signal=signal,
+                asked_to_repeat=asked_to_repeat,
+            )
+    except IntegrityError as exc:
+        raise Conflict("Feedback on this context was already recorded.") from exc
+    fact_ids = [uuid.UUID(i.split(":", 1)[1]) for i in used if i.startswith("fact:")]
+    if fact_ids:
+        fact_mark_used(tenant=tenant, fact_ids=fact_ids)
+    success = _procedure_success(outcome)
+    for item_id in trace.offered_ids:
+        if item_id.startswith("procedure:"):
+            procedure_outcome_record(
+                tenant=tenant,
+                procedure_id=int(item_id.split(":", 1)[1]),
+                applied=item_id in used,
+                success=success if item_id in used else None,
+                signal=signal,
+                session_external_id=trace.session or None,
+                episode_id=None,
+            )
+    return feedback

@@ -1,0 +1,135 @@
+"""The router's vocabulary: a context request, budgets, candidate items and the built context."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any, Literal, TypedDict
+
+Layer = Literal["procedural", "semantic", "episodic", "working"]
+LAYERS: tuple[Layer, ...] = ("procedural", "semantic", "episodic", "working")
+FORMATS = ("markdown", "xml")
+
+
+class SourceDict(TypedDict):
+    episode_id: int
+    external_id: str | None
+    occurred_at: str | None
+    session: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    episode_id: int
+    external_id: str | None
+    occurred_at: datetime | None
+    session: str | None
+
+    def as_dict(self) -> SourceDict:
+        return {
+            "episode_id": self.episode_id,
+            "external_id": self.external_id,
+            "occurred_at": self.occurred_at.isoformat() if self.occurred_at else None,
+            "session": self.session,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextRequest:
+    subject: str
+    session: str = ""
+    agent: str = ""
+    query: str = ""
+    max_tokens: int = 4000
+    budgets: dict[str, int] = dataclasses.field(default_factory=dict)
+    layers: tuple[Layer, ...] = LAYERS
+    as_of: datetime | None = None
+    format: str = "markdown"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "session": self.session,
+            "agent": self.agent,
+            "query": self.query,
+            "max_tokens": self.max_tokens,
+            "budgets": dict(self.budgets),
+            "layers": list(self.layers),
+            "as_of": self.as_of.isoformat() if self.as_of else None,
+            "format": self.format,
+        }
+
+
+@dataclasses.dataclass
+class Candidate:
+    """Something the policy offers for one layer. `value` is what packing maximises per token.
+
+    `group` names the block the line is rendered under (a session in the episodic layer, whose header
+    carries its date); `section` is the labelled section of the prompt the item goes in.
+    """
+
+    id: str
+    type: str
+    layer: Layer
+    section: str
+    text: str
+    value: float
+    score: float
+    score_parts: dict[str, float]
+    sources: list[Source] = dataclasses.field(default_factory=list)
+    occurred_at: datetime | None = None
+    group: str = ""
+    group_header: str = ""
+    order: tuple[Any, ...] = ()
+    # Item ids this one makes redundant when chosen (a fact stands in for its source episodes).
+    covers: frozenset[str] = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetPlan:
+    """Token budgets for one request. `memory` is what the layers may use in all: max_tokens less the
+    reserve for the conversation and the answer."""
+
+    max_tokens: int
+    reserve: int
+    memory: int
+    procedural: int
+    semantic: int
+    episodic: int
+    working: int
+
+    def of(self, layer: Layer) -> int:
+        value: int = getattr(self, layer)
+        return value
+
+    def as_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class LayerCandidates:
+    """What a policy offers, per layer, before packing."""
+
+    procedural: list[Candidate] = dataclasses.field(default_factory=list)
+    semantic: list[Candidate] = dataclasses.field(default_factory=list)
+    episodic: list[Candidate] = dataclasses.field(default_factory=list)
+    working: list[Candidate] = dataclasses.field(default_factory=list)
+    # Working memory is a document, not a list: its structured form is returned as it is.
+    working_document: dict[str, Any] | None = None
+    working_version: int | None = None
+
+    def of(self, layer: Layer) -> list[Candidate]:
+        items: list[Candidate] = getattr(self, layer)
+        return items
+
+
+@dataclasses.dataclass
+class BuiltContext:
+    prompt: str
+    tokens: dict[str, int]
+    chosen: dict[Layer, list[Candidate]]
+    considered: list[Candidate]
+    budgets: BudgetPlan
+    granted: dict[str, int]
+    working_document: dict[str, Any] | None = None
+    working_version: int | None = None
