@@ -81,12 +81,24 @@ _QUESTION_OR_HYPOTHETICAL = re.compile(
 _HEDGE = re.compile(r"\b(?:i think|i guess|maybe|probably|might|not sure)\b", re.IGNORECASE)
 _FILLER_TAIL = re.compile(
     r"\s+(?:now|nowadays|these days|currently|at the moment|right now|for now|too|as well|mostly|"
-    r"for everything|for most things|everywhere|lately|recently|anyway|though)\s*$",
+    r"for everything|for most things|everywhere|lately|recently|anyway|though|actually|locally|in production)\s*$",
     re.IGNORECASE,
 )
+_TIME_TAIL = re.compile(
+    r"\s+(?:yesterday|today|(?:last|this) (?:week|month|year|quarter)|"
+    r"(?:a few|a couple of|two|three|\d+) (?:days|weeks|months|years) ago)\s*$",
+    re.IGNORECASE,
+)
+_TOOL_TAIL = re.compile(r"\s+(?:for|in|at|on|to|with|from|as|because|since)\s+.*$", re.IGNORECASE)
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an|our|my)\s+", re.IGNORECASE)
-_END = r"(?=\s*(?:[.,;!?]|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
-_V = r"(?P<v>[^.,;!?]{1,80}?)"
+_END = r"(?=\s*(?:\.(?!\d)|[,;!?]|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
+# A decimal point ("Ubuntu 22.04", "MySQL 8.4") does not end a value.
+_V = r"(?P<v>(?:[^.,;!?]|\.(?=\d)){1,80}?)"
+# Lists ("Django, Celery and Postgres") run to the end of the clause.
+_LIST = r"(?P<v>(?:[^.;!?]|\.(?=\d)){1,120}?)"
+_LIST_END = (
+    r"(?=\s*(?:\.(?!\d)|[;!?]|,?\s*\band (?:i|we|i'm|we're|my|our)\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
+)
 
 MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DATE = (
@@ -107,11 +119,18 @@ class Found:
     entity: str | None = None
 
 
-def _clean_value(raw: str, *, max_words: int = 8) -> str:
-    value = _FILLER_TAIL.sub("", raw.strip(" \t\"'`")).strip()
-    value = _FILLER_TAIL.sub("", value).strip()
+# Words that stand for a thing without naming it: never a fact's value.
+_NOT_A_VALUE = frozenset("it this that them everything something anything stuff things all one".split())
+
+
+def _clean_value(raw: str, *, max_words: int = 8, keep_time: bool = False) -> str:
+    value = raw.strip(" \t\"'`")
+    for _ in range(2):
+        value = _FILLER_TAIL.sub("", value).strip()
+        if not keep_time:
+            value = _TIME_TAIL.sub("", value).strip()
     value = _LEADING_ARTICLE.sub("", value).strip()
-    if not value or len(value.split()) > max_words:
+    if not value or len(value.split()) > max_words or value.lower() in _NOT_A_VALUE:
         return ""
     return value
 
@@ -120,9 +139,16 @@ def _tool(value: str) -> tuple[str, str | None]:
     """The attribute a tool fills, by its name (or its first words: "PostgreSQL 16" is a database)."""
     low = value.lower()
     for name, (attribute, _canonical) in sorted(TOOL_ATTRIBUTES.items(), key=lambda kv: -len(kv[0])):
-        if low == name or low.startswith(name + " "):
+        if low == name or (low.startswith(name + " ") and _EDITION.fullmatch(low[len(name) + 1 :])):
             return attribute, Cardinality.SINGLE
     return "uses", Cardinality.MULTI
+
+
+# What may follow a known tool's name and still be that tool: a version or an edition.
+_EDITION = re.compile(
+    r"v?\d+(?:\.\d+)*(?:\s+lts)?|lts|atlas|aurora|rds|serverless|cloud|enterprise|community|flexible server",
+    re.IGNORECASE,
+)
 
 
 Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str], str], list[Found]]]
@@ -146,12 +172,52 @@ def _simple(
     return build
 
 
+def _split_list(text: str) -> list[str]:
+    return [p for p in re.split(r"\s*(?:,|\band\b|\bplus\b|&|\bas well as\b)\s*", text) if p.strip()]
+
+
+def _each(
+    attribute: str, category: str, confidence: float, template: str, *, words: int = 5
+) -> Callable[[re.Match[str], str], list[Found]]:
+    def build(m: re.Match[str], subject: str) -> list[Found]:
+        out = []
+        for part in _split_list(m.group("v")):
+            value = _clean_value(part, max_words=words)
+            if value:
+                out.append(
+                    Found(
+                        attribute,
+                        value,
+                        category,
+                        confidence,
+                        template.format(s=subject, v=value),
+                        cardinality=Cardinality.MULTI,
+                    )
+                )
+        return out
+
+    return build
+
+
+def _employer(m: re.Match[str], subject: str) -> list[Found]:
+    employer, _, title = m.group("v").partition(" as ")
+    out = []
+    employer = _clean_value(employer, max_words=4)
+    title = _clean_value(title, max_words=4)
+    if employer:
+        out.append(Found("employer", employer, FactCategory.BUSINESS_CONTEXT, 0.75, f"{subject} works at {employer}."))
+    if title:
+        out.append(Found("job_title", title, FactCategory.BUSINESS_CONTEXT, 0.7, f"{subject} works as {title}."))
+    return out
+
+
 def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], list[Found]]:
     def build(m: re.Match[str], subject: str) -> list[Found]:
         out = []
         # "we use Django and Postgres" names two tools.
-        for part in re.split(r"\s*(?:,|\band\b|\bplus\b|&)\s*", m.group("v")):
-            value = _clean_value(part, max_words=4)
+        for part in _split_list(m.group("v")):
+            # "Redis for the cache", "Go in production": the tool is the head of the phrase.
+            value = _clean_value(_TOOL_TAIL.sub("", part), max_words=4)
             if not value:
                 continue
             attribute, cardinality = _tool(value)
@@ -168,6 +234,11 @@ def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], li
         return out
 
     return build
+
+
+def _runs_on_attribute(where: str) -> tuple[str, str]:
+    attribute, _cardinality = _tool(where)
+    return ("runs_on" if attribute == "uses" else attribute), where
 
 
 def _runs_on(m: re.Match[str], subject: str) -> list[Found]:
@@ -248,7 +319,7 @@ def _favourite(m: re.Match[str], subject: str) -> list[Found]:
 
 
 def _plan(m: re.Match[str], subject: str) -> list[Found]:
-    value = _clean_value(m.group("v"), max_words=10)
+    value = _clean_value(m.group("v"), max_words=10, keep_time=True)
     if not value:
         return []
     when = re.search(_DATE, value, re.IGNORECASE)
@@ -309,18 +380,23 @@ RULES: list[Rule] = [
         _simple("email", FactCategory.CONTACT_INFO, 0.85, "{s}'s email address is {v}.", words=1),
     ),
     (
+        "contact_preference",
+        _p(r"\b(?:be contacted|contact me|reach me|reached) (?:by|via|over|through) " + _V + _END),
+        _simple("contact_preference", FactCategory.PREFERENCES, 0.75, "{s} prefers to be contacted by {v}.", words=3),
+    ),
+    (
         "phone",
         _p(r"\b(?:phone|number|call me at|reach me at|text me at|mobile)\b[^0-9+]{0,20}(?P<v>\+?\d[\d\s().-]{6,18}\d)"),
         _simple("phone", FactCategory.CONTACT_INFO, 0.8, "{s}'s phone number is {v}.", words=5),
     ),
     (
         "name",
-        _p(r"\bmy name is " + r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"),
+        _p(r"\bmy name is " + r"(?P<v>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}))"),
         _simple("name", FactCategory.CONTACT_INFO, 0.85, "{s}'s name is {v}.", words=3),
     ),
     (
         "preferred_name",
-        _p(r"\b(?:please )?call me " + r"(?P<v>[A-Z][\w'-]+)" + _END),
+        _p(r"\b(?:please )?call me " + r"(?P<v>(?-i:[A-Z][\w'-]+))" + _END),
         _simple("preferred_name", FactCategory.PREFERENCES, 0.8, "{s} likes to be called {v}.", words=2),
     ),
     (
@@ -341,7 +417,7 @@ RULES: list[Rule] = [
     (
         "employer",
         _p(r"\bi (?:work|am working) (?:at|for) " + _V + _END),
-        _simple("employer", FactCategory.BUSINESS_CONTEXT, 0.75, "{s} works at {v}.", words=4),
+        _employer,
     ),
     (
         "job_title",
@@ -349,6 +425,13 @@ RULES: list[Rule] = [
         _simple("job_title", FactCategory.BUSINESS_CONTEXT, 0.65, "{s} works as {v}.", words=4),
     ),
     # --- preferences
+    (
+        "diet",
+        _p(
+            r"\bi(?:'m| am) (?:a )?(?P<v>vegetarian|vegan|pescatarian|gluten[- ]free|lactose[- ]intolerant|halal|kosher)\b"
+        ),
+        _simple("diet", FactCategory.PREFERENCES, 0.8, "{s} is {v}.", words=2),
+    ),
     (
         "prefer",
         _p(
@@ -361,7 +444,10 @@ RULES: list[Rule] = [
     ),
     (
         "reply_language",
-        _p(r"\b(?:reply|respond|answer|write|talk)(?: to me)? in (?P<v>[A-Z][a-z]+)" + _END),
+        _p(
+            r"\b(?:reply|respond|answer|write|talk)(?: to me)? in (?P<v>(?-i:[A-Z][a-z]+))(?:\s+(?:from now on|only|please))?"
+            + _END
+        ),
         _simple("preferred_language", FactCategory.PREFERENCES, 0.8, "{s} wants answers in {v}.", words=1),
     ),
     (
@@ -376,8 +462,8 @@ RULES: list[Rule] = [
     ),
     (
         "like",
-        _p(r"(?<!n't )(?<!not )\bi (?:really )?(?:like|love|enjoy|adore) " + _V + _END),
-        _simple("likes", FactCategory.PREFERENCES, 0.65, "{s} likes {v}.", cardinality=Cardinality.MULTI),
+        _p(r"(?<!n't )(?<!not )\bi (?:really )?(?:like|love|enjoy|adore) " + _LIST + _LIST_END),
+        _each("likes", FactCategory.PREFERENCES, 0.65, "{s} likes {v}."),
     ),
     (
         "always_never",
@@ -404,6 +490,25 @@ RULES: list[Rule] = [
         _our_thing,
     ),
     (
+        "hosted_on",
+        _p(
+            r"\b(?:our|my) (?:\w+ ){0,2}(?:is|are|runs|lives) (?:still |now |currently )?(?:on|hosted on|running on) "
+            + _V
+            + _END
+        ),
+        lambda m, s: [
+            Found(
+                *_runs_on_attribute(v),
+                FactCategory.TECHNICAL_ENVIRONMENT,
+                0.7,
+                f"{s} runs on {v}.",
+                cardinality=Cardinality.SINGLE,
+            )
+            for v in [_clean_value(m.group("v"), max_words=4)]
+            if v
+        ],
+    ),
+    (
         "runs_on",
         _p(
             r"\b(?:i|we)(?:'re| are)? (?:run|running|host|hosting|deploy|deploying) (?P<what>[^.,;!?]{1,40}?) on "
@@ -415,15 +520,18 @@ RULES: list[Rule] = [
     (
         "uses",
         _p(
-            r"\b(?:i|we)(?:'re|'m| are| am)? (?:use|using|rely on|relying on|work with|build with|built with) "
-            + _V
-            + _END
+            r"\b(?:i|we)(?:'re|'m| are| am)? (?:use|using|rely on|relying on|work with|build with|built with|deploy with|deploy using) "
+            + _LIST
+            + _LIST_END
         ),
         _uses(0.7, "{s} uses {v}."),
     ),
     (
         "on_version",
-        _p(r"\b(?:i|we)(?:'re|'m| are| am) (?:still )?on (?P<v>[A-Z][\w.+-]*(?: [\w.+-]+)?\s+v?\d+(?:\.\d+)*)" + _END),
+        _p(
+            r"\b(?:i|we)(?:'re|'m| are| am) (?:still )?on (?P<v>(?-i:[A-Z][\w.+-]*)(?: [\w.+-]+)?\s+v?\d+(?:\.\d+)*)(?:\s+(?:locally|in production|at work))?"
+            + _END
+        ),
         _uses(0.75, "{s} is on {v}."),
     ),
     # --- known issues
@@ -440,7 +548,8 @@ RULES: list[Rule] = [
         _p(
             r"\b(?P<thing>(?:the |our |my )?[\w.-]+(?: [\w.-]+)?) (?P<v>keeps (?:crashing|failing|timing out|freezing|"
             r"disconnecting|hanging)|(?:is|was) (?:broken|down|crashing|failing)|(?:doesn't|does not|won't|will not) "
-            r"(?:work|start|load|connect|sync|build))" + _END
+            r"(?:work|start|load|connect|sync|build))(?:\s+(?:again|anymore|any more|today|since \w+|all the time|every \w+))*"
+            + _END
         ),
         _issue_with_subject,
     ),
@@ -511,7 +620,8 @@ def extract_from_text(text: str, subject: str) -> list[Found]:
             if name in {"uses", "runs_on", "on_version"} and _NEGATED_USE.search(sentence):
                 continue
             for match in pattern.finditer(sentence):
-                span = match.span()
+                # What a rule claims is its value, so "contacted by phone, my number is ..." yields both.
+                span = match.span("v") if "v" in match.groupdict() else match.span()
                 # A span already explained by an earlier, more specific rule is not read twice.
                 if any(span[0] < end and start < span[1] for start, end in claimed):
                     continue
