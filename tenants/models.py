@@ -57,6 +57,8 @@ class TenantSettings:
     discovery_min_support: float = 0.3
     discovery_min_confidence: float = 0.7
     discovery_min_lift: float = 1.5
+    discovery_min_sessions: int = 20
+    procedure_semantic_threshold: float = 0.5
     # API.
     rate_limit_per_minute: int = 6000
 
