@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
+# The browser tests drive Debian's chromium (never a downloaded browser); install it once when we can.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "==> installing chromium for the browser tests"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 .venv/bin/python scripts/devenv.py up >/dev/null
 set -a; . .data/engram.env; set +a
 export DJANGO_SETTINGS_MODULE=config.settings.test
