@@ -2,16 +2,103 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, ClassVar
+
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
-from django.db import models
+from django.db import connection, models, transaction
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
-from tenants.models import TenantModel
+from tenants.models import TenantManager, TenantModel, TenantQuerySet
 
 EMBEDDING_DIM = 384
+
+# Columns an UPDATE may touch outside `allow_episode_deletion()`: derived data, filled in later.
+MUTABLE_EPISODE_FIELDS = frozenset({"embedding"})
+# Transaction-local PostgreSQL setting read by the append-only triggers (migration 0002).
+DELETION_SETTING = "app.allow_episode_deletion"
+
+_deletion_allowed: ContextVar[bool] = ContextVar("engram_episode_deletion", default=False)
+
+
+class AppendOnlyError(RuntimeError):
+    """An episode was about to be changed or deleted outside erasure or archiving."""
+
+
+@contextmanager
+def allow_episode_deletion() -> Iterator[None]:
+    """The one way to delete or rewrite episodes (and sessions, whose deletion cascades to them):
+    erasure and archiving. Opens a transaction (or a savepoint) and lifts both guards inside it, the
+    ORM's and the database triggers'; both come back when the block ends."""
+    token = _deletion_allowed.set(True)
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config(%s, 'on', true)", [DELETION_SETTING])
+            try:
+                yield
+            finally:
+                if not connection.needs_rollback:
+                    with connection.cursor() as cursor:
+                        cursor.execute("SELECT set_config(%s, '', true)", [DELETION_SETTING])
+    finally:
+        _deletion_allowed.reset(token)
+
+
+def deletion_allowed() -> bool:
+    return _deletion_allowed.get()
+
+
+def _refuse(what: str) -> None:
+    if not deletion_allowed():
+        raise AppendOnlyError(
+            f"{what}: episodes are append-only (corrections are new episodes); only erasure and archiving "
+            "may delete them, inside episodic.models.allow_episode_deletion()."
+        )
+
+
+class EpisodeQuerySet(TenantQuerySet):
+    def update(self, **kwargs: Any) -> int:
+        if not set(kwargs) <= MUTABLE_EPISODE_FIELDS:
+            _refuse(f"Episode update of {sorted(set(kwargs) - MUTABLE_EPISODE_FIELDS)}")
+        return super().update(**kwargs)
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        _refuse("Episode delete")
+        return super().delete()
+
+
+class EpisodeManager(TenantManager):
+    _queryset_class = EpisodeQuerySet
+
+    def get_queryset(self) -> EpisodeQuerySet:
+        super().get_queryset()  # the scope check
+        return EpisodeQuerySet(self.model, using=self._db)
+
+    def for_tenant(self, tenant: Any) -> EpisodeQuerySet:
+        return self.get_queryset().for_tenant(tenant)
+
+
+class SessionQuerySet(TenantQuerySet):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        _refuse("Session delete (it cascades to episodes)")
+        return super().delete()
+
+
+class SessionManager(TenantManager):
+    _queryset_class = SessionQuerySet
+
+    def get_queryset(self) -> SessionQuerySet:
+        super().get_queryset()
+        return SessionQuerySet(self.model, using=self._db)
+
+    def for_tenant(self, tenant: Any) -> SessionQuerySet:
+        return self.get_queryset().for_tenant(tenant)
 
 
 class SessionStatus(models.TextChoices):
@@ -42,6 +129,8 @@ class Session(TenantModel):
     episode_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects: ClassVar[SessionManager] = SessionManager()  # type: ignore[assignment]
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=("tenant", "external_id"), name="uniq_session_external_id")]
         indexes = [
@@ -51,6 +140,10 @@ class Session(TenantModel):
 
     def __str__(self) -> str:
         return self.external_id
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        _refuse("Session delete (it cascades to episodes)")
+        return super().delete(*args, **kwargs)
 
 
 class EpisodeKind(models.TextChoices):
@@ -90,6 +183,8 @@ class Episode(TenantModel):
         db_persist=True,
     )
 
+    objects: ClassVar[EpisodeManager] = EpisodeManager()  # type: ignore[assignment]
+
     class Meta:
         constraints = [
             models.UniqueConstraint(
@@ -119,3 +214,14 @@ class Episode(TenantModel):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.pk}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            fields = kwargs.get("update_fields")
+            if fields is None or not set(fields) <= MUTABLE_EPISODE_FIELDS:
+                _refuse("Episode.save() of an existing row")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        _refuse("Episode.delete()")
+        return super().delete(*args, **kwargs)

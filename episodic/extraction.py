@@ -1,0 +1,167 @@
+"""Entities and topics of a text, at write time and for tagging queries: cheap, deterministic, no model.
+
+The default extractor finds
+- proper nouns (runs of capitalised words, sentence openers such as "The" or "Thanks" left out),
+- ids such as order or ticket numbers ("order #12345" -> "order-12345", "INC-0042" -> "inc-0042"),
+- the tenant's own entity dictionary (case-insensitive whole-word matches) and topic dictionary
+  (topic -> keywords), and #hashtags as topics.
+Another extractor can be plugged in by dotted path in ENGRAM["ENTITY_EXTRACTOR"] (any class with the
+`extract` method of `Extractor`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Protocol
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from tenants.models import Tenant, TenantSettings
+
+MAX_ENTITY_CHARS = 200
+MAX_TOPIC_CHARS = 100
+MAX_EXTRACTED = 32
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise_terms(values: Iterable[str], *, max_chars: int) -> list[str]:
+    """Lower-case, trimmed, inner whitespace collapsed, empty ones dropped, deduplicated in order."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for value in values:
+        term = _SPACE.sub(" ", value.strip().lower())[:max_chars].strip()
+        if term and term not in seen:
+            seen.add(term)
+            out.append(term)
+    return out
+
+
+class Extractor(Protocol):
+    def extract(self, text: str, config: TenantSettings) -> tuple[list[str], list[str]]:
+        """(entities, topics), already normalised."""
+        ...
+
+
+# Words that open sentences or stand capitalised without naming anything.
+_NOT_NAMES = frozenset(
+    """
+    a about after again all also am an and any are as at be because been before being both but by can
+    could did do does doing done each even ever every few for from had has have having he her here hers
+    him his how however i if in into is it its just let like may maybe me might mine more most much must
+    my never no nor not now of off oh ok okay on once only or other our ours out over own please quite
+    really same she should since so some still such sure than thank thanks that the their theirs them
+    then there these they this those though through thus to too under until up us very was we well were
+    what whatever when where whether which while who whom whose why will with would yes yet you your
+    yours hey hi hello wow yeah yep nope great good nice awesome cool sorry right anyway also besides
+    today tomorrow yesterday tonight everyone everything something nothing anything someone anyone
+    monday tuesday wednesday thursday friday saturday sunday see look check lets let's tell find got get
+    make take give try keep go going come know think thought want need love loved hope glad happy had
+    said say says feel felt guess wish sounds sound looks seems definitely absolutely totally honestly
+    actually probably congrats congratulations agreed exactly wait listen remember btw lol omg
+    """.split()
+)
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
+
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'’&.-]*[\w]?(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][\w'’&.-]*[\w]?)*")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\"“(\n]\s*)$")
+_ID_KEYWORDS = (
+    "order|ticket|invoice|case|incident|issue|account|booking|reservation|shipment|tracking|"
+    "request|refund|payment|transaction|claim|policy|pr|bug"
+)
+_KEYWORD_ID = re.compile(rf"\b({_ID_KEYWORDS})\s*(?:number|no\.?|id)?\s*[#:]?\s*(\d[\d-]{{2,}})\b", re.I)
+_CODE_ID = re.compile(r"\b([A-Z]{2,10})-(\d{2,})\b")
+_HASH_ID = re.compile(r"(?<![\w&])#(\d{3,})\b")
+_HASHTAG = re.compile(r"(?<![\w&])#([A-Za-z][\w-]{1,60})")
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def _proper_nouns(text: str) -> list[str]:
+    found: list[str] = []
+    for match in _CAPITALISED_RUN.finditer(text):
+        words = [_POSSESSIVE.sub("", w).strip(".-'’") for w in match.group(0).split()]
+        at_start = bool(_SENTENCE_START.search(text[: match.start()]))
+        # Drop function words at either end of the run ("The Hague" keeps "Hague"; "Thanks Mel" keeps "Mel").
+        while words and words[0].lower() in _NOT_NAMES:
+            words.pop(0)
+            at_start = False
+        while words and words[-1].lower() in _NOT_NAMES:
+            words.pop()
+        if not words:
+            continue
+        if len(words) == 1:
+            word = words[0]
+            if len(word) < 2 or word.lower() in _MONTHS or word.isdigit():
+                continue
+            if at_start and match.group(0).split()[0] == word and word.lower() in _NOT_NAMES:
+                continue
+        found.append(" ".join(words))
+    return found
+
+
+@lru_cache(maxsize=256)
+def _dictionary_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    cleaned = sorted({t.strip() for t in terms if t.strip()}, key=len, reverse=True)
+    if not cleaned:
+        return None
+    return re.compile(r"(?<!\w)(" + "|".join(re.escape(t) for t in cleaned) + r")(?!\w)", re.I)
+
+
+@lru_cache(maxsize=256)
+def _topic_lookup(items: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    keyword_topic: dict[str, str] = {}
+    for topic, keywords in items:
+        for keyword in (topic, *keywords):
+            if keyword.strip():
+                keyword_topic.setdefault(keyword.strip().lower(), topic)
+    return _dictionary_pattern(tuple(keyword_topic)), keyword_topic
+
+
+def _topic_items(dictionary: Mapping[str, Sequence[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(sorted((str(k), tuple(str(v) for v in vs)) for k, vs in dictionary.items()))
+
+
+class RuleExtractor:
+    def extract(self, text: str, config: TenantSettings) -> tuple[list[str], list[str]]:
+        if not text:
+            return [], []
+        entities: list[str] = []
+        dictionary = _dictionary_pattern(tuple(config.entity_dictionary))
+        if dictionary is not None:
+            entities.extend(m.group(1) for m in dictionary.finditer(text))
+        numbered: set[str] = set()
+        for m in _KEYWORD_ID.finditer(text):
+            numbered.add(m.group(2))
+            entities.append(f"{m.group(1).lower()}-{m.group(2)}")
+        entities.extend(f"{m.group(1)}-{m.group(2)}" for m in _CODE_ID.finditer(text))
+        entities.extend(f"#{m.group(1)}" for m in _HASH_ID.finditer(text) if m.group(1) not in numbered)
+        entities.extend(_proper_nouns(text))
+
+        topics: list[str] = []
+        pattern, keyword_topic = _topic_lookup(_topic_items(config.topic_dictionary))
+        if pattern is not None:
+            topics.extend(keyword_topic[m.group(1).lower()] for m in pattern.finditer(text))
+        topics.extend(m.group(1) for m in _HASHTAG.finditer(text))
+        return (
+            normalise_terms(entities, max_chars=MAX_ENTITY_CHARS)[:MAX_EXTRACTED],
+            normalise_terms(topics, max_chars=MAX_TOPIC_CHARS)[:MAX_EXTRACTED],
+        )
+
+
+@lru_cache(maxsize=1)
+def get_extractor() -> Extractor:
+    path = settings.ENGRAM.get("ENTITY_EXTRACTOR") or "episodic.extraction.RuleExtractor"
+    extractor: Extractor = import_string(path)()
+    return extractor
+
+
+def extract_entities_topics(*, tenant: Tenant, text: str) -> tuple[list[str], list[str]]:
+    return extract_with_config(text=text, config=tenant.config)
+
+
+def extract_with_config(*, text: str, config: TenantSettings) -> tuple[list[str], list[str]]:
+    """The same, with the tenant's settings already parsed (batch writes parse them once)."""
+    return get_extractor().extract(text, config)

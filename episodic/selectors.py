@@ -1,0 +1,308 @@
+"""Reads of episodic memory: lists, sessions, the embedding backlog, and hybrid search."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection, transaction
+from django.db.models import Count, ExpressionWrapper, F, FloatField, Min, Q, QuerySet, Sum, Value
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
+from pgvector.django import CosineDistance
+
+from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
+from episodic.models import EMBEDDING_DIM, Episode, Session, SessionStatus
+from tenants.embedding import embed_one
+from tenants.errors import NotFound, ValidationProblem
+from tenants.models import Tenant
+
+# Reciprocal rank fusion: each channel adds 1 / (RRF_K + rank). 60 is the constant of the original paper.
+RRF_K = 60
+CHANNEL_WEIGHTS = {"text": 1.0, "vector": 1.0, "overlap": 1.0}
+CANDIDATES_PER_CHANNEL = 100
+MAX_QUERY_TERMS = 32
+HNSW_EF_SEARCH = 100
+_TERM = re.compile(r"[\w]+", re.UNICODE)
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def episode_list(
+    *,
+    tenant: Tenant,
+    subject: str | None = None,
+    session: str | Session | None = None,
+    agent: str | None = None,
+    kind: str | Sequence[str] | None = None,
+    entity: str | None = None,
+    topic: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> QuerySet[Episode]:
+    """The tenant's episodes matching every given filter, newest first (by occurred_at, then id).
+    `session` is the session's external id (or a Session); `since` is inclusive, `until` exclusive."""
+    qs = Episode.objects.for_tenant(tenant)
+    if subject is not None:
+        qs = qs.filter(subject=subject)
+    if isinstance(session, Session):
+        qs = qs.filter(session_id=session.pk)
+    elif session is not None:
+        qs = qs.filter(session__tenant_id=tenant.id, session__external_id=session)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    kinds = _as_list(kind)
+    if kinds:
+        qs = qs.filter(kind__in=kinds)
+    if entity:
+        qs = qs.filter(entities__contains=normalise_terms([entity], max_chars=MAX_ENTITY_CHARS))
+    if topic:
+        qs = qs.filter(topics__contains=normalise_terms([topic], max_chars=MAX_TOPIC_CHARS))
+    if since is not None:
+        qs = qs.filter(occurred_at__gte=since)
+    if until is not None:
+        qs = qs.filter(occurred_at__lt=until)
+    return qs.select_related("session").order_by("-occurred_at", "-id")
+
+
+def session_get(*, tenant: Tenant, external_id: str) -> Session:
+    session = Session.objects.for_tenant(tenant).filter(external_id=external_id).first()
+    if session is None:
+        raise NotFound(f"No session {external_id!r}.")
+    return session
+
+
+@dataclass(frozen=True)
+class SessionDetail:
+    session: Session
+    by_kind: dict[str, int]
+    tokens: int
+    first_event_at: datetime | None
+    pending_embeddings: int
+
+
+def session_detail(*, tenant: Tenant, external_id: str) -> SessionDetail:
+    """The session with its counts: episodes by kind, tokens, episodes still waiting for an embedding."""
+    session = session_get(tenant=tenant, external_id=external_id)
+    rows = (
+        Episode.objects.for_tenant(tenant)
+        .filter(session_id=session.pk)
+        .values("kind")
+        .annotate(n=Count("id"), tokens=Sum("token_count"), first=Min("occurred_at"))
+        .order_by("kind")
+    )
+    pending = Episode.objects.for_tenant(tenant).filter(session_id=session.pk, embedding__isnull=True).count()
+    firsts = [r["first"] for r in rows if r["first"] is not None]
+    return SessionDetail(
+        session=session,
+        by_kind={r["kind"]: r["n"] for r in rows},
+        tokens=sum(r["tokens"] or 0 for r in rows),
+        first_event_at=min(firsts) if firsts else None,
+        pending_embeddings=pending,
+    )
+
+
+def embedding_backlog(*, tenant: Tenant) -> int:
+    """Episodes still waiting for an embedding (an index-only count on the partial backlog index)."""
+    return Episode.objects.for_tenant(tenant).filter(embedding__isnull=True).count()
+
+
+@dataclass(frozen=True)
+class EpisodicStats:
+    episodes: int
+    sessions: int
+    open_sessions: int
+    embedding_backlog: int
+    oldest_pending_created_at: datetime | None
+
+
+def episodic_stats(*, tenant: Tenant) -> EpisodicStats:
+    """Counts for /v1/stats and the admin: volume, open sessions, embedding backlog and its lag."""
+    backlog = Episode.objects.for_tenant(tenant).filter(embedding__isnull=True)
+    oldest = backlog.order_by("id").values_list("created_at", flat=True).first()
+    sessions = Session.objects.for_tenant(tenant).aggregate(
+        total=Count("id"), open=Count("id", filter=~Q(status=SessionStatus.ENDED))
+    )
+    return EpisodicStats(
+        episodes=Episode.objects.for_tenant(tenant).count(),
+        sessions=sessions["total"],
+        open_sessions=sessions["open"],
+        embedding_backlog=backlog.count(),
+        oldest_pending_created_at=oldest,
+    )
+
+
+@dataclass(frozen=True)
+class ScoredEpisode:
+    episode: Episode
+    score: float
+    score_parts: dict[str, float] = field(default_factory=dict)
+
+
+def _or_tsquery(text: str) -> str:
+    """The query's words OR-ed for to_tsquery: a natural-language question rarely has every word in one
+    event, so any word may match and ts_rank orders by how many and how well."""
+    terms: list[str] = []
+    for term in _TERM.findall(text.lower()):
+        term = term.strip("_")
+        if term and term not in terms:
+            terms.append(term)
+    return " | ".join(terms[:MAX_QUERY_TERMS])
+
+
+def _rrf(ranked: Iterable[int], weight: float, into: dict[int, float]) -> None:
+    for rank, episode_id in enumerate(ranked, start=1):
+        into[episode_id] = into.get(episode_id, 0.0) + weight / (RRF_K + rank)
+
+
+def episode_search(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None = None,
+    session: str | Session | None = None,
+    agent: str | None = None,
+    kinds: Sequence[str] | None = None,
+    entities: Sequence[str] | None = None,
+    topics: Sequence[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 20,
+    query_embedding: list[float] | None = None,
+    exclude_ids: Iterable[int] | None = None,
+    entity: str | None = None,
+    topic: str | None = None,
+) -> list[ScoredEpisode]:
+    """Hybrid ranking of the episodes that pass the filters: full-text (ts_rank over the tsvector),
+    vector (cosine similarity of the stored embedding to the query's), and entity/topic overlap (the
+    query's own entities and topics, from the extractor, plus `entities`/`topics`), fused by
+    reciprocal rank. `entity`/`topic` are hard filters as in episode_list; `entities`/`topics` only
+    rank. score_parts: text, vector, overlap (each channel's raw value, 0 when absent) and fused.
+    Deterministic for the same stored state: ties break on the episode id."""
+    if limit < 1:
+        raise ValidationProblem.at("/limit", "Must be at least 1.")
+    if query_embedding is not None and len(query_embedding) != EMBEDDING_DIM:
+        raise ValidationProblem.at(
+            "/query_embedding", f"Wrong dimension: {len(query_embedding)}; the embedding dimension is {EMBEDDING_DIM}."
+        )
+    base = episode_list(
+        tenant=tenant,
+        subject=subject,
+        session=session,
+        agent=agent,
+        kind=kinds,
+        entity=entity,
+        topic=topic,
+        since=since,
+        until=until,
+    ).order_by()
+    excluded = set(exclude_ids or ())
+    if excluded:
+        base = base.exclude(id__in=excluded)
+    pool = max(limit, CANDIDATES_PER_CHANNEL)
+
+    fused: dict[int, float] = {}
+    tsquery = _or_tsquery(query)
+    search_query = SearchQuery(tsquery, search_type="raw", config="english") if tsquery else None
+    if search_query is not None:
+        text_ids = list(
+            base.filter(search_vector=search_query)
+            .annotate(rank=SearchRank(F("search_vector"), search_query, normalization=32))
+            .order_by("-rank", "-id")
+            .values_list("id", flat=True)[:pool]
+        )
+        _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
+
+    query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
+    wanted_entities = normalise_terms([*query_entities, *(entities or ())], max_chars=MAX_ENTITY_CHARS)
+    wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
+    overlap_expr = _overlap_expression(wanted_entities, wanted_topics)
+    if overlap_expr is not None:
+        carries = Q(entities__overlap=wanted_entities) if wanted_entities else Q(pk__in=[])
+        if wanted_topics:
+            carries |= Q(topics__overlap=wanted_topics)
+        overlap_ids = list(
+            base.filter(carries)
+            .annotate(overlap=overlap_expr)
+            .order_by("-overlap", "-occurred_at", "-id")
+            .values_list("id", flat=True)[:pool]
+        )
+        _rrf(overlap_ids, CHANNEL_WEIGHTS["overlap"], fused)
+
+    vector = query_embedding if query_embedding is not None else (embed_one(query) if query.strip() else None)
+    if vector is not None:
+        with transaction.atomic():
+            # Filtered HNSW scans must keep going until enough rows pass the filters (pgvector >= 0.8).
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, pool)])
+            vector_ids = list(
+                base.filter(embedding__isnull=False)
+                .annotate(distance=CosineDistance("embedding", vector))
+                .order_by("distance", "-id")
+                .values_list("id", flat=True)[:pool]
+            )
+        _rrf(vector_ids, CHANNEL_WEIGHTS["vector"], fused)
+
+    if not fused:
+        return []
+    top = sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
+    ids = [episode_id for episode_id, _ in top]
+    annotated = Episode.objects.for_tenant(tenant).filter(id__in=ids).select_related("session")
+    if search_query is not None:
+        annotated = annotated.annotate(text_rank=SearchRank(F("search_vector"), search_query, normalization=32))
+    else:
+        annotated = annotated.annotate(text_rank=Value(0.0, output_field=FloatField()))
+    if vector is not None:
+        annotated = annotated.annotate(similarity=Coalesce(1 - CosineDistance("embedding", vector), Value(0.0)))
+    else:
+        annotated = annotated.annotate(similarity=Value(0.0, output_field=FloatField()))
+    annotated = annotated.annotate(overlap=overlap_expr if overlap_expr is not None else Value(0.0))
+    by_id = {e.id: e for e in annotated}
+    best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
+    out: list[ScoredEpisode] = []
+    for episode_id, fused_score in top:
+        episode = by_id.get(episode_id)
+        if episode is None:
+            continue
+        out.append(
+            ScoredEpisode(
+                episode=episode,
+                score=round(fused_score / best, 6),
+                score_parts={
+                    "text": round(float(episode.text_rank or 0.0), 6),
+                    "vector": round(float(episode.similarity or 0.0), 6),
+                    "overlap": round(float(episode.overlap or 0.0), 6),
+                    "fused": round(fused_score, 6),
+                },
+            )
+        )
+    return out
+
+
+_INTERSECTION = "cardinality(ARRAY(SELECT unnest(episodic_episode.{column}) INTERSECT SELECT unnest(%s::varchar[])))"
+
+
+def _overlap_expression(entities: list[str], topics: list[str]) -> Any:
+    """The share of the query's entities and topics that an episode carries (0 to 1), in SQL."""
+    total = len(entities) + len(topics)
+    if total == 0:
+        return None
+    parts = []
+    params: list[Any] = []
+    if entities:
+        parts.append(_INTERSECTION.format(column="entities"))
+        params.append(entities)
+    if topics:
+        parts.append(_INTERSECTION.format(column="topics"))
+        params.append(topics)
+    sql = f"(({' + '.join(parts)})::float / {total})"
+    return ExpressionWrapper(RawSQL(sql, params), output_field=FloatField())  # noqa: S611

@@ -1,0 +1,229 @@
+"""Writes of episodic memory: appending episodes in batches and ending sessions. There is no update or
+delete of episodes here, on purpose: they are append-only (see episodic.models)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from episodic.models import Episode, Outcome, Session, SessionStatus
+from episodic.validation import EpisodeDraft, parse_items
+from tenants.errors import Conflict, NotFound, ValidationProblem
+from tenants.models import Tenant
+
+
+def _session_subject_errors(
+    drafts: Sequence[EpisodeDraft], sessions: dict[str, Session], first: dict[str, EpisodeDraft]
+) -> list[dict[str, Any]]:
+    errors: list[dict[str, Any]] = []
+    for draft in drafts:
+        owner = sessions[draft.session].subject if draft.session in sessions else first[draft.session].subject
+        if draft.subject != owner:
+            errors.append(
+                {
+                    "pointer": f"/episodes/{draft.index}/session",
+                    "detail": f"Session {draft.session!r} belongs to another subject than {draft.subject!r}.",
+                }
+            )
+    return errors
+
+
+def _resolve_sessions(*, tenant: Tenant, drafts: Sequence[EpisodeDraft], now: datetime) -> dict[str, Session]:
+    """The batch's sessions by external id, creating the unknown ones; one query when all exist."""
+    first: dict[str, EpisodeDraft] = {}
+    earliest: dict[str, datetime] = {}
+    for draft in drafts:
+        first.setdefault(draft.session, draft)
+        when = draft.occurred_at or now
+        if draft.session not in earliest or when < earliest[draft.session]:
+            earliest[draft.session] = when
+    sessions = {s.external_id: s for s in Session.objects.for_tenant(tenant).filter(external_id__in=list(first))}
+    errors = _session_subject_errors(drafts, sessions, first)
+    if errors:
+        raise ValidationProblem(errors[0]["detail"], errors=errors)
+    missing = [key for key in first if key not in sessions]
+    if missing:
+        # ON CONFLICT DO NOTHING: a concurrent batch may create the same session; read back either way.
+        Session.objects.bulk_create(
+            [
+                Session(
+                    tenant=tenant,
+                    external_id=key,
+                    subject=first[key].subject,
+                    agent=first[key].agent,
+                    started_at=earliest[key],
+                    created_at=now,
+                )
+                for key in missing
+            ],
+            ignore_conflicts=True,
+        )
+        sessions.update({s.external_id: s for s in Session.objects.for_tenant(tenant).filter(external_id__in=missing)})
+        errors = _session_subject_errors(drafts, sessions, first)
+        if errors:
+            raise ValidationProblem(errors[0]["detail"], errors=errors)
+    return sessions
+
+
+def _known_external_ids(
+    *, tenant: Tenant, drafts: Sequence[EpisodeDraft], sessions: dict[str, Session]
+) -> set[tuple[int, str]]:
+    wanted = {(sessions[d.session].pk, d.external_id) for d in drafts if d.external_id}
+    if not wanted:
+        return set()
+    rows = (
+        Episode.objects.for_tenant(tenant)
+        .filter(session_id__in={s for s, _ in wanted}, external_id__in={e for _, e in wanted})
+        .values_list("session_id", "external_id")
+    )
+    return {(s, e) for s, e in rows if (s, e) in wanted}
+
+
+def _bump_session_counters(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:
+    """One UPDATE for every session of the batch: count, first and last event times."""
+    per_session: dict[int, list[Any]] = {}
+    for episode in episodes:
+        entry = per_session.setdefault(episode.session_id, [0, episode.occurred_at, episode.occurred_at])
+        entry[0] += 1
+        entry[1] = min(entry[1], episode.occurred_at)
+        entry[2] = max(entry[2], episode.occurred_at)
+    values = ", ".join(["(%s::bigint, %s::integer, %s::timestamptz, %s::timestamptz)"] * len(per_session))
+    params: list[Any] = []
+    for session_id, (count, first, last) in per_session.items():
+        params.extend([session_id, count, first, last])
+    params.append(tenant.id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE episodic_session AS s SET episode_count = s.episode_count + v.n, "  # noqa: S608
+            "last_event_at = GREATEST(s.last_event_at, v.last), started_at = LEAST(s.started_at, v.first) "
+            f"FROM (VALUES {values}) AS v(id, n, first, last) WHERE s.id = v.id AND s.tenant_id = %s",
+            params,
+        )
+
+
+@transaction.atomic
+def episodes_append(*, tenant: Tenant, items: list[dict[str, Any]], skip_existing: bool = False) -> list[Episode]:
+    """Validate and store a batch of 1 to MAX_BATCH episodes, all or nothing.
+
+    Unknown sessions are created (with the subject and agent of their first episode). A session that
+    belongs to another subject is a 400. An external_id repeated in a session, within the batch or
+    against stored episodes, is a 409; with `skip_existing` (imports) the stored ones are skipped
+    instead and are not in the result. Returns the new episodes in the order of `items`.
+    """
+    drafts = parse_items(items, config=tenant.config)
+    now = timezone.now()
+    sessions = _resolve_sessions(tenant=tenant, drafts=drafts, now=now)
+
+    seen: dict[tuple[str, str], int] = {}
+    conflicts: list[dict[str, Any]] = []
+    for draft in drafts:
+        if draft.external_id:
+            key = (draft.session, draft.external_id)
+            if key in seen:
+                conflicts.append(
+                    {
+                        "pointer": f"/episodes/{draft.index}/external_id",
+                        "detail": f"external_id {draft.external_id!r} repeats item {seen[key]} of this batch.",
+                    }
+                )
+            seen.setdefault(key, draft.index)
+    if conflicts:
+        raise Conflict(conflicts[0]["detail"], errors=conflicts)
+    known = _known_external_ids(tenant=tenant, drafts=drafts, sessions=sessions)
+    if known:
+        stored = [d for d in drafts if d.external_id and (sessions[d.session].pk, d.external_id) in known]
+        if not skip_existing:
+            errors = [
+                {
+                    "pointer": f"/episodes/{d.index}/external_id",
+                    "detail": f"Session {d.session!r} already has an episode with external_id {d.external_id!r}.",
+                }
+                for d in stored
+            ]
+            raise Conflict(errors[0]["detail"], errors=errors)
+        skipped = {d.index for d in stored}
+        drafts = [d for d in drafts if d.index not in skipped]
+        if not drafts:
+            return []
+
+    episodes = [
+        Episode(
+            tenant=tenant,
+            session=sessions[d.session],
+            subject=d.subject,
+            agent=d.agent,
+            kind=d.kind,
+            role=d.role,
+            content=d.content,
+            payload=d.payload,
+            entities=d.entities,
+            topics=d.topics,
+            occurred_at=d.occurred_at or now,
+            created_at=now,
+            external_id=d.external_id,
+            token_count=d.token_count,
+            content_hash=d.content_hash,
+            outcome=d.outcome,
+            outcome_signal=d.outcome_signal,
+            embedding=d.embedding,
+        )
+        for d in drafts
+    ]
+    try:
+        with transaction.atomic():
+            Episode.objects.bulk_create(episodes)
+    except IntegrityError as exc:
+        # Another request stored the same (session, external_id) between our check and the insert.
+        raise Conflict("An episode with one of these external_ids was stored concurrently; retry.") from exc
+    _bump_session_counters(tenant=tenant, episodes=episodes)
+    return episodes
+
+
+def _check_outcome(outcome: str | None, outcome_signal: float | None) -> None:
+    if outcome is not None and outcome not in Outcome.values:
+        raise ValidationProblem.at("/outcome", f"Unknown outcome {outcome!r}; one of {sorted(Outcome.values)}.")
+    if outcome_signal is not None and (
+        isinstance(outcome_signal, bool)
+        or not isinstance(outcome_signal, (int, float))
+        or not math.isfinite(outcome_signal)
+    ):
+        raise ValidationProblem.at("/outcome_signal", "Must be a finite number.")
+
+
+@transaction.atomic
+def session_end(*, tenant: Tenant, external_id: str, outcome: str | None, outcome_signal: float | None) -> Session:
+    """Mark the session ended, turn its scratchpad into a summary episode, and enqueue consolidation
+    after commit. Ending an ended session again with the same outcome changes nothing (a retry);
+    with another outcome it is a 409."""
+    from episodic.scratchpad import ScratchpadSummaryReason, scratchpad_summarise
+
+    _check_outcome(outcome, outcome_signal)
+    session = Session.objects.for_tenant(tenant).select_for_update().filter(external_id=external_id).first()
+    if session is None:
+        raise NotFound(f"No session {external_id!r}.")
+    if session.status == SessionStatus.ENDED:
+        if (session.outcome, session.outcome_signal) == (outcome, outcome_signal):
+            return session
+        raise Conflict(
+            f"Session {external_id!r} already ended with outcome {session.outcome!r} ({session.outcome_signal})."
+        )
+    scratchpad_summarise(tenant=tenant, session_external_id=external_id, reason=ScratchpadSummaryReason.SESSION_END)
+    session.status = SessionStatus.ENDED
+    session.ended_at = timezone.now()
+    session.outcome = outcome
+    session.outcome_signal = None if outcome_signal is None else float(outcome_signal)
+    session.save(update_fields=["status", "ended_at", "outcome", "outcome_signal"])
+    tenant_id, session_id = str(tenant.id), session.pk
+    transaction.on_commit(lambda: _enqueue_consolidation(tenant_id, session_id))
+    return session
+
+
+def _enqueue_consolidation(tenant_id: str, session_id: int) -> None:
+    from consolidation.tasks import consolidate_session
+
+    consolidate_session.delay(tenant_id, session_id)
