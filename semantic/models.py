@@ -169,6 +169,9 @@ class FactChange(TenantModel):
     actor_type = models.CharField(max_length=16, choices=ActorType.choices)
     actor_id = models.CharField(max_length=255, blank=True, default="")
     source_episode_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # When the value was observed in the world (created and confirmed changes): the merge places a
+    # late-arriving value between these observations, so that the latest observation wins at every time.
+    observed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -1,0 +1,392 @@
+"""Reads of semantic memory: lists, history, the entity graph and hybrid fact search.
+
+"Believed at `as_of`" means valid time: a fact counts when `valid_from <= as_of < valid_to` and it was
+not retracted or left pending. At the present (`as_of` None) that is exactly the active facts; in the
+past it includes values that have since been superseded or have expired.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from semantic.models import Fact, FactChange, FactSource, FactStatus
+from semantic.normalise import normalise_attribute, normalise_entity
+from tenants.embedding import embed_one
+from tenants.errors import NotFound, ValidationProblem
+from tenants.models import Tenant
+
+HISTORICAL = (FactStatus.ACTIVE, FactStatus.SUPERSEDED, FactStatus.EXPIRED)
+
+# Fusion weights of fact_search; the parts are each in [0, 1], so the score is too.
+WEIGHTS = {"vector": 0.55, "text": 0.20, "confidence": 0.15, "recency": 0.10}
+DEFAULT_HALF_LIFE_DAYS = 90.0
+MAX_K = 100
+GRAPH_MAX_DEPTH = 3
+GRAPH_MAX_NODES = 50
+GRAPH_MAX_FACTS = 200
+
+
+@dataclasses.dataclass
+class ScoredFact:
+    fact: Fact
+    score: float
+    score_parts: dict[str, float]
+
+
+def _parse_id(fact_id: uuid.UUID | str) -> uuid.UUID:
+    try:
+        return fact_id if isinstance(fact_id, uuid.UUID) else uuid.UUID(str(fact_id))
+    except ValueError:
+        raise NotFound(f"Fact {fact_id} does not exist.") from None
+
+
+def believed_at(as_of: datetime | None) -> Q:
+    """The Q of facts believed at `as_of` (now when None)."""
+    if as_of is None:
+        return Q(status=FactStatus.ACTIVE, valid_from__lte=timezone.now())
+    return Q(status__in=HISTORICAL, valid_from__lte=as_of) & (Q(valid_to__isnull=True) | Q(valid_to__gt=as_of))
+
+
+def fact_get(*, tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
+    fact = Fact.objects.for_tenant(tenant).filter(id=_parse_id(fact_id)).first()
+    if fact is None:
+        raise NotFound(f"Fact {fact_id} does not exist.")
+    return fact
+
+
+def fact_list(
+    *,
+    tenant: Tenant,
+    entity: str | None = None,
+    attribute: str | None = None,
+    category: str | None = None,
+    status: str | None = None,
+    subject: str | None = None,
+    as_of: datetime | None = None,
+) -> QuerySet[Fact]:
+    """Facts by filter. Without `status` or `as_of`, the facts held now (active); `status="any"` lists
+    every status; `as_of` restricts to what was believed then."""
+    qs = Fact.objects.for_tenant(tenant)
+    if status is not None and status != "any" and status not in FactStatus.values:
+        raise ValidationProblem.at("/status", f"status must be one of {[*FactStatus.values, 'any']}.")
+    if as_of is not None:
+        qs = qs.filter(believed_at(as_of))
+    if status is None and as_of is None:
+        qs = qs.filter(status=FactStatus.ACTIVE)
+    elif status is not None and status != "any":
+        qs = qs.filter(status=status)
+    if entity:
+        qs = qs.filter(entity=normalise_entity(entity))
+    if attribute:
+        qs = qs.filter(attribute=normalise_attribute(attribute))
+    if category:
+        qs = qs.filter(category=category)
+    if subject:
+        qs = qs.filter(subject=subject)
+    return qs
+
+
+def fact_history(*, tenant: Tenant, fact_id: uuid.UUID | str) -> list[FactChange]:
+    """The fact's changes, oldest first (404 for a missing or another tenant's fact)."""
+    fact = fact_get(tenant=tenant, fact_id=fact_id)
+    return list(
+        FactChange.objects.for_tenant(tenant)
+        .filter(fact=fact)
+        .select_related("related_fact")
+        .order_by("created_at", "id")
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class FactSourceRef:
+    """One episode a fact came from, as the router and the API show it."""
+
+    episode_id: int
+    external_id: str | None
+    occurred_at: datetime
+    session: str
+
+
+def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[FactSourceRef]]:
+    """The provenance of many facts in one query, each fact's episodes in time order."""
+    out: dict[uuid.UUID, list[FactSourceRef]] = {fact_id: [] for fact_id in fact_ids}
+    if not fact_ids:
+        return out
+    rows = (
+        FactSource.objects.for_tenant(tenant)
+        .filter(fact_id__in=list(fact_ids))
+        .order_by("episode__occurred_at", "episode_id")
+        .values_list(
+            "fact_id", "episode_id", "episode__external_id", "episode__occurred_at", "episode__session__external_id"
+        )
+    )
+    for fact_id, episode_id, external_id, occurred_at, session in rows:
+        out[fact_id].append(FactSourceRef(episode_id, external_id, occurred_at, session))
+    return out
+
+
+def facts_for_subject(*, tenant: Tenant, subject: str, as_of: datetime | None = None) -> list[Fact]:
+    """What is believed about a subject: facts from its memory or about it as an entity, most
+    confident first."""
+    return list(
+        Fact.objects.for_tenant(tenant)
+        .filter(Q(subject=subject) | Q(entity=normalise_entity(subject)))
+        .filter(believed_at(as_of))
+        .defer("embedding", "search_vector")
+        .order_by("-confidence", "-last_confirmed_at", "id")
+    )
+
+
+# --- the entity graph --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class GraphNode:
+    entity: str
+    depth: int
+
+
+@dataclasses.dataclass
+class GraphEdge:
+    source: str
+    attribute: str
+    target: str
+    fact_id: uuid.UUID
+
+
+@dataclasses.dataclass
+class EntityGraph:
+    entity: str
+    depth: int
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    facts: list[Fact]
+    truncated: bool
+
+
+def entity_graph(
+    *,
+    tenant: Tenant,
+    entity: str,
+    depth: int = 2,
+    max_nodes: int = GRAPH_MAX_NODES,
+    max_facts: int = GRAPH_MAX_FACTS,
+) -> EntityGraph:
+    """The entity's active facts and the entities related to it within `depth` hops (edges are
+    followed both ways: "acme uses postgres" relates postgres to acme too). Breadth-first, one query
+    per level, capped at `max_nodes` entities and `max_facts` facts (then `truncated` is true)."""
+    root = normalise_entity(entity)
+    depth = max(1, min(int(depth), GRAPH_MAX_DEPTH))
+    seen: dict[str, int] = {root: 0}
+    facts: dict[uuid.UUID, Fact] = {}
+    edges: list[GraphEdge] = []
+    truncated = False
+    frontier = [root]
+    for level in range(depth):
+        if not frontier:
+            break
+        rows = list(
+            Fact.objects.for_tenant(tenant)
+            .filter(status=FactStatus.ACTIVE)
+            .filter(Q(entity__in=frontier) | Q(object_entity__in=frontier))
+            .exclude(id__in=list(facts))
+            .defer("embedding", "search_vector")
+            .order_by("-confidence", "entity", "attribute", "id")[: max_facts - len(facts) + 1]
+        )
+        if len(facts) + len(rows) > max_facts:
+            rows = rows[: max_facts - len(facts)]
+            truncated = True
+        nxt: list[str] = []
+        for fact in rows:
+            facts[fact.id] = fact
+            if fact.object_entity:
+                edges.append(GraphEdge(fact.entity, fact.attribute, fact.object_entity, fact.id))
+                for neighbour in (fact.entity, fact.object_entity):
+                    if neighbour in seen:
+                        continue
+                    if len(seen) >= max_nodes:
+                        truncated = True
+                        continue
+                    seen[neighbour] = level + 1
+                    nxt.append(neighbour)
+        frontier = nxt
+    return EntityGraph(
+        entity=root,
+        depth=depth,
+        nodes=[GraphNode(e, d) for e, d in sorted(seen.items(), key=lambda item: (item[1], item[0]))],
+        edges=edges,
+        facts=list(facts.values()),
+        truncated=truncated,
+    )
+
+
+# --- hybrid search -----------------------------------------------------------------------------------
+
+# Column list of the search's final query: everything but the vector and the tsvector, which the
+# caller does not need (they are loaded on access if it does).
+_FACT_COLUMNS = ", ".join(
+    f'f."{f.column}"' for f in Fact._meta.concrete_fields if f.name not in ("embedding", "search_vector")
+)
+# plainto_tsquery ANDs the words; OR them so that a fact matching some words still ranks.
+_TSQUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
+
+
+def _vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+@dataclasses.dataclass
+class _SearchSQL:
+    sql: str
+    params: list[Any]
+
+
+def search_sql(
+    *,
+    tenant: Tenant,
+    query: str,
+    vector: Sequence[float] | None,
+    pool: int,
+    subject: str | None,
+    entity: str | None,
+    category: str | None,
+    as_of: datetime | None,
+) -> _SearchSQL:
+    """The one statement of fact_search: the top `pool` by cosine distance (HNSW) and the top `pool`
+    by full-text rank (GIN), united, with both measures computed for every candidate. Values are
+    bound client-side (Django's default), so PostgreSQL plans with the real vector and filters:
+    a custom plan, never a generic one that would lose the HNSW index."""
+    at = as_of or timezone.now()
+    where = ["tenant_id = %s", "valid_from <= %s"]
+    params: list[Any] = [tenant.id, at]
+    if as_of is None:
+        where.append("status = 'active'")
+    else:
+        where.append("status IN ('active', 'superseded', 'expired') AND (valid_to IS NULL OR valid_to > %s)")
+        params.append(as_of)
+    if subject:
+        where.append("subject = %s")
+        params.append(subject)
+    if entity:
+        where.append("entity = %s")
+        params.append(normalise_entity(entity))
+    if category:
+        where.append("category = %s")
+        params.append(category)
+    filters = " AND ".join(where)
+
+    ctes: list[str] = []
+    cte_params: list[Any] = []
+    literal = _vector_literal(vector) if vector is not None else None
+    if literal is not None:
+        ctes.append(
+            f"v AS (SELECT id FROM semantic_fact WHERE {filters} AND embedding IS NOT NULL "  # noqa: S608
+            "ORDER BY embedding <=> %s::vector LIMIT %s)"
+        )
+        cte_params += [*params, literal, pool]
+    if query.strip():
+        ctes.append(
+            f"t AS (SELECT id FROM semantic_fact WHERE {filters} AND search_vector @@ {_TSQUERY} "  # noqa: S608
+            f"ORDER BY ts_rank_cd(search_vector, {_TSQUERY}) DESC LIMIT %s)"
+        )
+        cte_params += [*params, query, query, pool]
+    if not ctes:
+        # No query at all: the most confident facts that match the filters.
+        ctes.append(
+            f"b AS (SELECT id FROM semantic_fact WHERE {filters} "  # noqa: S608
+            "ORDER BY confidence DESC, last_confirmed_at DESC LIMIT %s)"
+        )
+        cte_params += [*params, pool]
+    names = [cte.split(" ", 1)[0] for cte in ctes]
+    union = " UNION ".join(f"SELECT id FROM {n}" for n in names)  # noqa: S608
+    distance = "f.embedding <=> %s::vector" if literal is not None else "NULL::float8"
+    rank = f"ts_rank_cd(f.search_vector, {_TSQUERY})" if query.strip() else "0::float4"
+    select_params: list[Any] = ([literal] if literal is not None else []) + ([query] if query.strip() else [])
+    sql = (
+        f"WITH {', '.join(ctes)}, c AS ({union}) "  # noqa: S608
+        f"SELECT {_FACT_COLUMNS}, {distance} AS search_distance, {rank} AS search_rank "
+        "FROM semantic_fact f JOIN c ON c.id = f.id WHERE f.tenant_id = %s"
+    )
+    return _SearchSQL(sql=sql, params=[*cte_params, *select_params, tenant.id])
+
+
+def configure_vector_scan(*, ef_search: int) -> None:
+    """Filtered HNSW scans must not run dry: pgvector filters after the index hands over ef_search
+    candidates, so a tenant holding 1% of the rows would get ~1% of them. Iterative scans keep
+    walking the graph until enough rows pass the filter. Both settings die with the transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            [str(max(40, min(1000, ef_search)))],
+        )
+
+
+def fact_search(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None = None,
+    entity: str | None = None,
+    category: str | None = None,
+    k: int = 10,
+    min_score: float = 0.0,
+    as_of: datetime | None = None,
+    query_embedding: list[float] | None = None,
+) -> list[ScoredFact]:
+    """Facts believed at `as_of` ranked by a fusion of vector similarity, full-text rank, confidence
+    and recency (WEIGHTS). Each part is in [0, 1] and returned in `score_parts`; the text part is the
+    rank relative to the best text match among the candidates."""
+    k = max(1, min(int(k), MAX_K))
+    pool = max(4 * k, 40)
+    query = query or ""
+    vector: Sequence[float] | None = query_embedding
+    if vector is None and query.strip():
+        vector = embed_one(query)
+    statement = search_sql(
+        tenant=tenant,
+        query=query,
+        vector=vector,
+        pool=pool,
+        subject=subject,
+        entity=entity,
+        category=category,
+        as_of=as_of,
+    )
+    with transaction.atomic():
+        if vector is not None:
+            configure_vector_scan(ef_search=pool)
+        rows = list(Fact.objects.raw(statement.sql, statement.params))
+    if not rows:
+        return []
+
+    at = as_of or timezone.now()
+    half_lives = tenant.config.decay_half_life_days
+    best_rank = max(float(getattr(f, "search_rank", 0.0) or 0.0) for f in rows)
+    scored: list[ScoredFact] = []
+    for fact in rows:
+        distance = getattr(fact, "search_distance", None)
+        rank = float(getattr(fact, "search_rank", 0.0) or 0.0)
+        age_days = max(0.0, (at - fact.last_confirmed_at).total_seconds() / 86400.0)
+        half_life = float(half_lives.get(fact.category, DEFAULT_HALF_LIFE_DAYS)) or DEFAULT_HALF_LIFE_DAYS
+        parts = {
+            "vector": max(0.0, 1.0 - float(distance)) if distance is not None and math.isfinite(distance) else 0.0,
+            "text": rank / best_rank if best_rank > 0 else 0.0,
+            "confidence": float(fact.confidence),
+            "recency": 0.5 ** (age_days / half_life),
+        }
+        score = sum(WEIGHTS[name] * value for name, value in parts.items())
+        if score >= min_score:
+            scored.append(
+                ScoredFact(fact=fact, score=round(score, 6), score_parts={n: round(v, 6) for n, v in parts.items()})
+            )
+    scored.sort(key=lambda s: (-s.score, str(s.fact.id)))
+    return scored[:k]
