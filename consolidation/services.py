@@ -15,7 +15,6 @@ transaction id has passed the horizon noted when they were done) that no lower i
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from consolidation.extractors.base import Extractor, Usage, get_extractor
+from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
 from episodic.models import Episode, EpisodeKind, Session, SessionStatus
 from semantic.models import ActorType
@@ -127,11 +126,12 @@ def backlog_queryset(tenant: Tenant, wm: ConsolidationWatermark) -> Any:
 def _merge(
     *, tenant: Tenant, run: ConsolidationRun, candidates: Sequence[FactCandidate], batch_ids: set[int]
 ) -> dict[str, int]:
-    from semantic.services import fact_upsert
+    from semantic.services import embed_statements, fact_upsert
 
     counts: dict[str, int] = defaultdict(int)
     actor = Actor(type=ActorType.CONSOLIDATION, id=f"run:{run.pk}", reason=run.reason[:200] or run.trigger)
-    for candidate in candidates:
+    vectors = embed_statements([" ".join(c.statement.split()) or "-" for c in candidates]) if candidates else []
+    for candidate, vector in zip(candidates, vectors, strict=True):
         bad_sources = [i for i in candidate.source_episode_ids if i not in batch_ids]
         if bad_sources or not candidate.source_episode_ids:
             counts["rejected"] += 1
@@ -139,7 +139,7 @@ def _merge(
             continue
         try:
             with transaction.atomic():
-                result = fact_upsert(tenant=tenant, candidate=candidate, actor=actor)
+                result = fact_upsert(tenant=tenant, candidate=candidate, actor=actor, embedding=vector)
         except DomainError as exc:
             counts["rejected"] += 1
             _note_problem(run, {"error": f"fact_upsert refused a candidate: {exc.detail}"[:500]})
@@ -219,22 +219,22 @@ def consolidate(
 ) -> ConsolidationRun:
     """Consolidate the tenant's backlog into facts under `run`, then close the run."""
     extractor = get_extractor()
-    started = time.monotonic()
     batches = 0
     try:
         while max_batches is None or batches < max_batches:
             if consolidate_batch(tenant=tenant, run=run, extractor=extractor, batch_size=batch_size) == 0:
                 break
             batches += 1
+    except ExtractorUnavailable as exc:
+        # The failed batch rolled back whole: its episodes stay in the backlog for the next run.
+        return run_finish(tenant=tenant, run=run, status=RunStatus.FAILED, error=str(exc)[:4000])
     except Exception as exc:
         run_finish(tenant=tenant, run=run, status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
         raise
-    return run_finish(tenant=tenant, run=run, status=RunStatus.SUCCEEDED, elapsed=time.monotonic() - started)
+    return run_finish(tenant=tenant, run=run, status=RunStatus.SUCCEEDED)
 
 
-def run_finish(
-    *, tenant: Tenant, run: ConsolidationRun, status: str, error: str = "", elapsed: float | None = None
-) -> ConsolidationRun:
+def run_finish(*, tenant: Tenant, run: ConsolidationRun, status: str, error: str = "") -> ConsolidationRun:
     with tenant_scope(tenant):
         fresh = ConsolidationRun.objects.for_tenant(tenant).select_for_update().get(pk=run.pk)
         fresh.status = status

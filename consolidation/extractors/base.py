@@ -20,6 +20,10 @@ from semantic.types import FactCandidate
 from tenants.models import Tenant
 
 
+class ExtractorUnavailable(RuntimeError):
+    """The extractor's model could not be reached after retries; nothing of the batch may be written."""
+
+
 @dataclasses.dataclass
 class Usage:
     llm_calls: int = 0

@@ -74,3 +74,39 @@ def episode_maker() -> Callable[..., Episode]:
 @pytest.fixture
 def session_maker() -> Callable[..., Session]:
     return make_session
+
+
+class RecordingExtractor:
+    """Counts how often each episode is handed to an extractor; extracts with the rules."""
+
+    name = "recording"
+    seen: dict[int, int] = {}
+    fail_on_call: int | None = None
+    calls = 0
+
+    def __init__(self) -> None:
+        from consolidation.extractors.rules import RuleBasedExtractor
+
+        self.inner = RuleBasedExtractor()
+
+    def extract(self, *, tenant: Tenant, subject: str, episodes: Any) -> Any:
+        type(self).calls += 1
+        if type(self).fail_on_call is not None and type(self).calls == type(self).fail_on_call:
+            raise RuntimeError("worker died mid-batch")
+        for e in episodes:
+            type(self).seen[e.id] = type(self).seen.get(e.id, 0) + 1
+        return self.inner.extract(tenant=tenant, subject=subject, episodes=episodes)
+
+    def summarise(self, *, tenant: Tenant, subject: str, episodes: Any) -> Any:
+        return self.inner.summarise(tenant=tenant, subject=subject, episodes=episodes)
+
+
+@pytest.fixture
+def recording(settings: Any) -> Iterator[type[RecordingExtractor]]:
+    RecordingExtractor.seen = {}
+    RecordingExtractor.fail_on_call = None
+    RecordingExtractor.calls = 0
+    settings.ENGRAM = {**settings.ENGRAM, "EXTRACTOR": "tests.consolidation.conftest.RecordingExtractor"}
+    get_extractor.cache_clear()
+    yield RecordingExtractor
+    get_extractor.cache_clear()
