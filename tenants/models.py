@@ -51,6 +51,8 @@ class TenantSettings:
     # Consolidation triggers.
     entity_trigger_episodes: int = 5
     entity_trigger_window_days: int = 7
+    # The sweep consolidates any backlog older than this even when no trigger fired.
+    consolidation_max_delay_minutes: int = 60
     # Procedural memory.
     procedure_min_applications: int = 10
     procedure_deprecate_below: float = 0.4
