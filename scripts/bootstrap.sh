@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install Engram with its dev extra; does nothing when pyproject.toml is unchanged.
+# Create .venv and install Engram with its dev extra and the Python client; does nothing when neither
+# pyproject.toml has changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -7,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.engram-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml clients/python/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "==> installing dependencies into .venv (first time: a few minutes)"
   .venv/bin/python -m pip install --quiet --upgrade pip 2>/dev/null || true
@@ -15,5 +16,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # (pip's configured local mirrors warn about every package they do not hold; the filter drops that noise)
   .venv/bin/python -m pip install --quiet "torch==2.13.0" 2> >(grep -v "is ignored: it is neither" >&2)
   .venv/bin/python -m pip install --quiet -e '.[dev]' 2> >(grep -v "is ignored: it is neither" >&2)
+  # The Python client (clients/python) is its own package; the tests, examples and MCP server use it.
+  .venv/bin/python -m pip install --quiet -e clients/python 2> >(grep -v "is ignored: it is neither" >&2)
   echo "$want" > "$stamp"
 fi
