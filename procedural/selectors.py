@@ -1,0 +1,200 @@
+"""Reads of procedural memory: lookups, lists, version history, matching and stats."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from django.db.models import Count, Q, QuerySet
+from pgvector.django import CosineDistance
+
+from procedural.models import Procedure, ProcedureEvent, ProcedureOutcome, ProcedureStatus
+from procedural.triggers import SEMANTIC_WEIGHT, ConditionHit, Situation, Trigger, combine, trigger_evaluate
+from tenants.embedding import embed_one
+from tenants.errors import NotFound
+from tenants.models import Tenant
+
+MAX_MATCH_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class ProcedureMatch:
+    procedure: Procedure
+    score: float
+    confidence: float
+    why: list[str]
+    strength: float = 0.0
+    score_parts: dict[str, float] = field(default_factory=dict)
+
+
+def procedure_get(*, tenant: Tenant, procedure_id: int | str) -> Procedure:
+    """Any version by its id; another tenant's id is as missing as an unknown one."""
+    try:
+        pk = int(procedure_id)
+    except (TypeError, ValueError) as exc:
+        raise NotFound(f"No procedure {procedure_id}.") from exc
+    procedure = Procedure.objects.for_tenant(tenant).filter(pk=pk).defer("trigger_embedding").first()
+    if procedure is None:
+        raise NotFound(f"No procedure {procedure_id}.")
+    return procedure
+
+
+def procedure_list(
+    *,
+    tenant: Tenant,
+    status: str | None = None,
+    source: str | None = None,
+    agent: str | None = None,
+    lineage: uuid.UUID | None = None,
+    all_versions: bool = False,
+) -> QuerySet[Procedure]:
+    """Current versions unless `all_versions` (or a lineage, whose every version is listed)."""
+    qs = Procedure.objects.for_tenant(tenant).defer("trigger_embedding")
+    if lineage is not None:
+        qs = qs.filter(lineage=lineage)
+    elif not all_versions:
+        qs = qs.filter(is_current=True)
+    if status:
+        qs = qs.filter(status=status)
+    if source:
+        qs = qs.filter(source=source)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    return qs
+
+
+def procedure_versions(*, tenant: Tenant, procedure_id: int | str) -> list[Procedure]:
+    """Every version of the procedure's lineage, oldest first."""
+    procedure = procedure_get(tenant=tenant, procedure_id=procedure_id)
+    return list(
+        Procedure.objects.for_tenant(tenant)
+        .filter(lineage=procedure.lineage)
+        .defer("trigger_embedding")
+        .order_by("version")
+    )
+
+
+def procedure_events(*, tenant: Tenant, lineage: uuid.UUID) -> list[ProcedureEvent]:
+    return list(ProcedureEvent.objects.for_tenant(tenant).filter(lineage=lineage).order_by("created_at", "id"))
+
+
+def procedure_match(
+    *,
+    tenant: Tenant,
+    message: str = "",
+    tool_events: Sequence[Mapping[str, Any]] = (),
+    entities: Sequence[str] = (),
+    topics: Sequence[str] = (),
+    agent: str = "",
+    limit: int = 10,
+    session_kind: str = "",
+    query_embedding: list[float] | None = None,
+) -> list[ProcedureMatch]:
+    """The active procedures that apply now, best first: score = match strength x confidence.
+
+    Strength combines the conditions that hold (noisy-or of their weights, see procedural.triggers)
+    with the similarity of the message to the trigger description when that reaches the tenant's
+    `procedure_semantic_threshold`. Procedures scoped to an agent apply to that agent only. Ties are
+    broken by id, so the same state and request give the same answer."""
+    limit = max(1, min(limit, MAX_MATCH_LIMIT))
+    situation = Situation.build(
+        message=message, tool_events=tool_events, entities=entities, topics=topics, session_kind=session_kind
+    )
+    agents = ["", agent] if agent else [""]
+    candidates = list(
+        Procedure.objects.for_tenant(tenant)
+        .filter(is_current=True, status=ProcedureStatus.ACTIVE, agent__in=agents)
+        .defer("trigger_embedding")
+        .order_by("id")
+    )
+    similarities = _similarities(tenant=tenant, candidates=candidates, message=message, embedding=query_embedding)
+    threshold = tenant.config.procedure_semantic_threshold
+    matches: list[ProcedureMatch] = []
+    for procedure in candidates:
+        hits: list[ConditionHit] = trigger_evaluate(Trigger.from_json(procedure.trigger), situation)
+        similarity = similarities.get(procedure.pk)
+        if similarity is not None and similarity >= threshold:
+            hits.append(
+                ConditionHit(
+                    "semantic", SEMANTIC_WEIGHT * similarity, f"message resembles the trigger ({similarity:.2f})"
+                )
+            )
+        if not hits:
+            continue
+        strength = combine(h.strength for h in hits)
+        why = [h.why for h in hits]
+        if procedure.agent:
+            why.append(f'scoped to agent "{procedure.agent}"')
+        parts = {h.kind: round(h.strength, 4) for h in hits}
+        parts["strength"] = round(strength, 4)
+        parts["confidence"] = procedure.confidence
+        matches.append(
+            ProcedureMatch(
+                procedure=procedure,
+                score=round(strength * procedure.confidence, 6),
+                confidence=procedure.confidence,
+                why=why,
+                strength=round(strength, 6),
+                score_parts=parts,
+            )
+        )
+    matches.sort(key=lambda m: (-m.score, -m.strength, m.procedure.pk))
+    return matches[:limit]
+
+
+def _similarities(
+    *, tenant: Tenant, candidates: Sequence[Procedure], message: str, embedding: list[float] | None
+) -> dict[int, float]:
+    ids = [p.pk for p in candidates if p.trigger_text]
+    if not ids or not message.strip():
+        return {}
+    vector = embedding if embedding is not None else embed_one(message)
+    # A handful of rows per tenant: exact distances on the candidates' ids, no vector index needed.
+    rows = (
+        Procedure.objects.for_tenant(tenant)
+        .filter(pk__in=ids, trigger_embedding__isnull=False)
+        .annotate(distance=CosineDistance("trigger_embedding", vector))
+        .values_list("pk", "distance")
+    )
+    return {pk: 1.0 - float(distance) for pk, distance in rows}
+
+
+class ProcedureStats(TypedDict):
+    active: int
+    candidates: int
+    deprecated: int
+    outcomes: int
+    applied: int
+    successes: int
+    failures: int
+    success_rate: float | None
+
+
+def procedure_stats(*, tenant: Tenant) -> ProcedureStats:
+    """Figures for GET /v1/stats: current procedures by status, and the outcomes of all versions."""
+    by_status = dict(
+        Procedure.objects.for_tenant(tenant)
+        .filter(is_current=True)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    totals = ProcedureOutcome.objects.for_tenant(tenant).aggregate(
+        outcomes=Count("id"),
+        applied=Count("id", filter=Q(applied=True)),
+        successes=Count("id", filter=Q(applied=True, success=True)),
+        failures=Count("id", filter=Q(applied=True, success=False)),
+    )
+    judged = totals["successes"] + totals["failures"]
+    return ProcedureStats(
+        active=by_status.get(ProcedureStatus.ACTIVE, 0),
+        candidates=by_status.get(ProcedureStatus.CANDIDATE, 0),
+        deprecated=by_status.get(ProcedureStatus.DEPRECATED, 0),
+        outcomes=totals["outcomes"],
+        applied=totals["applied"],
+        successes=totals["successes"],
+        failures=totals["failures"],
+        success_rate=round(totals["successes"] / judged, 4) if judged else None,
+    )
