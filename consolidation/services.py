@@ -18,6 +18,7 @@ import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -289,3 +290,67 @@ def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun 
                 cost_usd=F("cost_usd") + result.usage.cost_usd,
             )
         return summary
+
+
+def entity_trigger(*, tenant: Tenant) -> tuple[str, str] | None:
+    """(subject, entity) when `entity_trigger_episodes` or more episodes of one subject in the last
+    `entity_trigger_window_days` share an entity and at least one of them awaits consolidation."""
+    config = tenant.config
+    since = timezone.now() - timedelta(days=config.entity_trigger_window_days)
+    with tenant_scope(tenant):
+        wm = ConsolidationWatermark.objects.for_tenant(tenant).first()
+        last = wm.last_episode_id if wm else 0
+        done = list(wm.done_above) if wm else []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                SELECT e.subject, x.entity, count(*) AS n
+                FROM episodic_episode e CROSS JOIN LATERAL unnest(e.entities) AS x(entity)
+                WHERE e.tenant_id = %s AND e.occurred_at >= %s
+                GROUP BY e.subject, x.entity
+                HAVING count(*) >= %s
+                   AND bool_or(e.id > %s AND NOT (e.id = ANY(%s::bigint[])))
+                ORDER BY n DESC, e.subject, x.entity
+                LIMIT 1
+                """,
+                [tenant.id, since, config.entity_trigger_episodes, last, done],
+            )
+            row = cursor.fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def backlog_size(*, tenant: Tenant) -> int:
+    with tenant_scope(tenant):
+        wm = ConsolidationWatermark.objects.for_tenant(tenant).first()
+        if wm is None:
+            return int(Episode.objects.for_tenant(tenant).count())
+        return int(backlog_queryset(tenant, wm).count())
+
+
+def oldest_backlog_at(*, tenant: Tenant) -> datetime | None:
+    with tenant_scope(tenant):
+        wm = ConsolidationWatermark.objects.for_tenant(tenant).first()
+        qs = backlog_queryset(tenant, wm) if wm else Episode.objects.for_tenant(tenant)
+        first = qs.order_by("id").values_list("created_at", flat=True).first()
+    return first
+
+
+def sweep_decision(*, tenant: Tenant, now: datetime | None = None) -> tuple[str, str, str, str] | None:
+    """Whether the sweep should consolidate this tenant now: (trigger, reason, subject, entity)."""
+    now = now or timezone.now()
+    hit = entity_trigger(tenant=tenant)
+    if hit is not None:
+        subject, entity = hit
+        config = tenant.config
+        return (
+            RunTrigger.ENTITY_THRESHOLD,
+            f"{config.entity_trigger_episodes}+ episodes of subject {subject} in {config.entity_trigger_window_days}"
+            f" days mention {entity}",
+            subject,
+            entity,
+        )
+    oldest = oldest_backlog_at(tenant=tenant)
+    max_delay = timedelta(minutes=tenant.config.consolidation_max_delay_minutes)
+    if oldest is not None and now - oldest >= max_delay:
+        return (RunTrigger.SWEEP, f"backlog older than {max_delay}", "", "")
+    return None

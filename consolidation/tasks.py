@@ -3,19 +3,24 @@ scope per unit of work; each is safe to run twice (late acks redeliver after a w
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
+from django.db.models import Q
+from django.utils import timezone
 
-from consolidation import services
-from consolidation.models import RunTrigger
+from consolidation import erasure, lifecycle, services
+from consolidation.models import ErasureRequest, ErasureStatus, RunTrigger
 from episodic.models import Session
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.tasks import TenantTask
 
 logger = logging.getLogger(__name__)
+MAX_ERASURE_ATTEMPTS = 5
 
 
 def _task_id(task: Any) -> str:
@@ -55,3 +60,73 @@ def consolidate_tenant(
     )
     services.consolidate(tenant=tenant, run=run)
     return run.pk
+
+
+def _active_tenant_ids() -> list[str]:
+    return [str(t) for t in Tenant.objects.filter(active=True).values_list("id", flat=True)]
+
+
+@shared_task(name="consolidation.tasks.consolidation_sweep")
+def consolidation_sweep() -> int:
+    """Every few minutes: consolidate each tenant whose backlog hit a trigger (entity threshold) or
+    waited longer than its maximum delay. Returns how many tenants were enqueued."""
+    enqueued = 0
+    for tenant in Tenant.objects.filter(active=True):
+        decision = services.sweep_decision(tenant=tenant)
+        if decision is None:
+            continue
+        trigger, reason, subject, entity = decision
+        consolidate_tenant.delay(str(tenant.id), trigger, reason, subject, entity)
+        enqueued += 1
+    return enqueued
+
+
+@shared_task(name="consolidation.tasks.decay_and_forget")
+def decay_and_forget() -> int:
+    for tenant_id in _active_tenant_ids():
+        decay_and_forget_tenant.delay(tenant_id)
+    return len(_active_tenant_ids())
+
+
+@shared_task(base=TenantTask, name="consolidation.tasks.decay_and_forget_tenant")
+def decay_and_forget_tenant(tenant: Tenant) -> dict[str, int]:
+    return dataclasses.asdict(lifecycle.facts_decay_and_forget(tenant=tenant))
+
+
+@shared_task(name="consolidation.tasks.archive_episodes")
+def archive_episodes() -> int:
+    for tenant_id in _active_tenant_ids():
+        archive_episodes_tenant.delay(tenant_id)
+    return len(_active_tenant_ids())
+
+
+@shared_task(base=TenantTask, name="consolidation.tasks.archive_episodes_tenant")
+def archive_episodes_tenant(tenant: Tenant) -> dict[str, Any]:
+    return dataclasses.asdict(lifecycle.episodes_archive(tenant=tenant))
+
+
+@shared_task(name="consolidation.tasks.process_erasure_requests")
+def process_erasure_requests() -> int:
+    """Every minute: (re)start erasure requests that are waiting or failed, or whose worker died."""
+    stale = timezone.now() - timedelta(minutes=30)
+    pending: list[tuple[str, str]] = []
+    for tenant in Tenant.objects.filter(active=True):
+        with tenant_scope(tenant):
+            pending += [
+                (str(tenant.id), str(pk))
+                for pk in ErasureRequest.objects.for_tenant(tenant)
+                .filter(
+                    Q(status__in=[ErasureStatus.RECEIVED, ErasureStatus.FAILED], attempts__lt=MAX_ERASURE_ATTEMPTS)
+                    | Q(status__in=[ErasureStatus.EXECUTING, ErasureStatus.VERIFYING], started_at__lt=stale)
+                )
+                .values_list("pk", flat=True)
+            ]
+    for tenant_id, request_id in pending:
+        execute_erasure.delay(tenant_id, request_id)
+    return len(pending)
+
+
+@shared_task(base=TenantTask, name="consolidation.tasks.execute_erasure")
+def execute_erasure(tenant: Tenant, request_id: str) -> str | None:
+    request = erasure.erasure_execute(tenant=tenant, request_id=request_id)
+    return request.status if request else None

@@ -1,1 +1,9 @@
-urlpatterns: list = []
+from django.urls import path
+
+from consolidation import apis
+
+urlpatterns = [
+    path("subjects/<str:subject>/erasure", apis.SubjectErasureApi.as_view(), name="subject-erasure"),
+    path("subjects/<str:subject>/export", apis.SubjectExportApi.as_view(), name="subject-export"),
+    path("erasure-requests/<str:request_id>", apis.ErasureRequestDetailApi.as_view(), name="erasure-request-detail"),
+]

@@ -1,0 +1,472 @@
+"""Erasure (GDPR article 17): the registry of every place that holds subject data, and its executor.
+
+Each `Location` knows how to count, export and erase one subject's data in one place. The executor
+erases location by location inside one transaction per request, then verifies that every location
+counts zero for the subject and stores the counts and a receipt. The request keeps the subject id only
+until it is done; the audit keeps `subject_hash`.
+
+A test (tests/consolidation/test_erasure.py) fails when a model with a `tenant` or `subject` field is
+neither a location here nor listed in NO_SUBJECT_DATA with the reason why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
+from typing import Any
+
+from django.apps import apps
+from django.db import models, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+ERASURE_DEADLINE_DAYS = 30
+
+
+def subject_hash(tenant: Tenant, subject: str) -> str:
+    return hashlib.sha256(f"{tenant.id}:{subject}".encode()).hexdigest()
+
+
+@dataclasses.dataclass
+class Plan:
+    """What belongs to the subject, computed once before anything is erased."""
+
+    tenant: Tenant
+    subject: str
+    session_ids: list[int]
+    session_external_ids: list[str]
+    episode_ids: list[int]
+    fact_ids: list[Any]
+
+
+def _model(label: str) -> type[models.Model] | None:
+    try:
+        return apps.get_model(label)
+    except LookupError:
+        return None
+
+
+def serialise(row: models.Model) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field in row._meta.concrete_fields:
+        if field.name in {"embedding", "search_vector", "trigger_embedding"}:
+            continue
+        value = getattr(row, field.attname)
+        if hasattr(value, "isoformat"):
+            value = value.isoformat()
+        elif value is not None and not isinstance(value, str | int | float | bool | list | dict):
+            value = str(value)
+        out[field.attname] = value
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Location:
+    name: str
+    model: str | None
+    describe: str
+    queryset: Callable[[Plan], Any] | None = None
+    count_fn: Callable[[Plan], int] | None = None
+    erase_fn: Callable[[Plan], int] | None = None
+    export_fn: Callable[[Plan], Iterable[dict[str, Any]]] | None = None
+
+    def available(self) -> bool:
+        return self.model is None or _model(self.model) is not None
+
+    def count(self, plan: Plan) -> int:
+        if self.count_fn is not None:
+            return self.count_fn(plan)
+        assert self.queryset is not None
+        return int(self.queryset(plan).count())
+
+    def erase(self, plan: Plan) -> int:
+        if self.erase_fn is not None:
+            return self.erase_fn(plan)
+        assert self.queryset is not None
+        deleted, _ = self.queryset(plan).delete()
+        return int(deleted)
+
+    def export(self, plan: Plan) -> Iterator[dict[str, Any]]:
+        if self.export_fn is not None:
+            yield from self.export_fn(plan)
+            return
+        if self.queryset is not None:
+            for row in self.queryset(plan).order_by("pk").iterator(chunk_size=500):
+                yield serialise(row)
+
+
+def _qs(label: str, plan: Plan) -> Any:
+    model = _model(label)
+    assert model is not None
+    return model.objects.for_tenant(plan.tenant)  # type: ignore[attr-defined]
+
+
+# --- special locations ---------------------------------------------------------------------------
+
+
+def _facts_q(plan: Plan) -> Any:
+    return _qs("semantic.Fact", plan).filter(id__in=plan.fact_ids)
+
+
+def _episodes_erase(plan: Plan) -> int:
+    from episodic.models import allow_episode_deletion
+
+    qs = _qs("episodic.Episode", plan).filter(Q(subject=plan.subject) | Q(id__in=plan.episode_ids))
+    count = int(qs.count())
+    with allow_episode_deletion():
+        qs.delete()
+    return count
+
+
+def _sessions_erase(plan: Plan) -> int:
+    from episodic.models import allow_episode_deletion
+
+    sessions = _qs("episodic.Session", plan).filter(subject=plan.subject)
+    count = int(sessions.count())
+    with allow_episode_deletion():
+        # Another subject's episodes in this subject's session keep their session, renamed.
+        shared = sessions.filter(episodes__isnull=False).distinct()
+        shared_ids = list(shared.values_list("id", flat=True))
+        if shared_ids:
+            _qs("episodic.Session", plan).filter(id__in=shared_ids).update(subject="", summary="")
+        sessions.exclude(id__in=shared_ids).delete()
+    return count
+
+
+def _fact_changes_q(plan: Plan) -> Any:
+    return _qs("semantic.FactChange", plan).filter(
+        Q(fact_id__in=plan.fact_ids) | Q(source_episode_ids__overlap=plan.episode_ids or [-1])
+    )
+
+
+def _fact_changes_erase(plan: Plan) -> int:
+    qs = _fact_changes_q(plan)
+    count = int(qs.count())
+    # Changes of facts that survive (other subjects' sources too) keep their history but drop the
+    # subject's episode ids; changes of the subject's facts go with the facts.
+    removed = set(plan.episode_ids)
+    for change in qs.exclude(fact_id__in=plan.fact_ids):
+        change.source_episode_ids = [i for i in change.source_episode_ids if i not in removed]
+        change.save(update_fields=["source_episode_ids"])
+    qs.filter(fact_id__in=plan.fact_ids).delete()
+    return count
+
+
+def _scratchpad_count(plan: Plan) -> int:
+    from episodic.scratchpad import scratchpad_get
+
+    return sum(
+        1 for s in plan.session_external_ids if scratchpad_get(tenant=plan.tenant, session_external_id=s) is not None
+    )
+
+
+def _scratchpad_erase(plan: Plan) -> int:
+    from episodic.scratchpad import scratchpads_erase
+
+    return scratchpads_erase(tenant=plan.tenant, session_external_ids=plan.session_external_ids)
+
+
+def _scratchpad_export(plan: Plan) -> Iterator[dict[str, Any]]:
+    from episodic.scratchpad import scratchpad_get
+
+    for s in plan.session_external_ids:
+        pad = scratchpad_get(tenant=plan.tenant, session_external_id=s)
+        if pad is not None:
+            yield {"session": s, "version": pad.version, "document": pad.document, "updated_at": str(pad.updated_at)}
+
+
+def _archive_count(plan: Plan) -> int:
+    from consolidation.lifecycle import iter_archive_rows
+
+    return sum(1 for _ in iter_archive_rows(tenant=plan.tenant, subject=plan.subject))
+
+
+def _archive_erase(plan: Plan) -> int:
+    from consolidation.lifecycle import read_archive, write_archive
+
+    removed = 0
+    for manifest in (
+        ArchiveManifest.objects.for_tenant(plan.tenant).select_for_update().filter(subjects__contains=[plan.subject])
+    ):
+        rows = read_archive(manifest.path)
+        kept = [r for r in rows if r["subject"] != plan.subject]
+        removed += len(rows) - len(kept)
+        write_archive(tenant=plan.tenant, month=manifest.month, rows=kept, manifest=manifest)
+    return removed
+
+
+def _archive_export(plan: Plan) -> Iterator[dict[str, Any]]:
+    from consolidation.lifecycle import iter_archive_rows
+
+    yield from iter_archive_rows(tenant=plan.tenant, subject=plan.subject)
+
+
+def _runs_q(plan: Plan) -> Any:
+    return ConsolidationRun.objects.for_tenant(plan.tenant).filter(
+        Q(subject=plan.subject) | Q(session_external_id__in=plan.session_external_ids)
+    )
+
+
+def _runs_erase(plan: Plan) -> int:
+    # The run stays for the operators' statistics; who and which session it was about goes.
+    return int(_runs_q(plan).update(subject="", session_external_id="", entity="", reason="(erased)"))
+
+
+def _erasure_requests_q(plan: Plan) -> Any:
+    return ErasureRequest.objects.for_tenant(plan.tenant).filter(subject=plan.subject)
+
+
+LOCATIONS: list[Location] = [
+    Location(
+        "fact_changes",
+        "semantic.FactChange",
+        "history of those facts (deleted) and the subject's episode ids in other facts' history (removed)",
+        queryset=_fact_changes_q,
+        erase_fn=_fact_changes_erase,
+    ),
+    Location(
+        "fact_sources",
+        "semantic.FactSource",
+        "provenance links to the subject's episodes",
+        queryset=lambda p: _qs("semantic.FactSource", p).filter(
+            Q(episode_id__in=p.episode_ids) | Q(fact_id__in=p.fact_ids)
+        ),
+    ),
+    Location(
+        "fact_decay_anchors",
+        "consolidation.FactDecayAnchor",
+        "decay anchors of the subject's facts",
+        queryset=lambda p: _qs("consolidation.FactDecayAnchor", p).filter(fact_id__in=p.fact_ids),
+    ),
+    Location(
+        "facts",
+        "semantic.Fact",
+        "the subject's facts, and facts about other entities whose only sources were the subject's episodes",
+        queryset=_facts_q,
+    ),
+    Location(
+        "procedure_outcomes",
+        "procedural.ProcedureOutcome",
+        "outcomes reported in the subject's sessions or episodes (procedure totals keep no personal data)",
+        queryset=lambda p: _qs("procedural.ProcedureOutcome", p).filter(
+            Q(session_external_id__in=p.session_external_ids) | Q(episode_id__in=p.episode_ids)
+        ),
+    ),
+    Location(
+        "context_feedback",
+        "router.ContextFeedback",
+        "feedback on contexts served for the subject",
+        queryset=lambda p: _qs("router.ContextFeedback", p).filter(subject=p.subject),
+    ),
+    Location(
+        "context_traces",
+        "router.ContextTrace",
+        "contexts served for the subject, with their queries",
+        queryset=lambda p: _qs("router.ContextTrace", p).filter(subject=p.subject),
+    ),
+    Location(
+        "episodes",
+        "episodic.Episode",
+        "the subject's episodes, their embeddings and search vectors",
+        queryset=lambda p: _qs("episodic.Episode", p).filter(Q(subject=p.subject) | Q(id__in=p.episode_ids)),
+        erase_fn=_episodes_erase,
+    ),
+    Location(
+        "sessions",
+        "episodic.Session",
+        "the subject's sessions and their summaries",
+        queryset=lambda p: _qs("episodic.Session", p).filter(subject=p.subject),
+        erase_fn=_sessions_erase,
+    ),
+    Location(
+        "scratchpads",
+        None,
+        "working memory of the subject's sessions (Redis)",
+        count_fn=_scratchpad_count,
+        erase_fn=_scratchpad_erase,
+        export_fn=_scratchpad_export,
+    ),
+    Location(
+        "archives",
+        "consolidation.ArchiveManifest",
+        "archived episodes in cold storage (files rewritten without the subject)",
+        count_fn=_archive_count,
+        erase_fn=_archive_erase,
+        export_fn=_archive_export,
+    ),
+    Location(
+        "idempotency_records",
+        "tenants.IdempotencyRecord",
+        "stored API answers of requests about the subject",
+        queryset=lambda p: _qs("tenants.IdempotencyRecord", p).filter(subjects__contains=[p.subject]),
+    ),
+    Location(
+        "consolidation_runs",
+        "consolidation.ConsolidationRun",
+        "the subject and session named on consolidation runs (the run's counts stay)",
+        queryset=_runs_q,
+        erase_fn=_runs_erase,
+    ),
+    Location(
+        "erasure_requests",
+        "consolidation.ErasureRequest",
+        "the subject id on erasure requests, cleared once they are done (the hash stays)",
+        queryset=_erasure_requests_q,
+        erase_fn=lambda p: 0,
+        export_fn=lambda p: [],
+    ),
+]
+
+# Models with a tenant (or subject) field that hold no data about a subject, and why.
+NO_SUBJECT_DATA: dict[str, str] = {
+    "tenants.TenantMembership": "operators of a tenant, not subjects",
+    "tenants.ApiKey": "credentials of the tenant's services",
+    "consolidation.ConsolidationWatermark": "one episode id per tenant",
+    "procedural.Procedure": "tenant-level rules; discovery evidence holds aggregate counts only",
+    "procedural.ProcedureEvent": "decisions about procedures by operators and discovery, aggregate figures",
+}
+
+
+def registered_labels() -> set[str]:
+    return {loc.model for loc in LOCATIONS if loc.model} | set(NO_SUBJECT_DATA)
+
+
+def plan_for(*, tenant: Tenant, subject: str) -> Plan:
+    """Call inside the tenant scope."""
+    Session = apps.get_model("episodic.Session")
+    Episode = apps.get_model("episodic.Episode")
+    Fact = apps.get_model("semantic.Fact")
+    FactSource = apps.get_model("semantic.FactSource")
+    sessions = list(Session.objects.for_tenant(tenant).filter(subject=subject).values_list("id", "external_id"))
+    episode_ids = list(Episode.objects.for_tenant(tenant).filter(subject=subject).values_list("id", flat=True))
+    own = set(Fact.objects.for_tenant(tenant).filter(subject=subject).values_list("id", flat=True))
+    # Facts any writer derived only from this subject's episodes go too; mixed-source facts stay.
+    touched = set(
+        FactSource.objects.for_tenant(tenant).filter(episode_id__in=episode_ids).values_list("fact_id", flat=True)
+    )
+    other_sourced = set(
+        FactSource.objects.for_tenant(tenant)
+        .filter(fact_id__in=touched)
+        .exclude(episode_id__in=episode_ids)
+        .values_list("fact_id", flat=True)
+    )
+    return Plan(
+        tenant=tenant,
+        subject=subject,
+        session_ids=[s[0] for s in sessions],
+        session_external_ids=[s[1] for s in sessions],
+        episode_ids=episode_ids,
+        fact_ids=sorted(own | (touched - other_sourced), key=str),
+    )
+
+
+def locate(*, tenant: Tenant, subject: str) -> dict[str, int]:
+    """Rows each location holds for the subject now."""
+    with tenant_scope(tenant):
+        plan = plan_for(tenant=tenant, subject=subject)
+        counts = {loc.name: loc.count(plan) for loc in LOCATIONS if loc.available()}
+    return counts
+
+
+# --- requests ------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def erasure_request_create(*, tenant: Tenant, subject: str, requested_by: str = "", reason: str = "") -> ErasureRequest:
+    from consolidation.tasks import execute_erasure
+
+    with tenant_scope(tenant):
+        request = ErasureRequest.objects.create(
+            tenant=tenant,
+            subject=subject,
+            subject_hash=subject_hash(tenant, subject),
+            requested_by=requested_by,
+            reason=reason,
+            deadline=timezone.now() + timedelta(days=ERASURE_DEADLINE_DAYS),
+        )
+    tenant_id, request_id = str(tenant.id), str(request.id)
+    transaction.on_commit(lambda: execute_erasure.delay(tenant_id, request_id))
+    return request
+
+
+def _claim(tenant: Tenant, request_id: str) -> ErasureRequest | None:
+    with tenant_scope(tenant):
+        request = (
+            ErasureRequest.objects.for_tenant(tenant).select_for_update(skip_locked=True).filter(pk=request_id).first()
+        )
+        if request is None or request.status == ErasureStatus.DONE:
+            return None
+        request.status = ErasureStatus.EXECUTING
+        request.started_at = request.started_at or timezone.now()
+        request.attempts += 1
+        request.error = ""
+        request.save(update_fields=["status", "started_at", "attempts", "error"])
+        return request
+
+
+def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None:
+    """Erase, verify, record. Safe to run again: a done request is left alone, a failed one retried."""
+    request = _claim(tenant, request_id)
+    if request is None:
+        return None
+    subject = request.subject
+    try:
+        with tenant_scope(tenant):
+            plan = plan_for(tenant=tenant, subject=subject)
+            counts: dict[str, int] = {}
+            for location in LOCATIONS:
+                if location.available():
+                    counts[location.name] = location.erase(plan)
+        with tenant_scope(tenant):
+            ErasureRequest.objects.for_tenant(tenant).filter(pk=request.pk).update(
+                status=ErasureStatus.VERIFYING, counts=counts
+            )
+        remaining = locate(tenant=tenant, subject=subject)
+        remaining.pop("erasure_requests", None)
+        leftover = {k: v for k, v in remaining.items() if v}
+        with tenant_scope(tenant):
+            fresh = ErasureRequest.objects.for_tenant(tenant).select_for_update().get(pk=request.pk)
+            fresh.verification = {"remaining": remaining, "verified_at": timezone.now().isoformat()}
+            if leftover:
+                fresh.status = ErasureStatus.FAILED
+                fresh.error = f"rows remain after erasure: {leftover}"
+            else:
+                fresh.status = ErasureStatus.DONE
+                fresh.completed_at = timezone.now()
+                fresh.receipt = {
+                    "request_id": str(fresh.pk),
+                    "tenant_id": str(tenant.id),
+                    "subject_hash": fresh.subject_hash,
+                    "locations": counts,
+                    "verified_zero": sorted(remaining),
+                    "completed_at": fresh.completed_at.isoformat(),
+                }
+                # Every request about this subject forgets the id now; the hash stays.
+                ErasureRequest.objects.for_tenant(tenant).filter(subject_hash=fresh.subject_hash).update(subject="")
+                fresh.subject = ""
+            fresh.save()
+            return fresh
+    except Exception as exc:
+        with tenant_scope(tenant):
+            ErasureRequest.objects.for_tenant(tenant).filter(pk=request.pk).update(
+                status=ErasureStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000]
+            )
+        raise
+
+
+def subject_export(*, tenant: Tenant, subject: str) -> dict[str, Any]:
+    """Everything held about the subject, by location (the registry's export of each)."""
+    with tenant_scope(tenant):
+        plan = plan_for(tenant=tenant, subject=subject)
+        data = {
+            loc.name: list(loc.export(plan))
+            for loc in LOCATIONS
+            if loc.available() and loc.name not in {"erasure_requests", "consolidation_runs", "idempotency_records"}
+        }
+    return {"subject": subject, "exported_at": timezone.now().isoformat(), "locations": data}
