@@ -7,6 +7,7 @@ past it includes values that have since been superseded or have expired.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import uuid
@@ -361,7 +362,8 @@ def fact_search(
         category=category,
         as_of=as_of,
     )
-    with transaction.atomic():
+    # The scan settings are transaction-local: open a transaction only when the caller has none.
+    with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
         if vector is not None:
             configure_vector_scan(ef_search=pool)
         rows = list(Fact.objects.raw(statement.sql, statement.params))

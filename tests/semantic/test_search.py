@@ -1,0 +1,127 @@
+"""pgvector correctness: a filtered HNSW search returns k rows when k rows match, on a custom plan."""
+
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+import pytest
+from django.db import connection
+
+from semantic.models import Fact, FactStatus
+from semantic.normalise import value_key
+from semantic.selectors import configure_vector_scan, fact_search, search_sql
+from tenants.scope import tenant_scope
+
+pytestmark = pytest.mark.django_db
+
+SMALL, LARGE, K = 30, 2970, 10
+
+
+def _bulk(tenant, vectors: np.ndarray, entity: str = "user-1") -> list[Fact]:
+    rows = [
+        Fact(
+            tenant=tenant,
+            subject="user-1",
+            entity=entity,
+            attribute=f"attr_{i}",
+            value=f"value {i}",
+            value_key=value_key(f"value {i}"),
+            statement=f"Statement {i} about things.",
+            category="other",
+            confidence=0.8,
+            status=FactStatus.ACTIVE,
+            embedding=vectors[i].tolist(),
+        )
+        for i in range(len(vectors))
+    ]
+    with tenant_scope(tenant):
+        return Fact.objects.for_tenant(tenant).bulk_create(rows, batch_size=500)
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    x = rng.standard_normal((n, 384)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def one_percent(tenant_a, tenant_b):
+    """Tenant A holds 1% of the fact table, tenant B the rest; statistics are fresh."""
+    rng = np.random.default_rng(7)
+    small = _unit(rng, SMALL)
+    _bulk(tenant_a, small)
+    _bulk(tenant_b, _unit(rng, LARGE))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE semantic_fact")
+    query = _unit(rng, 1)[0]
+    return small, query
+
+
+def _force_index(cursor) -> None:
+    # Make the ordered HNSW scan the only cheap plan, as it is on a table of millions of rows.
+    cursor.execute("SET LOCAL enable_seqscan = off")
+    cursor.execute("SET LOCAL enable_sort = off")
+
+
+def test_filtered_hnsw_search_for_a_tenant_with_one_percent_of_the_rows(one_percent, tenant_a) -> None:
+    small, query = one_percent
+    vector = query.tolist()
+    exact = {f"attr_{i}" for i in np.argsort(-(small @ query))[:K]}
+
+    # The pitfall the selector avoids: without iterative scans the index hands over ef_search
+    # candidates, then the tenant filter drops ~99% of them.
+    statement = search_sql(
+        tenant=tenant_a, query="", vector=vector, pool=K, subject=None, entity=None, category=None, as_of=None
+    )
+    with tenant_scope(tenant_a), connection.cursor() as cursor:
+        _force_index(cursor)
+        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
+        cursor.execute("SET LOCAL hnsw.ef_search = 40")
+        cursor.execute(statement.sql, statement.params)
+        assert len(cursor.fetchall()) < K
+
+    # fact_search on the same forced index plan: k rows, all the tenant's, the exact nearest ones.
+    with tenant_scope(tenant_a):
+        with connection.cursor() as cursor:
+            _force_index(cursor)
+        results = fact_search(tenant=tenant_a, query="", query_embedding=vector, k=K)
+    assert len(results) == K
+    assert {r.fact.tenant_id for r in results} == {tenant_a.id}
+    assert len({r.fact.attribute for r in results} & exact) >= K - 1
+
+    # The plan: the HNSW index with the vector inlined (values are bound client-side, so PostgreSQL
+    # plans with the real values and never falls back to a generic plan that loses the index).
+    assert issubclass(connection.connection.cursor_factory, psycopg.ClientCursor)
+    assert not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+    statement = search_sql(
+        tenant=tenant_a, query="things", vector=vector, pool=40, subject=None, entity=None, category=None, as_of=None
+    )
+    with tenant_scope(tenant_a), connection.cursor() as cursor:
+        configure_vector_scan(ef_search=40)
+        _force_index(cursor)
+        cursor.execute("EXPLAIN " + statement.sql, statement.params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "fact_embedding_hnsw" in plan
+    assert "$1" not in plan
+
+    # Left to the planner, a small filtered set is scanned exactly: k rows, exact order.
+    with tenant_scope(tenant_a):
+        planned = fact_search(tenant=tenant_a, query="", query_embedding=vector, k=K, entity="user-1")
+    assert {r.fact.attribute for r in planned} == exact
+
+
+def test_hybrid_search_finds_by_text_when_vectors_disagree(upsert, tenant_a) -> None:
+    upsert(attribute="favourite_colour", value="teal", statement="Favourite colour: teal", category="preferences")
+    upsert(attribute="pet", value="a cat named Miso", statement="The user has a cat named Miso", category="other")
+    with tenant_scope(tenant_a):
+        results = fact_search(tenant=tenant_a, query="Miso", k=2)
+    assert results[0].fact.attribute == "pet"
+    assert results[0].score_parts["text"] == 1.0
+
+
+def test_search_counts_its_queries(upsert, tenant_a, django_assert_max_num_queries) -> None:
+    for n in range(5):
+        upsert(attribute=f"attr_{n}", value=f"v{n}", statement=f"The user mentions topic {n}.")
+    with tenant_scope(tenant_a):
+        with django_assert_max_num_queries(2):
+            results = fact_search(tenant=tenant_a, query="topic", k=3)
+    assert len(results) == 3
