@@ -9,14 +9,16 @@ The algorithm (docs/procedural.md has the argument and the limits):
    left out (they would leak the label); consecutive repeats collapse to one token.
 2. A pattern is an ordered sequence of 2 to MAX_LENGTH tokens occurring in that order in a session,
    each within WINDOW events of the previous one. Each session counts once per pattern.
-3. For every pattern present in at least `min_support` of the successful sessions: support (share of
+3. For every pattern: support (share of
    successful sessions holding it), confidence (share of sessions holding it that succeeded), lift
    (confidence over the base success rate), and a one-sided Fisher exact test of "sessions with the
-   pattern succeed more often", Bonferroni-corrected for the number of patterns tested.
+   pattern succeed more often", Bonferroni-corrected for the number of testable patterns (Tarone:
+   patterns too rare to ever reach significance are not counted).
 4. Kept: support, confidence and lift at or above the tenant's thresholds and corrected p <= ALPHA.
-   Then redundancy is removed greedily: strongest evidence first (lowest p, then longest), and a
-   pattern whose successful sessions overlap a kept one's by Jaccard >= OVERLAP is dropped (it is a
-   piece or an extension of the same behaviour).
+   Then redundancy is removed by sequential covering: the strongest evidence first (lowest p, then
+   longest, then most frequent); the sessions it holds are set aside and every other pattern is judged
+   again, by the same rules, on the sessions left. Pieces and extensions of a kept pattern, and
+   patterns that merely ride along with it, find nothing left to stand on.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import hashlib
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,11 +35,12 @@ MAX_LENGTH = 3
 WINDOW = 6
 MAX_EVENTS_PER_SESSION = 200
 ALPHA = 0.01
-OVERLAP = 0.7
 MAX_CANDIDATES = 5
 EXAMPLES = 5
 
-_SLUG = re.compile(r"^[a-z0-9_.:/-]{1,60}$")
+# Names, not sentences: a value that looks like free text never becomes part of a token.
+_SLUG = re.compile(r"^[a-z0-9_.:/-]{1,40}$")
+_MAX_WORDS = 4
 _SKIPPED_KINDS = frozenset({"outcome", "summary"})
 
 
@@ -71,6 +74,7 @@ class Pattern:
     p_value: float
     example_session_ids: tuple[str, ...]
     success_session_ids: frozenset[int] = field(repr=False, default=frozenset())
+    failure_session_ids: frozenset[int] = field(repr=False, default=frozenset())
 
     @property
     def key(self) -> str:
@@ -103,8 +107,9 @@ class MiningSummary:
 def _slug(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return ""
-    text = str(value).strip().lower().replace(" ", "_")
-    return text if _SLUG.match(text) else ""
+    words = str(value).strip().lower().split()
+    text = "_".join(words)
+    return text if _SLUG.match(text) and len(words) <= _MAX_WORDS else ""
 
 
 def episode_token(kind: str, role: str, payload: Mapping[str, Any] | None) -> str | None:
@@ -163,18 +168,21 @@ def _log_comb(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 
 
+def _hypergeometric_pmf(x: int, draws: int, successes: int, failures: int) -> float:
+    if x < 0 or x > successes or draws - x < 0 or draws - x > failures:
+        return 0.0
+    return math.exp(
+        _log_comb(successes, x) + _log_comb(failures, draws - x) - _log_comb(successes + failures, draws)
+    )
+
+
 def fisher_greater(*, with_success: int, with_failure: int, successes: int, failures: int) -> float:
     """One-sided Fisher exact test: the chance of at least `with_success` successful sessions among
     the sessions holding the pattern, were the pattern unrelated to the outcome (hypergeometric)."""
-    total = successes + failures
     draws = with_success + with_failure
-    denominator = _log_comb(total, draws)
-    top = min(successes, draws)
-    p = 0.0
-    for x in range(with_success, top + 1):
-        if draws - x > failures:
-            continue
-        p += math.exp(_log_comb(successes, x) + _log_comb(failures, draws - x) - denominator)
+    p = sum(
+        _hypergeometric_pmf(x, draws, successes, failures) for x in range(with_success, min(successes, draws) + 1)
+    )
     return min(1.0, p)
 
 
@@ -198,56 +206,108 @@ def mine_patterns(sessions: Sequence[SessionSequence], thresholds: Thresholds) -
     summary.patterns_counted = len(holders)
 
     n_success, n_failure = summary.successful, summary.failed
-    base_rate = n_success / len(sessions)
-    tested: list[tuple[tuple[str, ...], list[int], list[int]]] = []
+    # Tarone: a pattern held by k sessions cannot reach p <= alpha however its sessions ended when
+    # even "all of them succeeded" is not that unlikely; such patterns are not counted as tests. The
+    # count depends on k only, never on outcomes, so the correction stays valid.
+    best_p: dict[int, float] = {}
+    testable = 0
+    for ids in holders.values():
+        k = len(ids)
+        if k not in best_p:
+            best_p[k] = _hypergeometric_pmf(min(k, n_success), k, n_success, n_failure)
+        testable += best_p[k] <= thresholds.alpha
+    summary.patterns_tested = testable
+
+    candidates: list[Pattern] = []
     for pattern, ids in holders.items():
+        if best_p[len(ids)] > thresholds.alpha:
+            continue
         succ = [i for i in ids if by_id[i].success]
-        if len(succ) / n_success >= thresholds.min_support:
-            tested.append((pattern, succ, [i for i in ids if not by_id[i].success]))
-    summary.patterns_tested = len(tested)
-
-    qualified: list[Pattern] = []
-    for pattern, succ, fail in tested:
-        confidence = len(succ) / (len(succ) + len(fail))
-        lift = confidence / base_rate
-        if confidence < thresholds.min_confidence or lift < thresholds.min_lift:
-            continue
-        p = fisher_greater(with_success=len(succ), with_failure=len(fail), successes=n_success, failures=n_failure)
-        p_corrected = min(1.0, p * len(tested))
-        if p_corrected > thresholds.alpha:
-            continue
-        examples = sorted(succ, key=lambda i: by_id[i].external_id)[:EXAMPLES]
-        qualified.append(
-            Pattern(
-                items=pattern,
-                with_success=len(succ),
-                with_failure=len(fail),
-                support=len(succ) / n_success,
-                failure_support=len(fail) / n_failure,
-                confidence=confidence,
-                lift=lift,
-                p_value=p_corrected,
-                example_session_ids=tuple(by_id[i].external_id for i in examples),
-                success_session_ids=frozenset(succ),
-            )
+        found = _evaluate(
+            pattern,
+            succ,
+            [i for i in ids if not by_id[i].success],
+            by_id,
+            n_success,
+            n_failure,
+            testable,
+            thresholds,
         )
-    return _distinct(qualified, thresholds.max_candidates), summary
+        if found is not None:
+            candidates.append(found)
+    return _cover(candidates, by_id, testable, thresholds), summary
 
 
-def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
+def _evaluate(
+    items: tuple[str, ...],
+    succ: Collection[int],
+    fail: Collection[int],
+    by_id: Mapping[int, SessionSequence],
+    n_success: int,
+    n_failure: int,
+    tests: int,
+    thresholds: Thresholds,
+) -> Pattern | None:
+    if not succ or not n_success or not n_failure:
+        return None
+    support = len(succ) / n_success
+    confidence = len(succ) / (len(succ) + len(fail))
+    lift = confidence / (n_success / (n_success + n_failure))
+    if support < thresholds.min_support or confidence < thresholds.min_confidence or lift < thresholds.min_lift:
+        return None
+    p = fisher_greater(with_success=len(succ), with_failure=len(fail), successes=n_success, failures=n_failure)
+    p_corrected = min(1.0, p * tests)
+    if p_corrected > thresholds.alpha:
+        return None
+    examples = sorted(succ, key=lambda i: by_id[i].external_id)[:EXAMPLES]
+    return Pattern(
+        items=items,
+        with_success=len(succ),
+        with_failure=len(fail),
+        support=support,
+        failure_support=len(fail) / n_failure,
+        confidence=confidence,
+        lift=lift,
+        p_value=p_corrected,
+        example_session_ids=tuple(by_id[i].external_id for i in examples),
+        success_session_ids=frozenset(succ),
+        failure_session_ids=frozenset(fail),
+    )
 
 
-def _distinct(patterns: list[Pattern], cap: int) -> list[Pattern]:
-    ordered = sorted(patterns, key=lambda p: (p.p_value, -len(p.items), -p.with_success, p.items))
+def _rank(p: Pattern) -> tuple[float, int, int, tuple[str, ...]]:
+    return (p.p_value, -len(p.items), -p.with_success, p.items)
+
+
+def _cover(
+    candidates: list[Pattern], by_id: Mapping[int, SessionSequence], tests: int, thresholds: Thresholds
+) -> list[Pattern]:
+    """Sequential covering: take the pattern with the strongest evidence, set aside the sessions it
+    explains, and judge the others again on the sessions left. A piece or an extension of a kept
+    pattern (or a pattern that only rides along with it) has nothing left to stand on and drops out."""
     kept: list[Pattern] = []
-    for pattern in ordered:
-        if any(_jaccard(pattern.success_session_ids, k.success_session_ids) >= OVERLAP for k in kept):
-            continue
-        kept.append(pattern)
-        if len(kept) >= cap:
-            break
+    remaining = set(by_id)
+    while candidates and len(kept) < thresholds.max_candidates:
+        best = min(candidates, key=_rank)
+        kept.append(best)
+        remaining -= best.success_session_ids | best.failure_session_ids
+        n_success = sum(1 for i in remaining if by_id[i].success)
+        n_failure = len(remaining) - n_success
+        rejudged = (
+            _evaluate(
+                c.items,
+                c.success_session_ids & remaining,
+                c.failure_session_ids & remaining,
+                by_id,
+                n_success,
+                n_failure,
+                tests,
+                thresholds,
+            )
+            for c in candidates
+            if c is not best
+        )
+        candidates = [c for c in rejudged if c is not None]
     return kept
 
 

@@ -52,7 +52,9 @@ def test_deprecation_needs_enough_applications_and_a_low_upper_bound() -> None:
 
 
 @given(counts, counts, st.integers(min_value=1, max_value=50), st.floats(min_value=0.05, max_value=0.95))
-def test_deprecation_is_never_due_below_the_minimum(successes: int, failures: int, minimum: int, threshold: float) -> None:
+def test_deprecation_is_never_due_below_the_minimum(
+    successes: int, failures: int, minimum: int, threshold: float
+) -> None:
     verdict = deprecation_verdict(successes=successes, failures=failures, min_applications=minimum, threshold=threshold)
     if successes + failures < minimum:
         assert not verdict.due
