@@ -1,64 +1,214 @@
-"""Operators see sessions and episodes read-only (episodes are append-only), with the embedding backlog."""
+"""Operator admin of episodic memory: sessions and their episodes, both read-only (episodes are
+append-only; erasure is the only deletion). Built for tables of millions of rows: exact-match or
+full-text search only, no full counts, no dropdown of sessions."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
-from django.template.response import TemplateResponse
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
 
 from episodic.models import Episode, Session
-from tenants.admin import TenantOwnedAdmin, operator_tenant_ids
+from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin, operator_tenant_ids
 
 
-class ReadOnlyAdmin(TenantOwnedAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
+class SubjectFilter(InputFilter):
+    title = "subject"
+    parameter_name = "subject"
+    lookup = "subject"
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class SessionFilter(InputFilter):
+    title = "session"
+    parameter_name = "session"
+    lookup = "session__external_id"
+
+
+class EntityFilter(InputFilter):
+    title = "entity"
+    parameter_name = "entity"
+    lookup = "entities__contains"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = (self.value() or "").strip()
+        return queryset.filter(entities__contains=[value]) if value else queryset
+
+
+def dashboard_subject_link(tenant_slug: str, subject: str) -> str:
+    url = reverse("dashboard:subject", kwargs={"tenant": tenant_slug, "subject": subject})
+    return format_html('<a href="{}">{}</a>', url, subject)
+
+
+class ReadOnlyAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
+    pass
 
 
 @admin.register(Session)
 class SessionAdmin(ReadOnlyAdmin):
-    list_display = ("external_id", "subject", "agent", "status", "outcome", "episode_count", "started_at", "ended_at")
-    list_filter = ("status", "outcome")
-    search_fields = ("external_id", "subject", "agent")
+    list_display = (
+        "external_id",
+        "subject_link",
+        "agent",
+        "status",
+        "outcome",
+        "outcome_signal",
+        "episode_count",
+        "started_at",
+        "ended_at",
+        "tenant",
+    )
+    list_filter = ("status", "outcome", SubjectFilter)
+    search_fields = ("=external_id", "=subject", "=agent")
     date_hierarchy = "started_at"
+    search_help_text = "Exact session id, subject or agent."
+    ordering = ("-started_at", "-id")
+    show_full_result_count = False
+    list_per_page = 50
+    fields = (
+        "external_id",
+        "tenant",
+        "subject",
+        "agent",
+        "status",
+        "started_at",
+        "ended_at",
+        "last_event_at",
+        "outcome",
+        "outcome_signal",
+        "episode_count",
+        "summary",
+        "episodes_link",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="subject", ordering="subject")
+    def subject_link(self, obj: Session) -> str:
+        return dashboard_subject_link(obj.tenant.slug, obj.subject)
+
+    @admin.display(description="episodes")
+    def episodes_link(self, obj: Session) -> str:
+        url = reverse("admin:episodic_episode_changelist") + f"?session={obj.external_id}"
+        return format_html('<a href="{}">{} episodes</a>', url, obj.episode_count)
 
 
 @admin.register(Episode)
 class EpisodeAdmin(ReadOnlyAdmin):
     list_display = (
         "id",
-        "session",
+        "occurred_at",
+        "session_link",
         "subject",
         "kind",
         "role",
-        "short_content",
-        "occurred_at",
+        "content_short",
+        "outcome",
         "token_count",
         "embedded",
+        "tenant",
     )
-    list_filter = ("kind",)
-    search_fields = ("subject", "external_id", "session__external_id")
+    list_display_links = ("id",)
+    list_filter = (
+        "kind",
+        "outcome",
+        ("occurred_at", admin.DateFieldListFilter),
+        SubjectFilter,
+        SessionFilter,
+        EntityFilter,
+    )
     list_select_related = ("tenant", "session")  # type: ignore[assignment]
-    exclude = ("embedding",)
+    search_fields = ("=subject",)
+    search_help_text = "Words of the content (full text), or an exact subject; filter by session on the right."
+    ordering = ("-created_at", "-id")
     show_full_result_count = False
+    list_per_page = 50
+    raw_id_fields = ("session",)
+    fields = (
+        "id",
+        "tenant",
+        "session_link",
+        "subject",
+        "agent",
+        "kind",
+        "role",
+        "content",
+        "payload",
+        "entities",
+        "topics",
+        "occurred_at",
+        "created_at",
+        "external_id",
+        "token_count",
+        "outcome",
+        "outcome_signal",
+        "embedded",
+        "drawn_facts",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Episode]:
+        # The vector stays in the database; the list only needs to know whether it is there.
+        return (
+            super()
+            .get_queryset(request)
+            .defer("embedding", "search_vector", "session__summary")
+            .annotate(has_embedding=ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField()))
+        )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        words = SearchQuery(term, config="english", search_type="websearch")
+        # Each branch has an index (GIN on the text, B-tree on the subject); ILIKE '%x%' would scan.
+        return queryset.filter(Q(search_vector=words) | Q(subject=term)), False
+
+    @admin.display(description="session", ordering="session__external_id")
+    def session_link(self, obj: Episode) -> str:
+        url = reverse("admin:episodic_session_change", args=[obj.session_id])
+        return format_html('<a href="{}">{}</a>', url, obj.session.external_id)
 
     @admin.display(description="content")
-    def short_content(self, obj: Episode) -> str:
-        return obj.content[:80]
+    def content_short(self, obj: Episode) -> str:
+        return Truncator(obj.content).chars(100)
 
-    @admin.display(boolean=True)
+    @admin.display(description="embedded", boolean=True)
     def embedded(self, obj: Episode) -> bool:
-        return obj.embedding is not None
+        return bool(getattr(obj, "has_embedding", obj.embedding is not None))
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        # An index-only count on the partial backlog index.
         pending = Episode.objects.filter(tenant_id__in=operator_tenant_ids(request), embedding__isnull=True).count()
         self.message_user(request, f"Embedding backlog: {pending} episodes waiting for an embedding.")
-        return super().changelist_view(request, extra_context)  # type: ignore[return-value]
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="facts drawn from it")
+    def drawn_facts(self, obj: Episode) -> str:
+        from semantic.models import FactSource
+
+        sources = FactSource.objects.for_tenant(obj.tenant_id).filter(episode=obj).select_related("fact")
+        sources = sources.defer("fact__embedding", "fact__search_vector")
+        return (
+            format_html_join(
+                "",
+                '<div><a href="{}">{}.{} = {}</a> ({})</div>',
+                (
+                    (
+                        reverse("admin:semantic_fact_change", args=[s.fact_id]),
+                        s.fact.entity,
+                        s.fact.attribute,
+                        s.fact.value,
+                        s.fact.status,
+                    )
+                    for s in sources
+                ),
+            )
+            or "-"
+        )

@@ -64,14 +64,15 @@ _NOT_NAMES = frozenset(
     actually probably congrats congratulations agreed exactly wait listen remember btw lol omg
     """.split()
 )
-_MONTHS = frozenset("january february march april may june july august september october november december".split())
-
-_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'’&.-]*[\w]?(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][\w'’&.-]*[\w]?)*")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\"“(\n]\s*)$")
 _ID_KEYWORDS = (
     "order|ticket|invoice|case|incident|issue|account|booking|reservation|shipment|tracking|"
     "request|refund|payment|transaction|claim|policy|pr|bug"
 )
+_NOT_NAMES = _NOT_NAMES | frozenset(_ID_KEYWORDS.split("|"))
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
+
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'’&.-]*[\w]?(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][\w'’&.-]*[\w]?)*")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\"“(\n]\s*)$")
 _KEYWORD_ID = re.compile(rf"\b({_ID_KEYWORDS})\s*(?:number|no\.?|id)?\s*[#:]?\s*(\d[\d-]{{2,}})\b", re.I)
 _CODE_ID = re.compile(r"\b([A-Z]{2,10})-(\d{2,})\b")
 _HASH_ID = re.compile(r"(?<![\w&])#(\d{3,})\b")

@@ -22,7 +22,9 @@ def item(content: str = "hello", **fields: Any) -> dict[str, Any]:
     return base
 
 
-def timeline(n: int, *, start: datetime = T0, step: timedelta = timedelta(minutes=1), **fields: Any) -> list[dict[str, Any]]:
+def timeline(
+    n: int, *, start: datetime = T0, step: timedelta = timedelta(minutes=1), **fields: Any
+) -> list[dict[str, Any]]:
     return [item(f"event {i}", occurred_at=(start + i * step).isoformat(), **fields) for i in range(n)]
 
 

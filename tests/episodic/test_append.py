@@ -21,7 +21,9 @@ def _count(tenant) -> int:
 
 
 def test_batch_is_stored_with_ids_token_counts_hashes_and_a_new_session(api_a, tenant_a) -> None:
-    body = {"episodes": [item("Caroline booked order #12345 to Lisbon.", external_id="e1"), item("ok", external_id="e2")]}
+    body = {
+        "episodes": [item("Caroline booked order #12345 to Lisbon.", external_id="e1"), item("ok", external_id="e2")]
+    }
     response = api_a.post("/v1/episodes", body, format="json")
     assert response.status_code == 201, response.json()
     stored = response.json()["episodes"]
@@ -38,7 +40,11 @@ def test_batch_is_stored_with_ids_token_counts_hashes_and_a_new_session(api_a, t
 
 
 def test_given_entities_and_topics_are_normalised_not_extracted(api_a) -> None:
-    body = {"episodes": [item("Paris is lovely", entities=["  ACME Corp ", "acme corp", "Bob"], topics=["Billing", " billing "])]}
+    body = {
+        "episodes": [
+            item("Paris is lovely", entities=["  ACME Corp ", "acme corp", "Bob"], topics=["Billing", " billing "])
+        ]
+    }
     stored = api_a.post("/v1/episodes", body, format="json").json()["episodes"][0]
     assert stored["entities"] == ["acme corp", "bob"]
     assert stored["topics"] == ["billing"]
@@ -107,7 +113,9 @@ def test_body_must_be_an_episodes_envelope(api_a) -> None:
 
 def test_session_of_another_subject_is_refused_and_nothing_written(api_a, append, tenant_a) -> None:
     append(tenant_a, [item(subject="alice")])
-    response = api_a.post("/v1/episodes", {"episodes": [item("new", session="s-2"), item(subject="bob")]}, format="json")
+    response = api_a.post(
+        "/v1/episodes", {"episodes": [item("new", session="s-2"), item(subject="bob")]}, format="json"
+    )
     assert response.status_code == 400
     assert [e["pointer"] for e in response.json()["errors"]] == ["/episodes/1/session"]
     assert _count(tenant_a) == 1
@@ -124,7 +132,9 @@ def test_new_session_with_two_subjects_in_one_batch_is_refused(api_a, tenant_a) 
 
 def test_repeated_external_id_in_a_batch_is_a_conflict(api_a, tenant_a) -> None:
     response = api_a.post(
-        "/v1/episodes", {"episodes": [item(external_id="x"), item(external_id="y"), item(external_id="x")]}, format="json"
+        "/v1/episodes",
+        {"episodes": [item(external_id="x"), item(external_id="y"), item(external_id="x")]},
+        format="json",
     )
     assert response.status_code == 409
     assert response.json()["errors"][0]["pointer"] == "/episodes/2/external_id"
@@ -194,6 +204,8 @@ def test_episodes_written_by_one_tenant_are_invisible_to_another(api_a, api_b, a
     assert api_b.get("/v1/episodes").json()["results"] == []
     assert api_b.get("/v1/episodes", {"session": "s-1"}).json()["results"] == []
     # B may use the same session id and external id: sessions are per tenant.
-    response = api_b.post("/v1/episodes", {"episodes": [item("B's own", subject="bob", external_id="x")]}, format="json")
+    response = api_b.post(
+        "/v1/episodes", {"episodes": [item("B's own", subject="bob", external_id="x")]}, format="json"
+    )
     assert response.status_code == 201
     assert [e["content"] for e in api_a.get("/v1/episodes").json()["results"]] == ["secret of A"]

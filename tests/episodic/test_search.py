@@ -1,0 +1,129 @@
+"""episode_search and POST /v1/episodes/search: hybrid full-text, vector and entity/topic ranking."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from episodic.selectors import episode_search
+from episodic.tasks import embed_pending
+from tenants.embedding import embed_one
+from tenants.scope import tenant_scope
+from tests.episodic.conftest import T0, item
+
+pytestmark = pytest.mark.django_db
+
+EVENTS = [
+    "The printer on floor three is jammed again",
+    "Caroline renewed the VPN certificate for order 55501",
+    "Lunch menu: pasta and salad",
+    "Deployed release 4.2 to production without problems",
+    "The VPN dropped twice during the call with Melanie",
+]
+
+
+@pytest.fixture
+def events(append, tenant_a):
+    items = [
+        item(text, external_id=f"e{i}", occurred_at=(T0 + timedelta(minutes=i)).isoformat())
+        for i, text in enumerate(EVENTS)
+    ]
+    stored = append(tenant_a, items)
+    embed_pending(tenant=tenant_a)
+    return stored
+
+
+def _search(tenant, query: str, **kwargs):
+    with tenant_scope(tenant):
+        return episode_search(tenant=tenant, query=query, **kwargs)
+
+
+def test_text_match_ranks_first_with_score_parts(tenant_a, events) -> None:
+    results = _search(tenant_a, "printer jammed")
+    assert results[0].episode.content == EVENTS[0]
+    assert set(results[0].score_parts) == {"text", "vector", "overlap", "fused"}
+    assert results[0].score_parts["text"] > 0
+    assert results[0].score_parts["vector"] > 0
+    assert 0 < results[0].score <= 1
+    scores = [r.score for r in results]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_any_word_may_match_and_more_words_rank_higher(tenant_a, events) -> None:
+    contents = [r.episode.content for r in _search(tenant_a, "why does the VPN keep dropping?")]
+    assert contents[0] == EVENTS[4]
+    assert EVENTS[1] in contents
+
+
+def test_entities_of_the_query_rank_episodes_that_carry_them(tenant_a, events) -> None:
+    results = _search(tenant_a, "what about order 55501", limit=3)
+    assert results[0].episode.content == EVENTS[1]
+    assert results[0].score_parts["overlap"] == 1.0
+    boosted = _search(tenant_a, "status", entities=["Melanie"], limit=1)
+    assert boosted[0].episode.content == EVENTS[4]
+
+
+def test_vector_channel_uses_the_stored_embedding(tenant_a, events) -> None:
+    results = _search(tenant_a, "zzz", query_embedding=embed_one("pasta and salad lunch menu"), limit=1)
+    assert results[0].episode.content == EVENTS[2]
+    assert results[0].score_parts["text"] == 0
+    assert results[0].score_parts["vector"] > 0.5
+
+
+def test_episodes_without_embedding_are_found_by_text(append, tenant_a) -> None:
+    append(tenant_a, [item("kettle descaling schedule")])
+    [result] = _search(tenant_a, "kettle")
+    assert result.score_parts["vector"] == 0.0
+    assert result.score_parts["text"] > 0
+
+
+def test_filters_and_exclusions_hold(tenant_a, events, append) -> None:
+    append(tenant_a, [item("printer jammed at home", subject="bob", session="s-bob")])
+    assert {r.episode.subject for r in _search(tenant_a, "printer jammed", subject="bob")} == {"bob"}
+    assert all(r.episode.id != events[0].id for r in _search(tenant_a, "printer", exclude_ids=[events[0].id]))
+    assert _search(tenant_a, "printer", kinds=["tool_call"]) == []
+    assert _search(tenant_a, "printer", until=T0) == []
+    assert len(_search(tenant_a, "VPN printer lunch release", limit=2)) == 2
+
+
+def test_same_state_same_answer(tenant_a, events) -> None:
+    first = [(r.episode.id, r.score) for r in _search(tenant_a, "VPN call")]
+    assert first == [(r.episode.id, r.score) for r in _search(tenant_a, "VPN call")]
+
+
+def test_search_api_returns_ranked_episodes(api_a, events) -> None:
+    response = api_a.post("/v1/episodes/search", {"query": "printer jammed", "limit": 2}, format="json")
+    assert response.status_code == 200, response.json()
+    results = response.json()["results"]
+    assert len(results) == 2
+    assert results[0]["content"] == EVENTS[0]
+    assert results[0]["score"] >= results[1]["score"]
+    assert set(results[0]["score_parts"]) == {"text", "vector", "overlap", "fused"}
+
+
+def test_search_api_validates(api_a, ctx_a) -> None:
+    bad = api_a.post("/v1/episodes/search", {"query": "x", "query_embedding": [0.1, 0.2]}, format="json")
+    assert bad.status_code == 400
+    assert bad.json()["errors"][0]["pointer"] == "/query_embedding"
+    assert api_a.post("/v1/episodes/search", {}, format="json").json()["errors"][0]["pointer"] == "/query"
+    assert api_a.post("/v1/episodes/search", {"query": "x", "limit": 0}, format="json").status_code == 400
+
+
+def test_search_needs_only_a_read_key(ctx_a, events) -> None:
+    from rest_framework.test import APIClient
+
+    from tenants.services import api_key_create
+
+    issued = api_key_create(tenant=ctx_a.tenant, name="reader", scopes=("read",))
+    reader = APIClient()
+    reader.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
+    assert reader.post("/v1/episodes/search", {"query": "printer"}, format="json").status_code == 200
+    assert reader.post("/v1/episodes", {"episodes": [item()]}, format="json").status_code == 403
+
+
+@pytest.mark.isolation("episode-search")
+def test_search_sees_only_the_callers_episodes(api_b, events) -> None:
+    response = api_b.post("/v1/episodes/search", {"query": "printer VPN lunch Caroline"}, format="json")
+    assert response.status_code == 200
+    assert response.json()["results"] == []

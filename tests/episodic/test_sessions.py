@@ -1,0 +1,119 @@
+"""GET /v1/sessions/{session} and POST /v1/sessions/{session}/end."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from episodic.models import Episode, EpisodeKind, Session, SessionStatus
+from episodic.scratchpad import scratchpad_get, scratchpad_put
+from tenants.scope import tenant_scope
+from tests.episodic.conftest import item, timeline
+
+pytestmark = pytest.mark.django_db
+
+
+def test_session_detail_has_counts_and_summary(api_a, append, tenant_a) -> None:
+    append(tenant_a, [*timeline(3), item("ran", kind="tool_call")])
+    body = api_a.get("/v1/sessions/s-1").json()
+    assert body["session"] == "s-1"
+    assert body["subject"] == "alice"
+    assert body["status"] == "open"
+    assert body["summary"] == ""
+    assert body["counts"]["episodes"] == 4
+    assert body["counts"]["by_kind"] == {"message": 3, "tool_call": 1}
+    assert body["counts"]["pending_embeddings"] == 4
+
+
+def test_unknown_session_is_404(api_a) -> None:
+    response = api_a.get("/v1/sessions/nope")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/problem+json"
+
+
+@pytest.mark.isolation("session-detail")
+def test_another_tenants_session_is_404(api_b, append, tenant_a) -> None:
+    append(tenant_a, [item()])
+    assert api_b.get("/v1/sessions/s-1").status_code == 404
+
+
+def test_end_marks_the_session_and_enqueues_consolidation_after_commit(
+    api_a, append, tenant_a, django_capture_on_commit_callbacks
+) -> None:
+    [episode] = append(tenant_a, [item()])
+    with mock.patch("consolidation.tasks.consolidate_session.delay") as delay:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api_a.post("/v1/sessions/s-1/end", {"outcome": "success", "outcome_signal": 0.8}, format="json")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["status"] == "ended"
+    assert body["outcome"] == "success"
+    assert body["outcome_signal"] == 0.8
+    assert body["ended_at"] is not None
+    delay.assert_called_once_with(str(tenant_a.id), episode.session_id)
+
+
+def test_end_is_not_enqueued_when_the_request_fails(api_a, django_capture_on_commit_callbacks) -> None:
+    with mock.patch("consolidation.tasks.consolidate_session.delay") as delay:
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api_a.post("/v1/sessions/nope/end", {}, format="json").status_code == 404
+    delay.assert_not_called()
+
+
+def test_ending_twice_is_a_harmless_retry_but_another_outcome_conflicts(
+    api_a, append, tenant_a, django_capture_on_commit_callbacks
+) -> None:
+    append(tenant_a, [item()])
+    with mock.patch("consolidation.tasks.consolidate_session.delay") as delay:
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api_a.post("/v1/sessions/s-1/end", {"outcome": "failure"}, format="json").status_code == 200
+            assert api_a.post("/v1/sessions/s-1/end", {"outcome": "failure"}, format="json").status_code == 200
+            assert api_a.post("/v1/sessions/s-1/end", {"outcome": "success"}, format="json").status_code == 409
+    assert delay.call_count == 1
+
+
+def test_bad_outcome_is_a_problem(api_a, append, tenant_a) -> None:
+    append(tenant_a, [item()])
+    response = api_a.post("/v1/sessions/s-1/end", {"outcome": "great"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["pointer"] == "/outcome"
+    with tenant_scope(tenant_a):
+        assert Session.objects.for_tenant(tenant_a).get().status == SessionStatus.OPEN
+
+
+def test_end_turns_the_scratchpad_into_a_summary_episode(
+    api_a, append, tenant_a, django_capture_on_commit_callbacks
+) -> None:
+    append(tenant_a, [item()])
+    with tenant_scope(tenant_a):
+        scratchpad_put(tenant=tenant_a, session_external_id="s-1", document={"plan": "refund", "step": 3})
+    with mock.patch("consolidation.tasks.consolidate_session.delay"):
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api_a.post("/v1/sessions/s-1/end", {}, format="json").status_code == 200
+    with tenant_scope(tenant_a):
+        summary = Episode.objects.for_tenant(tenant_a).get(kind=EpisodeKind.SUMMARY)
+        assert summary.payload["scratchpad"] == {"plan": "refund", "step": 3}
+        assert summary.payload["reason"] == "session_end"
+        assert "- plan: refund" in summary.content
+        assert Session.objects.for_tenant(tenant_a).get().episode_count == 2
+    assert scratchpad_get(tenant=tenant_a, session_external_id="s-1") is None
+
+
+def test_end_with_idempotency_key_replays(api_a, append, tenant_a, django_capture_on_commit_callbacks) -> None:
+    append(tenant_a, [item()])
+    with mock.patch("consolidation.tasks.consolidate_session.delay") as delay:
+        with django_capture_on_commit_callbacks(execute=True):
+            first = api_a.post("/v1/sessions/s-1/end", {}, format="json", HTTP_IDEMPOTENCY_KEY="end-1")
+            again = api_a.post("/v1/sessions/s-1/end", {}, format="json", HTTP_IDEMPOTENCY_KEY="end-1")
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    assert delay.call_count == 1
+
+
+@pytest.mark.isolation("session-end")
+def test_another_tenant_cannot_end_a_session(api_b, append, tenant_a) -> None:
+    append(tenant_a, [item()])
+    assert api_b.post("/v1/sessions/s-1/end", {"outcome": "failure"}, format="json").status_code == 404
+    with tenant_scope(tenant_a):
+        assert Session.objects.for_tenant(tenant_a).get().status == SessionStatus.OPEN
