@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from engram_client import EngramClient, RetryPolicy
 from pytest_django.live_server_helper import LiveServer
 
-from engram_client import EngramClient, RetryPolicy
 from tests.conftest import TenantContext
 
 pytestmark = pytest.mark.live

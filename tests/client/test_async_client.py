@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from engram_client import AsyncEngramClient, BadRequestError, NotFoundError, context_item_ids
 from pytest_django.live_server_helper import LiveServer
 
-from engram_client import AsyncEngramClient, BadRequestError, NotFoundError, context_item_ids
 from tests.conftest import TenantContext
 
 pytestmark = pytest.mark.live
@@ -16,10 +16,7 @@ def test_async_client_round_trip(live_server: LiveServer, ctx_a: TenantContext) 
     async def scenario() -> None:
         async with AsyncEngramClient(live_server.url, ctx_a.raw_key) as engram:
             appended = await engram.episodes.append(
-                [
-                    {"subject": "u9", "session": "as-1", "role": "user", "content": f"async turn {i}"}
-                    for i in range(5)
-                ]
+                [{"subject": "u9", "session": "as-1", "role": "user", "content": f"async turn {i}"} for i in range(5)]
             )
             assert appended["count"] == 5
             seen = [e["content"] async for e in engram.episodes.iter(session="as-1", order="asc", limit=2)]

@@ -6,8 +6,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from pytest_django.live_server_helper import LiveServer
-
 from engram_client import (
     AuthenticationError,
     BadRequestError,
@@ -21,6 +19,8 @@ from engram_client import (
     context_item_ids,
 )
 from engram_client import _operations as ops
+from pytest_django.live_server_helper import LiveServer
+
 from tenants.scope import tenant_scope
 from tenants.services import api_key_create
 from tests.conftest import TenantContext

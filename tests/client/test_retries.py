@@ -7,16 +7,15 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from email.utils import format_datetime
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from engram_client import EngramClient, RetryPolicy, ServerError, TransportError
 from engram_client._transport import parse_retry_after
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 class Script:

@@ -31,7 +31,11 @@ class Page(Generic[T]):
 
 def _page(response: httpx.Response) -> Page[Any]:
     body = response.json()
-    return Page(results=list(body["results"]), next_cursor=cursor_of(body.get("next")), previous_cursor=cursor_of(body.get("previous")))
+    return Page(
+        results=list(body["results"]),
+        next_cursor=cursor_of(body.get("next")),
+        previous_cursor=cursor_of(body.get("previous")),
+    )
 
 
 def _results(response: httpx.Response) -> list[Any]:
@@ -293,7 +297,9 @@ def entity_graph(entity: str, *, depth: int | None = None) -> Call[m.EntityGraph
 def procedures_list(
     *, status: str | None = None, agent: str | None = None, limit: int | None = None, cursor: str | None = None
 ) -> Call[Page[m.Procedure]]:
-    return Call("GET", "/v1/procedures", params=_body(status=status, agent=agent, limit=limit, cursor=cursor), parse=_page)
+    return Call(
+        "GET", "/v1/procedures", params=_body(status=status, agent=agent, limit=limit, cursor=cursor), parse=_page
+    )
 
 
 def procedure_create(
@@ -419,7 +425,9 @@ def stats_get() -> Call[dict[str, Any]]:
 # Subjects: erasure and export -----------------------------------------------------------------
 
 
-def subject_erase(subject: str, *, reason: str | None = None, idempotency_key: str | None = None) -> Call[dict[str, Any]]:
+def subject_erase(
+    subject: str, *, reason: str | None = None, idempotency_key: str | None = None
+) -> Call[dict[str, Any]]:
     return Call(
         "POST", f"/v1/subjects/{_seg(subject)}/erasure", json=_body(reason=reason), idempotency_key=idempotency_key
     )

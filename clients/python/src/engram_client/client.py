@@ -54,7 +54,7 @@ class _SyncResource:
 
 
 def _sync(builder: Callable[P, Call[T]]) -> Callable[Concatenate[Any, P], T]:
-    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> T:
+    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
         client: EngramClient = self if isinstance(self, EngramClient) else self._client
         return client.request(builder(*args, **kwargs))
 
@@ -63,7 +63,7 @@ def _sync(builder: Callable[P, Call[T]]) -> Callable[Concatenate[Any, P], T]:
 
 
 def _sync_iter(builder: Callable[P, Call[Page[T]]]) -> Callable[Concatenate[Any, P], Iterator[T]]:
-    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
         client: EngramClient = self._client
         params: dict[str, Any] = dict(kwargs)
         while True:
@@ -202,7 +202,7 @@ class _AsyncResource:
 
 
 def _async(builder: Callable[P, Call[T]]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]:
-    async def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
         client: AsyncEngramClient = self if isinstance(self, AsyncEngramClient) else self._client
         return await client.request(builder(*args, **kwargs))
 
@@ -211,7 +211,7 @@ def _async(builder: Callable[P, Call[T]]) -> Callable[Concatenate[Any, P], Corou
 
 
 def _async_iter(builder: Callable[P, Call[Page[T]]]) -> Callable[Concatenate[Any, P], AsyncIterator[T]]:
-    async def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
+    async def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
         client: AsyncEngramClient = self._client
         params: dict[str, Any] = dict(kwargs)
         while True:

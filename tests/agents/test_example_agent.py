@@ -1,0 +1,76 @@
+"""The example LangGraph agent (examples/support_agent.py) with its scripted model, against the live
+service: load_memory puts the context into the state, record_memory stores the turns and feedback."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from django.conf import settings
+from engram_client import EngramClient
+from engram_client.langgraph import load_memory, message_parts, record_memory
+from pytest_django.live_server_helper import LiveServer
+
+from episodic.models import Episode
+from router.models import ContextFeedback
+from tenants.scope import tenant_scope
+from tests.conftest import TenantContext
+
+pytestmark = pytest.mark.live
+
+
+def _example() -> ModuleType:
+    path = Path(settings.BASE_DIR) / "examples" / "support_agent.py"
+    spec = importlib.util.spec_from_file_location("support_agent_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_example_agent_answers_from_memory_and_reports_what_it_used(
+    live_server: LiveServer, ctx_a: TenantContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    example = _example()
+    assert isinstance(example.choose_model(), example.ScriptedModel)
+    with EngramClient(live_server.url, ctx_a.raw_key) as engram:
+        turns = example.run_conversation(
+            engram,
+            "ex-user",
+            ["Hi, our production database is PostgreSQL 16.", "Which database are we on again?"],
+            session="ex-session",
+        )
+    assert turns[0]["answer"].startswith("Could you tell me")
+    assert "PostgreSQL 16" in turns[1]["answer"]
+    assert len(turns[1]["used_item_ids"]) == 1
+    with tenant_scope(ctx_a.tenant):
+        stored = list(Episode.objects.for_tenant(ctx_a.tenant).filter(session__external_id="ex-session").order_by("id"))
+        assert [(e.role, e.content[:10]) for e in stored] == [
+            ("user", "Hi, our pr"),
+            ("assistant", "Could you "),
+            ("user", "Which data"),
+            ("assistant", "From what "),
+        ]
+        feedback = list(ContextFeedback.objects.for_tenant(ctx_a.tenant).order_by("created_at"))
+        assert len(feedback) == 2
+        assert feedback[1].used_item_ids == turns[1]["used_item_ids"]
+        assert feedback[1].outcome == "success"
+
+
+def test_record_memory_is_idempotent_when_a_turn_is_replayed(live_server: LiveServer, ctx_a: TenantContext) -> None:
+    with EngramClient(live_server.url, ctx_a.raw_key) as engram:
+        state = {"subject": "rp", "session": "rp-1", "messages": [("user", "hello"), ("assistant", "hi there")]}
+        loaded = load_memory(engram)(state)
+        assert loaded["memory_trace_id"] and loaded["memory_context"] is not None
+        state.update(loaded)
+        node = record_memory(engram)
+        first = node(state)
+        node(state)  # a replay from a checkpoint: same turn, same keys
+        assert first["memory_recorded"] == 2
+        assert [message_parts(m) for m in state["messages"]] == [("user", "hello"), ("assistant", "hi there")]
+        assert len(engram.episodes.list(session="rp-1").results) == 2
