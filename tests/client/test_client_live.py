@@ -188,3 +188,36 @@ def test_a_real_429_is_retried_after_the_wait_the_service_asks_for(
     assert retry_after is not None and 0 < retry_after <= 61
     # The waits are the service's Retry-After, not the client's own backoff (which would be under 1 s).
     assert all(1 <= w <= 61 for w in waits)
+
+
+def test_procedures_create_match_outcome_and_deprecate(engram: EngramClient) -> None:
+    created = engram.procedures.create(
+        name="Back off on 429",
+        behaviour="When the user reports 429 errors, tell them to retry with exponential backoff honouring Retry-After.",
+        trigger={"keywords": ["429", "rate limit"]},
+        steps=["Ask which endpoint", "Explain Retry-After"],
+    )
+    assert created["status"] == "active"
+    assert engram.procedures.get(created["id"])["name"] == "Back off on 429"
+    matches = engram.procedures.match(message="We keep getting 429 errors from the API")
+    assert [m["procedure"]["id"] for m in matches][:1] == [created["id"]]
+    assert matches[0]["why"]
+    outcome = engram.procedures.record_outcome(created["id"], applied=True, success=True, signal=1.0, session="s-p")
+    assert outcome["procedure_id"] == created["id"] and outcome["applied"] is True
+    assert [p["id"] for p in engram.procedures.iter(limit=1)] == [created["id"]]
+    deprecated = engram.procedures.deprecate(created["id"], reason="superseded by docs")
+    assert deprecated["status"] == "deprecated"
+    with pytest.raises(NotFoundError):
+        engram.procedures.get(999_999_999)
+
+
+def test_subject_export_then_erasure(engram: EngramClient) -> None:
+    engram.episodes.append(_turns("gone", "s-gone", "My email is gone@example.com."))  # type: ignore[arg-type]
+    exported = engram.subjects.export("gone")
+    assert exported["subject"] == "gone"
+    assert any(rows for rows in exported["locations"].values())
+    request = engram.subjects.erase("gone", reason="user asked")
+    assert request["id"] and request["status"]
+    status = engram.subjects.erasure_status(request["id"])
+    assert status["id"] == request["id"]
+    assert "gone" not in str(status)  # the audit record holds no personal data

@@ -39,10 +39,11 @@ def _page(response: httpx.Response) -> Page[Any]:
 
 
 def _results(response: httpx.Response) -> list[Any]:
-    body = response.json()
-    if isinstance(body, list):
-        return body
-    return list(body["results"])
+    return list(response.json()["results"])
+
+
+def _matches(response: httpx.Response) -> list[Any]:
+    return list(response.json()["matches"])
 
 
 def _seg(value: str) -> str:
@@ -295,41 +296,70 @@ def entity_graph(entity: str, *, depth: int | None = None) -> Call[m.EntityGraph
 
 
 def procedures_list(
-    *, status: str | None = None, agent: str | None = None, limit: int | None = None, cursor: str | None = None
+    *,
+    status: str | None = None,
+    source: str | None = None,
+    agent: str | None = None,
+    lineage: str | None = None,
+    all_versions: bool | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
 ) -> Call[Page[m.Procedure]]:
-    return Call(
-        "GET", "/v1/procedures", params=_body(status=status, agent=agent, limit=limit, cursor=cursor), parse=_page
-    )
+    params = _body(
+        status=status, source=source, agent=agent, lineage=lineage, all_versions=all_versions, limit=limit,
+        cursor=cursor,
+    )  # fmt: skip
+    return Call("GET", "/v1/procedures", params=params, parse=_page)
 
 
 def procedure_create(
     *,
     name: str,
     behaviour: str,
-    trigger: Mapping[str, Any] | None = None,
+    trigger: Mapping[str, Any],
     description: str | None = None,
-    steps: Sequence[Any] | None = None,
+    steps: Sequence[str] | None = None,
     agent: str | None = None,
+    source: str | None = None,
+    status: str | None = None,
     idempotency_key: str | None = None,
-    **extra: Any,
 ) -> Call[m.Procedure]:
     body = _body(
-        name=name, behaviour=behaviour, trigger=dict(trigger) if trigger is not None else None,
-        description=description, steps=list(steps) if steps is not None else None, agent=agent, **extra,
+        name=name, behaviour=behaviour, trigger=dict(trigger), description=description,
+        steps=list(steps) if steps is not None else None, agent=agent, source=source, status=status,
     )  # fmt: skip
     return Call("POST", "/v1/procedures", json=body, idempotency_key=idempotency_key)
 
 
-def procedure_get(procedure_id: str) -> Call[m.Procedure]:
-    return Call("GET", f"/v1/procedures/{_seg(procedure_id)}")
+def procedure_get(procedure_id: int | str) -> Call[m.Procedure]:
+    return Call("GET", f"/v1/procedures/{_seg(str(procedure_id))}")
 
 
-def procedure_update(procedure_id: str, **changes: Any) -> Call[m.Procedure]:
-    return Call("PATCH", f"/v1/procedures/{_seg(procedure_id)}", json=_body(**changes))
+def procedure_history(procedure_id: int | str) -> Call[dict[str, Any]]:
+    return Call("GET", f"/v1/procedures/{_seg(str(procedure_id))}/history")
 
 
-def procedure_deprecate(procedure_id: str) -> Call[m.Procedure]:
-    return Call("DELETE", f"/v1/procedures/{_seg(procedure_id)}")
+def procedure_update(
+    procedure_id: int | str,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    agent: str | None = None,
+    trigger: Mapping[str, Any] | None = None,
+    behaviour: str | None = None,
+    steps: Sequence[str] | None = None,
+    status: str | None = None,
+    reason: str | None = None,
+) -> Call[m.Procedure]:
+    body = _body(
+        name=name, description=description, agent=agent, trigger=dict(trigger) if trigger is not None else None,
+        behaviour=behaviour, steps=list(steps) if steps is not None else None, status=status, reason=reason,
+    )  # fmt: skip
+    return Call("PATCH", f"/v1/procedures/{_seg(str(procedure_id))}", json=body)
+
+
+def procedure_deprecate(procedure_id: int | str, *, reason: str | None = None) -> Call[m.Procedure]:
+    return Call("DELETE", f"/v1/procedures/{_seg(str(procedure_id))}", params={"reason": reason})
 
 
 def procedures_match(
@@ -339,18 +369,19 @@ def procedures_match(
     entities: Sequence[str] | None = None,
     topics: Sequence[str] | None = None,
     agent: str | None = None,
+    session_kind: str | None = None,
     limit: int | None = None,
 ) -> Call[list[m.ProcedureMatch]]:
     body = _body(
         message=message, tool_events=[dict(e) for e in tool_events] if tool_events is not None else None,
         entities=list(entities) if entities is not None else None,
-        topics=list(topics) if topics is not None else None, agent=agent, limit=limit,
+        topics=list(topics) if topics is not None else None, agent=agent, session_kind=session_kind, limit=limit,
     )  # fmt: skip
-    return Call("POST", "/v1/procedures/match", json=body, parse=_results)
+    return Call("POST", "/v1/procedures/match", json=body, parse=_matches)
 
 
 def procedure_outcome_record(
-    procedure_id: str,
+    procedure_id: int | str,
     *,
     applied: bool,
     success: bool | None = None,
@@ -358,9 +389,11 @@ def procedure_outcome_record(
     session: str | None = None,
     episode: int | None = None,
     idempotency_key: str | None = None,
-) -> Call[dict[str, Any]]:
+) -> Call[m.ProcedureOutcome]:
     body = _body(applied=applied, success=success, signal=signal, session=session, episode=episode)
-    return Call("POST", f"/v1/procedures/{_seg(procedure_id)}/outcomes", json=body, idempotency_key=idempotency_key)
+    return Call(
+        "POST", f"/v1/procedures/{_seg(str(procedure_id))}/outcomes", json=body, idempotency_key=idempotency_key
+    )
 
 
 # Context, feedback, traces, stats ---------------------------------------------------------------
@@ -427,13 +460,13 @@ def stats_get() -> Call[dict[str, Any]]:
 
 def subject_erase(
     subject: str, *, reason: str | None = None, idempotency_key: str | None = None
-) -> Call[dict[str, Any]]:
+) -> Call[m.ErasureRequest]:
     return Call(
         "POST", f"/v1/subjects/{_seg(subject)}/erasure", json=_body(reason=reason), idempotency_key=idempotency_key
     )
 
 
-def erasure_request_get(request_id: str) -> Call[dict[str, Any]]:
+def erasure_request_get(request_id: str) -> Call[m.ErasureRequest]:
     return Call("GET", f"/v1/erasure-requests/{_seg(request_id)}")
 
 

@@ -180,28 +180,63 @@ class EntityGraph(TypedDict):
     truncated: bool
 
 
-class Procedure(TypedDict, total=False):
-    id: Required[str]
-    name: Required[str]
-    behaviour: Required[str]
+class Procedure(TypedDict):
+    id: int
+    lineage: str
+    version: int
+    is_current: bool
+    superseded_by: int | None
+    agent: str
+    name: str
     description: str
     trigger: dict[str, Any]
-    steps: list[Any]
-    agent: str
-    status: str
+    behaviour: str
+    steps: list[str]
     source: str
+    status: str
     confidence: float
-    version: int
-    applications: int
-    successes: int
-    failures: int
+    statistics: dict[str, Any]
+    created_by: str
+    evidence: dict[str, Any]
+    created_at: str
+    updated_at: str
+    status_changed_at: str
 
 
-class ProcedureMatch(TypedDict, total=False):
-    procedure: Required[Procedure]
-    score: Required[float]
+class ProcedureMatch(TypedDict):
+    procedure: Procedure
+    score: float
     confidence: float
+    strength: float
     why: list[str]
+    score_parts: dict[str, float]
+
+
+class ProcedureOutcome(TypedDict):
+    id: int
+    procedure_id: int
+    applied: bool
+    success: bool | None
+    signal: float | None
+    session: str
+    episode: int | None
+    recorded_at: str
+    procedure: Procedure
+
+
+class ErasureRequest(TypedDict):
+    id: str
+    subject_hash: str
+    status: str
+    requested_by: str
+    reason: str
+    deadline: str
+    counts: dict[str, Any]
+    verification: dict[str, Any]
+    receipt: dict[str, Any]
+    error: str
+    created_at: str
+    completed_at: str | None
 
 
 class ContextItem(TypedDict):
