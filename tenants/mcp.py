@@ -1,0 +1,384 @@
+"""Engram as an MCP server: memory tools for any MCP client (desktop assistants, IDEs, agents).
+
+The server is a client of Engram's own API: every tool call is one or two API calls made with an
+Engram API key, so tenant isolation, scopes, validation, rate limits and idempotency are the API's.
+Over stdio the key is given once when the server starts (`--api-key` or ENGRAM_API_KEY); over
+streamable HTTP every request carries its own `Authorization: Bearer <api key>`, checked against
+Engram before the MCP layer sees the request.
+
+Tools: remember (store an episode), recall (the budgeted context), search_facts, confirm_fact,
+forget_subject (erasure request), record_outcome (feedback on a recall and/or a procedure's outcome).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Literal
+
+from engram_client import APIError, AsyncEngramClient, AuthenticationError, EngramError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+Outcome = Literal["success", "failure", "unknown"]
+AUTH_CACHE_SECONDS = 60.0
+
+INSTRUCTIONS = """Engram is this agent's long-term memory, shared across conversations.
+- Before answering a user, call `recall` with their subject id and the question: it returns what is
+  known (rules to follow, facts, recent activity) within a token budget, with a trace_id.
+- After a turn, call `remember` for what the user said (and what you did), so it can be recalled later.
+- After using a recall, call `record_outcome` with its trace_id and the item ids you used.
+- `search_facts` finds facts; `confirm_fact` marks one as still true; `forget_subject` erases a subject."""
+
+
+def _tool_error(exc: EngramError) -> ToolError:
+    if isinstance(exc, APIError):
+        where = "; ".join(f"{e.get('pointer')}: {e.get('detail')}" for e in exc.errors[:5])
+        return ToolError(f"Engram answered {exc.status} {exc.title}: {where or exc.detail}")
+    return ToolError(f"Engram is unreachable: {exc}")
+
+
+def _bearer(headers: Any) -> str | None:
+    if headers is None:
+        return None
+    value = headers.get("authorization") or headers.get("Authorization") or ""
+    scheme, _, token = str(value).partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+class EngramTools:
+    """The tool bodies, with one API client per key."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 30.0) -> None:
+        self.base_url = base_url
+        self.api_key = api_key
+        self.timeout = timeout
+        self._clients: dict[str, AsyncEngramClient] = {}
+
+    def client_for(self, ctx: Context | None) -> AsyncEngramClient:
+        key = self.api_key
+        if key is None:
+            key = _bearer(ctx.headers if ctx is not None else None)
+        if not key:
+            raise ToolError("No Engram API key: start the server with --api-key, or send Authorization: Bearer <key>.")
+        if key not in self._clients:
+            self._clients[key] = AsyncEngramClient(self.base_url, key, timeout=self.timeout)
+        return self._clients[key]
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+
+    async def remember(
+        self,
+        ctx: Context | None,
+        *,
+        subject: str,
+        content: str,
+        session: str | None = None,
+        role: str = "user",
+        kind: str = "message",
+        agent: str | None = None,
+        entities: list[str] | None = None,
+        topics: list[str] | None = None,
+    ) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "subject": subject,
+            "session": session or f"mcp-{subject}",
+            "role": role,
+            "kind": kind,
+            "content": content,
+        }
+        for name, value in (("agent", agent), ("entities", entities), ("topics", topics)):
+            if value:
+                item[name] = value
+        try:
+            stored = await self.client_for(ctx).episodes.append([item])  # type: ignore[list-item]
+        except EngramError as exc:
+            raise _tool_error(exc) from exc
+        episode = stored["episodes"][0]
+        return {
+            "episode_id": episode["id"],
+            "session": episode["session"],
+            "token_count": episode["token_count"],
+            "entities": episode["entities"],
+            "topics": episode["topics"],
+        }
+
+    async def recall(
+        self,
+        ctx: Context | None,
+        *,
+        subject: str,
+        query: str = "",
+        session: str | None = None,
+        agent: str | None = None,
+        max_tokens: int = 2000,
+    ) -> dict[str, Any]:
+        try:
+            context = await self.client_for(ctx).context(
+                subject, query=query, session=session, agent=agent, max_tokens=max_tokens
+            )
+        except EngramError as exc:
+            raise _tool_error(exc) from exc
+        layers = context["layers"]
+        items = [
+            {"id": i["id"], "layer": layer, "text": i["text"]}
+            for layer in ("procedural", "semantic", "episodic")
+            for i in layers[layer]  # type: ignore[literal-required]
+        ]
+        return {
+            "trace_id": str(context["trace_id"]),
+            "context": context["prompt"],
+            "tokens": context["tokens"],
+            "items": items,
+        }
+
+    async def search_facts(
+        self,
+        ctx: Context | None,
+        *,
+        query: str,
+        subject: str | None = None,
+        entity: str | None = None,
+        category: str | None = None,
+        k: int = 10,
+    ) -> dict[str, Any]:
+        try:
+            results = await self.client_for(ctx).facts.search(
+                query, subject=subject, entity=entity, category=category, k=k
+            )
+        except EngramError as exc:
+            raise _tool_error(exc) from exc
+        return {
+            "facts": [
+                {
+                    "id": r["fact"]["id"],
+                    "statement": r["fact"]["statement"],
+                    "entity": r["fact"]["entity"],
+                    "attribute": r["fact"]["attribute"],
+                    "value": r["fact"]["value"],
+                    "confidence": r["fact"]["confidence"],
+                    "score": r["score"],
+                    "source_episode_ids": r["fact"]["source_episode_ids"],
+                }
+                for r in results
+            ]
+        }
+
+    async def confirm_fact(self, ctx: Context | None, *, fact_id: str) -> dict[str, Any]:
+        try:
+            fact = await self.client_for(ctx).facts.confirm(fact_id)
+        except EngramError as exc:
+            raise _tool_error(exc) from exc
+        return {
+            "id": fact["id"],
+            "statement": fact["statement"],
+            "confidence": fact["confidence"],
+            "confirmation_count": fact["confirmation_count"],
+            "status": fact["status"],
+        }
+
+    async def forget_subject(self, ctx: Context | None, *, subject: str, reason: str = "") -> dict[str, Any]:
+        try:
+            request = await self.client_for(ctx).subjects.erase(subject, reason=reason or "requested through MCP")
+        except EngramError as exc:
+            raise _tool_error(exc) from exc
+        return {"erasure_request_id": request["id"], "status": request["status"], "deadline": request["deadline"]}
+
+    async def record_outcome(
+        self,
+        ctx: Context | None,
+        *,
+        outcome: Outcome = "unknown",
+        trace_id: str | None = None,
+        used_item_ids: list[str] | None = None,
+        signal: float | None = None,
+        asked_to_repeat: bool = False,
+        procedure_id: int | None = None,
+        procedure_applied: bool = True,
+        session: str | None = None,
+    ) -> dict[str, Any]:
+        if trace_id is None and procedure_id is None:
+            raise ToolError("Give trace_id (the recall the outcome is about), procedure_id, or both.")
+        client = self.client_for(ctx)
+        out: dict[str, Any] = {}
+        try:
+            if trace_id is not None:
+                feedback = await client.feedback(
+                    trace_id,
+                    used_item_ids=used_item_ids or [],
+                    outcome=outcome,
+                    signal=signal,
+                    asked_to_repeat=asked_to_repeat,
+                )
+                out["feedback"] = {
+                    "trace_id": str(feedback["trace_id"]),
+                    "used_count": feedback["used_count"],
+                    "offered_count": feedback["offered_count"],
+                    "hit_rate": feedback["hit_rate"],
+                }
+            if procedure_id is not None:
+                success = {"success": True, "failure": False}.get(outcome)
+                recorded = await client.procedures.record_outcome(
+                    procedure_id, applied=procedure_applied, success=success, signal=signal, session=session
+                )
+                out["procedure_outcome"] = {
+                    "id": recorded["id"],
+                    "procedure_id": recorded["procedure_id"],
+                    "confidence": recorded["procedure"]["confidence"],
+                }
+        except EngramError as exc:
+            raise _tool_error(exc) from exc
+        return out
+
+
+def build_server(tools: EngramTools) -> MCPServer:
+    server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
+
+    @server.tool(description="Store an event (by default what the user said) in the subject's episodic memory.")
+    async def remember(
+        subject: str,
+        content: str,
+        ctx: Context,
+        session: str | None = None,
+        role: str = "user",
+        kind: str = "message",
+        agent: str | None = None,
+        entities: list[str] | None = None,
+        topics: list[str] | None = None,
+    ) -> dict[str, Any]:
+        return await tools.remember(
+            ctx, subject=subject, content=content, session=session, role=role, kind=kind, agent=agent,
+            entities=entities, topics=topics,
+        )  # fmt: skip
+
+    @server.tool(
+        description="What Engram knows that is relevant now: rules, facts and recent activity about the subject, "
+        "rendered within max_tokens, with a trace_id for record_outcome."
+    )
+    async def recall(
+        subject: str,
+        ctx: Context,
+        query: str = "",
+        session: str | None = None,
+        agent: str | None = None,
+        max_tokens: int = 2000,
+    ) -> dict[str, Any]:
+        return await tools.recall(
+            ctx, subject=subject, query=query, session=session, agent=agent, max_tokens=max_tokens
+        )
+
+    @server.tool(description="Search the facts Engram holds (current ones only), ranked, with their sources.")
+    async def search_facts(
+        query: str,
+        ctx: Context,
+        subject: str | None = None,
+        entity: str | None = None,
+        category: str | None = None,
+        k: int = 10,
+    ) -> dict[str, Any]:
+        return await tools.search_facts(ctx, query=query, subject=subject, entity=entity, category=category, k=k)
+
+    @server.tool(description="Confirm that a fact is still true (raises its confidence, resets its decay).")
+    async def confirm_fact(fact_id: str, ctx: Context) -> dict[str, Any]:
+        return await tools.confirm_fact(ctx, fact_id=fact_id)
+
+    @server.tool(description="Erase everything held about a subject (an erasure request, carried out by Engram).")
+    async def forget_subject(subject: str, ctx: Context, reason: str = "") -> dict[str, Any]:
+        return await tools.forget_subject(ctx, subject=subject, reason=reason)
+
+    @server.tool(
+        description="Report how a recall went (trace_id, the item ids used, success or failure) and/or the outcome "
+        "of applying a procedure (procedure_id)."
+    )
+    async def record_outcome(
+        ctx: Context,
+        outcome: Outcome = "unknown",
+        trace_id: str | None = None,
+        used_item_ids: list[str] | None = None,
+        signal: float | None = None,
+        asked_to_repeat: bool = False,
+        procedure_id: int | None = None,
+        procedure_applied: bool = True,
+        session: str | None = None,
+    ) -> dict[str, Any]:
+        return await tools.record_outcome(
+            ctx, outcome=outcome, trace_id=trace_id, used_item_ids=used_item_ids, signal=signal,
+            asked_to_repeat=asked_to_repeat, procedure_id=procedure_id, procedure_applied=procedure_applied,
+            session=session,
+        )  # fmt: skip
+
+    return server
+
+
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]
+]
+
+
+class ApiKeyGate:
+    """ASGI middleware for the HTTP transport: a request without a valid Engram API key is answered
+    401 here. Valid keys are remembered (by digest) for a minute so each MCP message costs no extra call."""
+
+    def __init__(self, app: ASGIApp, base_url: str) -> None:
+        self.app = app
+        self.base_url = base_url
+        self._valid: dict[str, float] = {}
+
+    async def _check(self, key: str) -> bool:
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        if self._valid.get(digest, 0.0) > time.monotonic():
+            return True
+        try:
+            async with AsyncEngramClient(self.base_url, key) as client:
+                await client.tenant()
+        except AuthenticationError:
+            return False
+        self._valid[digest] = time.monotonic() + AUTH_CACHE_SECONDS
+        return True
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        key = _bearer(headers)
+        if key and await self._check(key):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(
+            {
+                "type": "/problems/authentication-failed",
+                "title": "Authentication failed",
+                "status": 401,
+                "detail": "Send an Engram API key: Authorization: Bearer <key>.",
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/problem+json"),
+                    (b"www-authenticate", b'Bearer realm="engram"'),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_app(base_url: str, *, path: str = "/mcp") -> Any:
+    """The streamable HTTP app (Starlette), each request authenticated by its own Engram API key."""
+    server = build_server(EngramTools(base_url))
+    app = server.streamable_http_app(streamable_http_path=path, stateless_http=True, json_response=True)
+    return ApiKeyGate(app, base_url)

@@ -1,0 +1,197 @@
+"""The MCP server, driven by the official SDK's client: in memory, over stdio (manage.py mcp_server as a
+subprocess) and over streamable HTTP, each against the live service."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from django.conf import settings
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from pytest_django.live_server_helper import LiveServer
+
+from tenants.mcp import EngramTools, build_server
+from tests.conftest import TenantContext
+
+pytestmark = pytest.mark.live
+
+TOOLS = {"remember", "recall", "search_facts", "confirm_fact", "forget_subject", "record_outcome"}
+
+
+def _data(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return dict(json.loads(result.content[0].text))
+
+
+async def _walk_every_tool(client: Client) -> None:
+    listed = await client.list_tools()
+    assert {t.name for t in listed.tools} == TOOLS
+
+    stored = _data(
+        await client.call_tool(
+            "remember", {"subject": "m1", "session": "mcp-s1", "content": "Our main database is PostgreSQL 16."}
+        )
+    )
+    assert stored["episode_id"] > 0 and stored["session"] == "mcp-s1"
+
+    recalled = _data(await client.call_tool("recall", {"subject": "m1", "query": "which database?", "max_tokens": 800}))
+    assert "PostgreSQL 16" in recalled["context"]
+    assert recalled["tokens"]["total"] <= 800
+    used = [recalled["items"][0]["id"]]
+    outcome = _data(
+        await client.call_tool(
+            "record_outcome", {"trace_id": recalled["trace_id"], "used_item_ids": used, "outcome": "success"}
+        )
+    )
+    assert outcome["feedback"]["used_count"] == 1
+
+    bad = await client.call_tool("record_outcome", {"outcome": "success"})
+    assert bad.is_error
+
+    facts = _data(await client.call_tool("search_facts", {"query": "database", "subject": "m1"}))
+    assert isinstance(facts["facts"], list)
+
+    missing = await client.call_tool("confirm_fact", {"fact_id": "00000000-0000-0000-0000-000000000000"})
+    assert missing.is_error and "404" in missing.content[0].text
+
+    erased = _data(await client.call_tool("forget_subject", {"subject": "m1", "reason": "test"}))
+    assert erased["erasure_request_id"]
+
+
+def test_every_tool_in_memory(live_server: LiveServer, ctx_a: TenantContext) -> None:
+    async def scenario() -> None:
+        tools = EngramTools(live_server.url, ctx_a.raw_key)
+        # A fact to confirm, written the way an operator would.
+        fact = await tools.client_for(None).facts.upsert(
+            subject="m2", entity="m2", attribute="plan", value="Team", statement="m2 is on the Team plan."
+        )
+        async with Client(build_server(tools)) as client:
+            await _walk_every_tool(client)
+            confirmed = _data(await client.call_tool("confirm_fact", {"fact_id": fact["fact"]["id"]}))
+            assert confirmed["confirmation_count"] >= 1
+        await tools.aclose()
+
+    anyio.run(scenario)
+
+
+def _env(live_url: str, key: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ENGRAM_API_KEY",)}
+    env.update({"ENGRAM_URL": live_url, "DJANGO_SETTINGS_MODULE": "config.settings.test"})
+    if key:
+        env["ENGRAM_API_KEY"] = key
+    return env
+
+
+def test_every_tool_over_stdio(live_server: LiveServer, ctx_a: TenantContext) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["manage.py", "mcp_server", "--url", live_server.url],
+        env=_env(live_server.url, ctx_a.raw_key),
+        cwd=str(settings.BASE_DIR),
+    )
+
+    async def scenario() -> None:
+        async with Client(params) as client:
+            await _walk_every_tool(client)
+
+    anyio.run(scenario)
+
+
+def test_stdio_refuses_to_start_with_a_bad_key(live_server: LiveServer) -> None:
+    done = subprocess.run(  # noqa: S603 (our own manage.py)
+        [sys.executable, "manage.py", "mcp_server", "--url", live_server.url, "--api-key", "eng_bad_bad"],
+        cwd=settings.BASE_DIR,
+        env=_env(live_server.url, None),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "does not work" in done.stderr
+    assert done.stdout == ""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(live_server: LiveServer) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(  # noqa: S603 (our own manage.py)
+        [
+            sys.executable,
+            "manage.py",
+            "mcp_server",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--url",
+            live_server.url,
+        ],
+        cwd=Path(settings.BASE_DIR),
+        env=_env(live_server.url, None),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_every_tool_over_streamable_http_with_the_key_per_request(http_server: str, ctx_a: TenantContext) -> None:
+    async def scenario() -> None:
+        anonymous = await httpx2.AsyncClient().post(http_server, json={})
+        assert anonymous.status_code == 401
+        wrong = await httpx2.AsyncClient(headers={"Authorization": "Bearer eng_nope_nope"}).post(http_server, json={})
+        assert wrong.status_code == 401
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {ctx_a.raw_key}"}, timeout=30)
+        async with Client(streamable_http_client(http_server, http_client=http)) as client:
+            await _walk_every_tool(client)
+
+    anyio.run(scenario)
+
+
+def test_the_http_tools_act_as_the_callers_tenant(http_server: str, ctx_a: TenantContext, ctx_b: TenantContext) -> None:
+    async def scenario() -> None:
+        a = httpx2.AsyncClient(headers={"Authorization": f"Bearer {ctx_a.raw_key}"}, timeout=30)
+        b = httpx2.AsyncClient(headers={"Authorization": f"Bearer {ctx_b.raw_key}"}, timeout=30)
+        async with Client(streamable_http_client(http_server, http_client=a)) as client_a:
+            await client_a.call_tool("remember", {"subject": "iso", "content": "Tenant A's secret is 4711."})
+        async with Client(streamable_http_client(http_server, http_client=b)) as client_b:
+            seen = _data(await client_b.call_tool("recall", {"subject": "iso", "query": "secret"}))
+            assert "4711" not in seen["context"] and seen["items"] == []
+
+    anyio.run(scenario)
