@@ -8,10 +8,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+if TYPE_CHECKING:
+    from tenants.mcp import EngramTools
 
 
 class Command(BaseCommand):
