@@ -37,6 +37,8 @@ class Command(BaseCommand):
             )
             lines.append(f"DEMO_TENANT={tenant.slug}\nDEMO_API_KEY={issued.raw}\n")
             self._seed(tenant, issued.raw)
+        # Periodic schedules (consolidation, decay, archiving, erasure, ...) live in the database.
+        call_command("setup_schedules", stdout=self.stdout)
         if lines:
             with creds_file.open("a") as fh:
                 fh.writelines(lines)
