@@ -18,6 +18,7 @@ v1 = [
 urlpatterns = [
     path("v1/", include(v1)),
     path("admin/", admin.site.urls),
+    path("dashboard/", include("tenants.dashboard_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("healthz", health.healthz, name="healthz"),

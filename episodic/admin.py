@@ -181,7 +181,9 @@ class EpisodeAdmin(ReadOnlyAdmin):
 
     @admin.display(description="embedded", boolean=True)
     def embedded(self, obj: Episode) -> bool:
-        return bool(getattr(obj, "has_embedding", obj.embedding is not None))
+        if hasattr(obj, "has_embedding"):  # annotated in lists, where the vector itself is deferred
+            return bool(obj.has_embedding)
+        return obj.embedding is not None
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         # An index-only count on the partial backlog index.

@@ -17,6 +17,10 @@ from tenants import scope
 from tenants.models import ApiKey, Tenant, TenantMembership
 from tenants.services import api_key_create
 
+admin.site.site_header = "Engram operator admin"
+admin.site.site_title = "Engram admin"
+admin.site.index_title = "Memory operations"
+
 
 def operator_tenant_ids(request: HttpRequest) -> frozenset[Any]:
     return scope.active_tenant_ids() or frozenset()
@@ -38,6 +42,49 @@ class TenantOwnedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def get_list_filter(self, request: HttpRequest) -> Any:
         base = tuple(super().get_list_filter(request))
         return ("tenant", *base) if len(operator_tenant_ids(request)) > 1 and "tenant" not in base else base
+
+
+class ReadOnlyAdminMixin:
+    """For append-only or derived rows (episodes, runs, traces, the audit log): view, never edit."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class InputFilter(admin.SimpleListFilter):
+    """A free-text exact-match filter: on tables with millions of rows a list of choices is no option.
+    Subclasses set `title`, `parameter_name` and `lookup` (the ORM lookup the text is matched with)."""
+
+    template = "admin/engram_input_filter.html"
+    lookup = ""
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        # A non-empty list, or Django hides the filter; the template renders a text box instead.
+        return [("", "")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = (self.value() or "").strip()
+        return queryset.filter(**{self.lookup: value}) if value else queryset
+
+    def choices(self, changelist: Any) -> Any:
+        # The template reads the other query parameters from here, to keep them when the box is submitted.
+        params = {k: v for k, v in changelist.filter_params.items() if k != self.parameter_name}
+        yield {
+            "value": self.value() or "",
+            "parameter_name": self.parameter_name,
+            "other_params": [(k, item) for k, values in params.items() for item in _as_list(values)],
+            "clear_url": changelist.get_query_string(remove=[self.parameter_name]),
+        }
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]

@@ -1,0 +1,169 @@
+"""Operator admin of the router's traces (what each context offered) and the feedback on them (what
+was used): read-only, the raw material of the memory hit rate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from router.models import ContextFeedback, ContextTrace
+from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin
+
+
+class SubjectFilter(InputFilter):
+    title = "subject"
+    parameter_name = "subject"
+    lookup = "subject"
+
+
+class SessionFilter(InputFilter):
+    title = "session"
+    parameter_name = "session"
+    lookup = "session"
+
+
+def _rate(used: int | None, offered: int | None) -> str:
+    return f"{used / offered:.0%}" if offered and used is not None else "-"
+
+
+@admin.register(ContextTrace)
+class ContextTraceAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
+    list_display = (
+        "created_at",
+        "subject",
+        "session",
+        "agent",
+        "query_short",
+        "policy",
+        "total_tokens",
+        "latency_ms",
+        "offered_count",
+        "used",
+        "hit_rate",
+        "outcome",
+        "tenant",
+    )
+    list_filter = (("created_at", admin.DateFieldListFilter), "policy", SubjectFilter, SessionFilter)
+    ordering = ("-created_at",)
+    show_full_result_count = False
+    list_per_page = 50
+    fields = (
+        "id",
+        "tenant",
+        "subject",
+        "session",
+        "agent",
+        "query",
+        "policy",
+        "budgets",
+        "tokens",
+        "total_tokens",
+        "latency_ms",
+        "offered",
+        "considered",
+        "request",
+        "feedback_link",
+        "created_at",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ContextTrace]:
+        feedback = ContextFeedback.objects.filter(trace_id=OuterRef("pk"), tenant_id=OuterRef("tenant_id"))
+        qs = super().get_queryset(request)
+        if request.resolver_match is not None and request.resolver_match.url_name == "router_contexttrace_changelist":
+            # The offered and considered items can run to many kilobytes per trace; the list needs none.
+            qs = qs.defer("offered", "considered", "request", "budgets")
+        return qs.annotate(
+            fb_used=Subquery(feedback.values("used_count")[:1]),
+            fb_offered=Subquery(feedback.values("offered_count")[:1]),
+            fb_outcome=Subquery(feedback.values("outcome")[:1]),
+        )
+
+    @admin.display(description="query")
+    def query_short(self, obj: ContextTrace) -> str:
+        return Truncator(obj.query).chars(60)
+
+    @admin.display(description="offered")
+    def offered_count(self, obj: ContextTrace) -> int:
+        return len(obj.offered_ids)
+
+    @admin.display(description="used")
+    def used(self, obj: Any) -> Any:
+        return obj.fb_used if obj.fb_used is not None else "-"
+
+    @admin.display(description="hit rate")
+    def hit_rate(self, obj: Any) -> str:
+        return _rate(obj.fb_used, obj.fb_offered)
+
+    @admin.display(description="outcome")
+    def outcome(self, obj: Any) -> str:
+        return obj.fb_outcome or "-"
+
+    @admin.display(description="feedback")
+    def feedback_link(self, obj: ContextTrace) -> str:
+        fb = ContextFeedback.objects.for_tenant(obj.tenant_id).filter(trace=obj).first()
+        if fb is None:
+            return "none yet"
+        return format_html(
+            '<a href="{}">{} of {} used, {}</a>',
+            reverse("admin:router_contextfeedback_change", args=[fb.pk]),
+            fb.used_count,
+            fb.offered_count,
+            fb.outcome,
+        )
+
+
+@admin.register(ContextFeedback)
+class ContextFeedbackAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
+    list_display = (
+        "created_at",
+        "subject",
+        "session",
+        "trace_link",
+        "offered_count",
+        "used_count",
+        "hit_rate",
+        "outcome",
+        "signal",
+        "asked_to_repeat",
+        "tenant",
+    )
+    list_filter = (
+        "outcome",
+        "asked_to_repeat",
+        ("created_at", admin.DateFieldListFilter),
+        SubjectFilter,
+        SessionFilter,
+    )
+    ordering = ("-created_at",)
+    show_full_result_count = False
+    list_per_page = 50
+    fields = (
+        "tenant",
+        "trace_link",
+        "subject",
+        "session",
+        "used_item_ids",
+        "offered_count",
+        "used_count",
+        "outcome",
+        "signal",
+        "asked_to_repeat",
+        "created_at",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="trace")
+    def trace_link(self, obj: ContextFeedback) -> str:
+        url = reverse("admin:router_contexttrace_change", args=[obj.trace_id])
+        return format_html('<a href="{}">{}</a>', url, str(obj.trace_id)[:8])
+
+    @admin.display(description="hit rate")
+    def hit_rate(self, obj: ContextFeedback) -> str:
+        return _rate(obj.used_count, obj.offered_count)

@@ -1,0 +1,525 @@
+"""Operator admin of semantic memory: facts, the review queue of pending facts and the conflict audit.
+
+Every decision goes through semantic.services (fact_review_decide, fact_edit, fact_revert, ...), so
+each one is a FactChange with the operator as actor, exactly like a change made through the API.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.postgres.search import SearchQuery
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.text import Truncator
+from django.views.decorators.http import require_POST
+
+from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactSource, FactStatus
+from semantic.services import (
+    allowed_categories,
+    fact_confirm,
+    fact_edit,
+    fact_retract,
+    fact_revert,
+    fact_review_decide,
+)
+from semantic.types import Actor
+from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin, operator_tenant_ids
+from tenants.errors import DomainError
+
+LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
+EDITABLE_FIELDS = ("value", "statement", "category", "confidence")
+REVIEW_PAGE_SIZE = 25
+
+
+def operator_actor(request: HttpRequest, reason: str = "") -> Actor:
+    user = request.user
+    return Actor(type=ActorType.OPERATOR, id=user.get_username() if user.is_authenticated else "", reason=reason)
+
+
+def episode_links(episode_ids: Iterable[int]) -> str:
+    return format_html_join(
+        ", ",
+        '<a href="{}">#{}</a>',
+        ((reverse("admin:episodic_episode_change", args=[eid]), eid) for eid in episode_ids),
+    )
+
+
+def _short(text: str | None, n: int = 60) -> str:
+    return Truncator(text or "").chars(n)
+
+
+def apply_each(request: HttpRequest, items: Iterable[Any], fn: Callable[[Any], object], done: str) -> tuple[int, int]:
+    """Run one service call per item, each in its own savepoint (the services are atomic), so that one
+    refusal (a Conflict, say) is reported and the others still go through."""
+    ok = failed = 0
+    for item in items:
+        try:
+            fn(item)
+        except DomainError as exc:
+            failed += 1
+            messages.error(request, f"{item}: {exc.detail}")
+        else:
+            ok += 1
+    if ok:
+        messages.success(request, f"{done}: {ok}.")
+    return ok, failed
+
+
+class EntityFilter(InputFilter):
+    title = "entity"
+    parameter_name = "entity"
+    lookup = "entity"
+
+
+class AttributeFilter(InputFilter):
+    title = "attribute"
+    parameter_name = "attribute"
+    lookup = "attribute"
+
+
+class SubjectFilter(InputFilter):
+    title = "subject"
+    parameter_name = "subject"
+    lookup = "subject"
+
+
+class ChangeEntityFilter(EntityFilter):
+    lookup = "fact__entity"
+
+
+class ChangeAttributeFilter(AttributeFilter):
+    lookup = "fact__attribute"
+
+
+class FactEditForm(forms.ModelForm):  # type: ignore[type-arg]
+    """The operator's correction of a live fact; checks here mirror fact_edit's so that the admin
+    shows them next to the field."""
+
+    class Meta:
+        model = Fact
+        fields = EDITABLE_FIELDS
+
+    def clean_category(self) -> str:
+        category = str(self.cleaned_data["category"])
+        if category not in allowed_categories(self.instance.tenant):
+            raise forms.ValidationError(f"Unknown category {category!r}.")
+        return category
+
+    def clean_confidence(self) -> float:
+        confidence = float(self.cleaned_data["confidence"])
+        if not 0.0 <= confidence <= 1.0:
+            raise forms.ValidationError("Confidence must be between 0 and 1.")
+        return confidence
+
+    def validate_constraints(self) -> None:
+        # fact_edit checks the live-value clash itself, under a row lock; the form's check would race.
+        return None
+
+
+@admin.register(Fact)
+class FactAdmin(TenantOwnedAdmin):
+    form = FactEditForm
+    list_display = (
+        "statement_short",
+        "entity",
+        "attribute",
+        "value_short",
+        "status",
+        "confidence",
+        "category",
+        "subject",
+        "recorded_at",
+        "tenant",
+    )
+    list_filter = ("status", "category", "origin", "cardinality", EntityFilter, AttributeFilter, SubjectFilter)
+    search_fields = ("entity",)
+    search_help_text = "Words of the statement (full text), or an exact entity or subject."
+    ordering = ("-recorded_at",)
+    show_full_result_count = False
+    list_per_page = 50
+    actions = ("approve_selected", "reject_selected", "confirm_selected", "retract_selected")
+    readonly_fields = (
+        "id",
+        "tenant",
+        "subject",
+        "entity",
+        "attribute",
+        "status",
+        "cardinality",
+        "origin",
+        "valid_from",
+        "valid_to",
+        "recorded_at",
+        "last_confirmed_at",
+        "confirmation_count",
+        "use_count",
+        "last_used_at",
+        "superseded_by_link",
+        "object_entity",
+        "source_episodes_list",
+        "history",
+    )
+    fieldsets = (
+        (None, {"fields": ("id", "tenant", "subject", "entity", "attribute", *EDITABLE_FIELDS, "status")}),
+        ("Validity", {"fields": ("valid_from", "valid_to", "recorded_at", "last_confirmed_at", "superseded_by_link")}),
+        (
+            "Use",
+            {"fields": ("confirmation_count", "use_count", "last_used_at", "cardinality", "origin", "object_entity")},
+        ),
+        ("Provenance and history", {"fields": ("source_episodes_list", "history")}),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Fact]:
+        return super().get_queryset(request).defer("embedding", "search_vector")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        # Full text on the statement (GIN index) or an exact entity or subject (B-tree); never ILIKE '%x%'.
+        words = SearchQuery(term, config="english", search_type="websearch")
+        return queryset.filter(Q(search_vector=words) | Q(entity=term.lower()) | Q(subject=term)), False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Fact | None = None) -> Any:
+        if obj is not None and obj.status not in LIVE:
+            return (*self.readonly_fields, *EDITABLE_FIELDS)
+        return self.readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Retract instead: the history stays. Erasure is the only deletion.
+        return False
+
+    @admin.display(description="statement", ordering="statement")
+    def statement_short(self, obj: Fact) -> str:
+        return _short(obj.statement, 80)
+
+    @admin.display(description="value", ordering="value")
+    def value_short(self, obj: Fact) -> str:
+        return _short(obj.value, 40)
+
+    @admin.display(description="superseded by")
+    def superseded_by_link(self, obj: Fact) -> str:
+        if obj.superseded_by_id is None:
+            return "-"
+        url = reverse("admin:semantic_fact_change", args=[obj.superseded_by_id])
+        return format_html('<a href="{}">{}</a>', url, obj.superseded_by_id)
+
+    @admin.display(description="source episodes")
+    def source_episodes_list(self, obj: Fact) -> str:
+        sources = (
+            FactSource.objects.for_tenant(obj.tenant_id)
+            .filter(fact=obj)
+            .select_related("episode__session")
+            .defer("episode__embedding", "episode__search_vector")
+            .order_by("episode__occurred_at", "episode_id")
+        )
+        rows = format_html_join(
+            "",
+            '<li><a href="{}">#{}</a> {} · session {}: {}</li>',
+            (
+                (
+                    reverse("admin:episodic_episode_change", args=[s.episode_id]),
+                    s.episode_id,
+                    s.episode.occurred_at.strftime("%Y-%m-%d %H:%M"),
+                    s.episode.session.external_id,
+                    _short(s.episode.content, 200),
+                )
+                for s in sources
+            ),
+        )
+        return format_html('<ul class="engram-sources">{}</ul>', rows) if rows else "-"
+
+    @admin.display(description="history")
+    def history(self, obj: Fact) -> str:
+        changes = FactChange.objects.for_tenant(obj.tenant_id).filter(fact=obj).order_by("created_at", "id")
+        rows = format_html_join(
+            "",
+            "<li>{} <b>{}</b> {} → {} by {}:{} {}</li>",
+            (
+                (
+                    c.created_at.strftime("%Y-%m-%d %H:%M"),
+                    c.kind,
+                    c.old_value or "∅",
+                    c.new_value or "∅",
+                    c.actor_type,
+                    c.actor_id,
+                    c.reason,
+                )
+                for c in changes
+            ),
+        )
+        url = reverse("admin:semantic_factchange_changelist") + f"?fact={obj.id}"
+        return format_html('<ul class="engram-history">{}</ul><a href="{}">in the conflict audit</a>', rows, url)
+
+    def save_model(self, request: HttpRequest, obj: Fact, form: Any, change: bool) -> None:
+        changed = {name: form.cleaned_data[name] for name in form.changed_data if name in EDITABLE_FIELDS}
+        if not changed:
+            return
+        try:
+            fact_edit(tenant=obj.tenant, fact_id=obj.id, actor=operator_actor(request, "admin edit"), **changed)
+        except DomainError as exc:
+            request._engram_edit_error = exc.detail  # type: ignore[attr-defined]
+
+    def response_change(self, request: HttpRequest, obj: Fact) -> HttpResponse:
+        error = getattr(request, "_engram_edit_error", None)
+        if error:
+            messages.error(request, f"Not saved: {error}")
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
+
+    def _decide(self, request: HttpRequest, queryset: QuerySet[Fact], approve: bool) -> None:
+        pending = queryset.filter(status=FactStatus.PENDING_REVIEW)
+        skipped = queryset.exclude(status=FactStatus.PENDING_REVIEW).count()
+        actor = operator_actor(request, "review queue")
+        apply_each(
+            request,
+            pending,
+            lambda f: fact_review_decide(tenant=f.tenant, fact_id=f.id, approve=approve, actor=actor),
+            "Approved" if approve else "Rejected",
+        )
+        if skipped:
+            messages.warning(request, f"{skipped} selected fact(s) were not pending review and were left alone.")
+
+    @admin.action(description="Approve selected pending facts", permissions=("change",))
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Fact]) -> None:
+        self._decide(request, queryset, approve=True)
+
+    @admin.action(description="Reject selected pending facts", permissions=("change",))
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Fact]) -> None:
+        self._decide(request, queryset, approve=False)
+
+    @admin.action(description="Confirm selected facts", permissions=("change",))
+    def confirm_selected(self, request: HttpRequest, queryset: QuerySet[Fact]) -> None:
+        actor = operator_actor(request, "confirmed in the admin")
+        apply_each(request, queryset, lambda f: fact_confirm(tenant=f.tenant, fact_id=f.id, actor=actor), "Confirmed")
+
+    @admin.action(description="Retract selected facts (history is kept)", permissions=("change",))
+    def retract_selected(self, request: HttpRequest, queryset: QuerySet[Fact]) -> None:
+        actor = operator_actor(request, "retracted in the admin")
+        apply_each(request, queryset, lambda f: fact_retract(tenant=f.tenant, fact_id=f.id, actor=actor), "Retracted")
+
+    # --- the review queue ------------------------------------------------------------------------
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.review_view)
+        return [path("review/", view, name="semantic_fact_review"), *super().get_urls()]
+
+    def review_view(self, request: HttpRequest) -> HttpResponse:
+        """Pending facts, each with its source episodes; approve, reject or correct-and-approve many
+        at once."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if request.method == "POST":
+            if not self.has_change_permission(request):
+                raise PermissionDenied
+            self._review_post(request)
+            return HttpResponseRedirect(request.get_full_path())
+        queryset = self.get_queryset(request).filter(status=FactStatus.PENDING_REVIEW).order_by("recorded_at", "id")
+        page = Paginator(queryset, REVIEW_PAGE_SIZE).get_page(request.GET.get("p"))
+        facts = list(page.object_list)
+        sources: dict[uuid.UUID, list[FactSource]] = {f.id: [] for f in facts}
+        rows = (
+            FactSource.objects.filter(tenant_id__in=operator_tenant_ids(request), fact_id__in=list(sources))
+            .select_related("episode__session")
+            .defer("episode__embedding", "episode__search_vector")
+            .order_by("episode__occurred_at", "episode_id")
+        )
+        for source in rows:
+            sources[source.fact_id].append(source)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Fact review queue",
+            "opts": self.opts,
+            "page": page,
+            "items": [(f, sources[f.id]) for f in facts],
+            "can_change": self.has_change_permission(request),
+            "show_tenant": len(operator_tenant_ids(request)) > 1,
+        }
+        return TemplateResponse(request, "admin/semantic/fact/review.html", context)
+
+    def _review_post(self, request: HttpRequest) -> None:
+        decision = request.POST.get("decision")
+        if decision not in ("approve", "reject"):
+            messages.error(request, "Choose approve or reject.")
+            return
+        ids = []
+        for raw in request.POST.getlist("fact"):
+            try:
+                ids.append(uuid.UUID(raw))
+            except ValueError:
+                continue
+        if not ids:
+            messages.warning(request, "No fact selected.")
+            return
+        facts = self.get_queryset(request).filter(id__in=ids).order_by("recorded_at", "id")
+        actor = operator_actor(request, "review queue")
+
+        def decide(fact: Fact) -> Fact:
+            edits: dict[str, str] = {}
+            if decision == "approve":
+                for name in ("value", "statement"):
+                    submitted = request.POST.get(f"{name}-{fact.id}")
+                    if submitted is not None and submitted.strip() and submitted.strip() != getattr(fact, name):
+                        edits[name] = submitted
+            return fact_review_decide(
+                tenant=fact.tenant, fact_id=fact.id, approve=decision == "approve", actor=actor, **edits
+            )
+
+        apply_each(request, facts, decide, "Approved" if decision == "approve" else "Rejected")
+
+
+@admin.register(FactChange)
+class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
+    """The conflict audit: every change of every fact, who made it and why; supersessions can be
+    reverted (through fact_revert, itself logged)."""
+
+    list_display = (
+        "created_at",
+        "fact_link",
+        "kind",
+        "old_value_short",
+        "new_value_short",
+        "reason_short",
+        "actor",
+        "sources",
+        "revert_button",
+        "tenant",
+    )
+    list_filter = (
+        "kind",
+        "actor_type",
+        ("created_at", admin.DateFieldListFilter),
+        ChangeEntityFilter,
+        ChangeAttributeFilter,
+    )
+    list_select_related = ("tenant", "fact")  # type: ignore[assignment]
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    list_per_page = 50
+    actions = ("revert_selected",)
+    fields = (
+        "fact_link",
+        "kind",
+        "old_value",
+        "new_value",
+        "old_status",
+        "new_status",
+        "old_confidence",
+        "new_confidence",
+        "related_fact_link",
+        "reason",
+        "actor",
+        "sources",
+        "created_at",
+        "tenant",
+    )
+    readonly_fields = fields
+
+    class FactFilter(InputFilter):
+        title = "fact id"
+        parameter_name = "fact"
+        lookup = "fact_id"
+
+        def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+            value = (self.value() or "").strip()
+            if not value:
+                return queryset
+            try:
+                return queryset.filter(fact_id=uuid.UUID(value))
+            except ValueError:
+                return queryset.none()  # a malformed id matches nothing, like any unknown one
+
+    def get_list_filter(self, request: HttpRequest) -> Any:
+        return (*super().get_list_filter(request), self.FactFilter)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[FactChange]:
+        return super().get_queryset(request).defer("fact__embedding", "fact__search_vector")
+
+    @admin.display(description="fact")
+    def fact_link(self, obj: FactChange) -> str:
+        url = reverse("admin:semantic_fact_change", args=[obj.fact_id])
+        return format_html('<a href="{}">{}.{}</a>', url, obj.fact.entity, obj.fact.attribute)
+
+    @admin.display(description="related fact")
+    def related_fact_link(self, obj: FactChange) -> str:
+        if obj.related_fact_id is None:
+            return "-"
+        return format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:semantic_fact_change", args=[obj.related_fact_id]),
+            obj.related_fact_id,
+        )
+
+    @admin.display(description="old value")
+    def old_value_short(self, obj: FactChange) -> str:
+        return _short(obj.old_value, 40) or "-"
+
+    @admin.display(description="new value")
+    def new_value_short(self, obj: FactChange) -> str:
+        return _short(obj.new_value, 40) or "-"
+
+    @admin.display(description="reason")
+    def reason_short(self, obj: FactChange) -> str:
+        return _short(obj.reason, 60)
+
+    @admin.display(description="actor", ordering="actor_type")
+    def actor(self, obj: FactChange) -> str:
+        return f"{obj.actor_type}:{obj.actor_id}" if obj.actor_id else obj.actor_type
+
+    @admin.display(description="source episodes")
+    def sources(self, obj: FactChange) -> str:
+        return episode_links(obj.source_episode_ids) or "-"
+
+    @admin.display(description="")
+    def revert_button(self, obj: FactChange) -> str:
+        if obj.kind != FactChangeKind.SUPERSEDED or obj.fact.status != FactStatus.SUPERSEDED:
+            return ""
+        url = reverse("admin:semantic_factchange_revert", args=[obj.pk])
+        # formaction posts the changelist form (and its CSRF token) to the revert view: no nested form.
+        return format_html(
+            '<button type="submit" class="button engram-revert" formaction="{}" name="revert" value="{}">'
+            "Revert</button>",
+            url,
+            obj.pk,
+        )
+
+    def has_revert_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("semantic.change_fact"))
+
+    def _revert(self, request: HttpRequest, changes: Iterable[FactChange]) -> None:
+        actor = operator_actor(request, "reverted in the conflict audit")
+        apply_each(request, changes, lambda c: fact_revert(tenant=c.tenant, change_id=c.pk, actor=actor), "Reverted")
+
+    @admin.action(description="Revert selected supersessions", permissions=("revert",))
+    def revert_selected(self, request: HttpRequest, queryset: QuerySet[FactChange]) -> None:
+        self._revert(request, queryset.order_by("created_at", "id"))
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(require_POST(self.revert_view))
+        return [path("<int:change_id>/revert/", view, name="semantic_factchange_revert"), *super().get_urls()]
+
+    def revert_view(self, request: HttpRequest, change_id: int) -> HttpResponse:
+        if not self.has_revert_permission(request):
+            raise PermissionDenied
+        change = get_object_or_404(self.get_queryset(request), pk=change_id)
+        self._revert(request, [change])
+        back = request.META.get("HTTP_REFERER", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+            back = reverse("admin:semantic_factchange_changelist")
+        return HttpResponseRedirect(back)

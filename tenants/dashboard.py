@@ -1,0 +1,437 @@
+"""The memory dashboard: what a tenant's agents remember, per tenant and per subject.
+
+Staff pages under /dashboard/, linked from the admin index. TenantScopeMiddleware has already entered
+the operator's tenants (so row-level security hides every other tenant); the views also look the
+tenant up among the operator's own and answer 404 otherwise, exactly like another tenant's object in
+the API. Charts are SVG drawn here (tenants.charts): nothing is fetched from the internet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import Count, F, Max, Q, Sum, Window
+from django.db.models.functions import RowNumber, TruncDate, TruncWeek
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+
+from tenants import charts
+from tenants.admin import operator_tenant_ids
+from tenants.models import Tenant
+
+WEEKS = 12
+DAYS = 30
+SUBJECT_SESSIONS = 20
+EPISODES_PER_SESSION = 40
+PAST_FACTS = 30
+
+
+# --- reads ------------------------------------------------------------------------------------------
+def _weeks(now: datetime, weeks: int) -> list[date]:
+    monday = (now - timedelta(days=now.weekday())).date()
+    return [monday - timedelta(weeks=weeks - 1 - i) for i in range(weeks)]
+
+
+def _days(now: datetime, days: int) -> list[date]:
+    today = now.date()
+    return [today - timedelta(days=days - 1 - i) for i in range(days)]
+
+
+def _as_date(value: datetime | date) -> date:
+    return value.date() if isinstance(value, datetime) else value
+
+
+@dataclass(frozen=True)
+class Growth:
+    weeks: list[date]
+    episodes: list[int]
+    sessions: list[int]
+    facts: list[int]
+
+
+def memory_growth(*, tenant: Tenant, weeks: int = WEEKS, subject: str | None = None) -> Growth:
+    """New episodes, sessions and facts per week (UTC weeks starting Monday), the last `weeks` weeks."""
+    from episodic.models import Episode, Session
+    from semantic.models import Fact
+
+    now = timezone.now()
+    buckets = _weeks(now, weeks)
+    since = datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
+
+    def per_week(qs: Any, field: str) -> list[int]:
+        if subject:
+            qs = qs.filter(subject=subject)
+        rows = (
+            qs.filter(**{f"{field}__gte": since})
+            .annotate(week=TruncWeek(field))
+            .values("week")
+            .annotate(n=Count("id"))
+            .values_list("week", "n")
+        )
+        counts = {_as_date(week): n for week, n in rows}
+        return [counts.get(week, 0) for week in buckets]
+
+    return Growth(
+        weeks=buckets,
+        episodes=per_week(Episode.objects.for_tenant(tenant), "created_at"),
+        sessions=per_week(Session.objects.for_tenant(tenant), "started_at"),
+        facts=per_week(Fact.objects.for_tenant(tenant), "recorded_at"),
+    )
+
+
+@dataclass(frozen=True)
+class TriggerSeries:
+    days: list[date]
+    runs: dict[str, list[int]]
+    facts: dict[str, list[int]]
+    totals: list[dict[str, Any]]
+
+
+def consolidation_triggers(*, tenant: Tenant, days: int = DAYS, subject: str | None = None) -> TriggerSeries:
+    """Consolidation runs per day and trigger, the facts each trigger wrote, and all-time totals."""
+    from consolidation.models import ConsolidationRun
+
+    now = timezone.now()
+    buckets = _days(now, days)
+    since = datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
+    qs = ConsolidationRun.objects.for_tenant(tenant)
+    if subject:
+        qs = qs.filter(subject=subject)
+    rows = (
+        qs.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "trigger")
+        .annotate(n=Count("id"), written=Sum(F("facts_created") + F("facts_superseded")))
+        .values_list("day", "trigger", "n", "written")
+    )
+    runs: dict[str, list[int]] = {}
+    facts: dict[str, list[int]] = {}
+    index = {day: i for i, day in enumerate(buckets)}
+    for day, trigger, n, written in rows:
+        i = index.get(_as_date(day))
+        if i is None:
+            continue
+        runs.setdefault(trigger, [0] * days)[i] += n
+        facts.setdefault(trigger, [0] * days)[i] += written or 0
+    totals = list(
+        qs.values("trigger")
+        .annotate(
+            runs=Count("id"),
+            failed=Count("id", filter=Q(status="failed")),
+            episodes=Sum("episodes_read"),
+            created=Sum("facts_created"),
+            confirmed=Sum("facts_confirmed"),
+            superseded=Sum("facts_superseded"),
+            pending=Sum("facts_pending"),
+            last=Max("created_at"),
+        )
+        .order_by("-runs", "trigger")
+    )
+    return TriggerSeries(
+        days=buckets, runs=dict(sorted(runs.items())), facts=dict(sorted(facts.items())), totals=totals
+    )
+
+
+@dataclass(frozen=True)
+class HitRates:
+    overall: dict[str, Any]
+    days: list[date]
+    daily: list[float | None]
+    conversations: list[dict[str, Any]]
+
+
+def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = None, limit: int = 20) -> HitRates:
+    """Items used over items offered (router feedback): overall, per day, and per conversation (most
+    recent first)."""
+    from router.models import ContextFeedback, ContextTrace
+    from router.selectors import hit_rates
+
+    now = timezone.now()
+    buckets = _days(now, days)
+    since = datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
+    qs = ContextFeedback.objects.for_tenant(tenant)
+    if subject:
+        qs = qs.filter(subject=subject)
+    daily_rows = (
+        qs.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(offered=Sum("offered_count"), used=Sum("used_count"))
+        .values_list("day", "offered", "used")
+    )
+    by_day = {_as_date(day): (used or 0) / offered for day, offered, used in daily_rows if offered}
+    rows = list(
+        qs.values("session", "subject")
+        .annotate(
+            offered=Sum("offered_count"),
+            used=Sum("used_count"),
+            feedback=Count("id"),
+            repeats=Count("id", filter=Q(asked_to_repeat=True)),
+            successes=Count("id", filter=Q(outcome="success")),
+            failures=Count("id", filter=Q(outcome="failure")),
+            last=Max("created_at"),
+        )
+        .order_by("-last", "session")[:limit]
+    )
+    traces = ContextTrace.objects.for_tenant(tenant)
+    if subject:
+        traces = traces.filter(subject=subject)
+    trace_counts = dict(
+        traces.filter(session__in=[r["session"] for r in rows])
+        .values("session")
+        .annotate(n=Count("id"))
+        .values_list("session", "n")
+    )
+    for row in rows:
+        row["hit_rate"] = (row["used"] or 0) / row["offered"] if row["offered"] else None
+        row["traces"] = trace_counts.get(row["session"], 0)
+    return HitRates(
+        overall=hit_rates(tenant=tenant, subject=subject),
+        days=buckets,
+        daily=[by_day.get(day) for day in buckets],
+        conversations=rows,
+    )
+
+
+def backlogs(*, tenant: Tenant) -> dict[str, int]:
+    """Work waiting: embeddings, unconsolidated episodes, facts to review, erasures not yet done."""
+    from consolidation.models import ConsolidationWatermark, ErasureRequest, ErasureStatus
+    from consolidation.services import backlog_queryset
+    from episodic.models import Session, SessionStatus
+    from episodic.selectors import embedding_backlog
+    from semantic.models import Fact, FactStatus
+
+    watermark = ConsolidationWatermark.objects.for_tenant(tenant).first() or ConsolidationWatermark(tenant=tenant)
+    return {
+        "embedding": embedding_backlog(tenant=tenant),
+        "consolidation": backlog_queryset(tenant, watermark).count(),
+        "review": Fact.objects.for_tenant(tenant).filter(status=FactStatus.PENDING_REVIEW).count(),
+        "erasure": ErasureRequest.objects.for_tenant(tenant)
+        .exclude(status__in=[ErasureStatus.DONE, ErasureStatus.FAILED])
+        .count(),
+        "open_sessions": Session.objects.for_tenant(tenant).filter(status=SessionStatus.OPEN).count(),
+    }
+
+
+def memory_totals(*, tenant: Tenant) -> dict[str, int]:
+    from episodic.models import Episode, Session
+    from procedural.models import Procedure, ProcedureStatus
+    from semantic.models import Fact, FactStatus
+
+    facts = Fact.objects.for_tenant(tenant).aggregate(
+        active=Count("id", filter=Q(status=FactStatus.ACTIVE)), all=Count("id")
+    )
+    return {
+        "episodes": Episode.objects.for_tenant(tenant).count(),
+        "sessions": Session.objects.for_tenant(tenant).count(),
+        "facts_active": facts["active"],
+        "facts_all": facts["all"],
+        "procedures_active": Procedure.objects.for_tenant(tenant)
+        .filter(is_current=True, status=ProcedureStatus.ACTIVE)
+        .count(),
+    }
+
+
+def recent_subjects(*, tenant: Tenant, limit: int = 25) -> list[dict[str, Any]]:
+    from episodic.models import Session
+
+    return list(
+        Session.objects.for_tenant(tenant)
+        .values("subject")
+        .annotate(sessions=Count("id"), episodes=Sum("episode_count"), last=Max("started_at"))
+        .order_by("-last", "subject")[:limit]
+    )
+
+
+@dataclass
+class SessionRow:
+    session: Any
+    episodes: list[Any]
+    more: int
+
+
+def subject_timeline(*, tenant: Tenant, subject: str, sessions: int = SUBJECT_SESSIONS) -> list[SessionRow]:
+    """The subject's latest sessions, newest first, each with its first episodes in time order (two
+    queries, whatever the number of sessions)."""
+    from episodic.models import Episode, Session
+
+    rows = list(Session.objects.for_tenant(tenant).filter(subject=subject).order_by("-started_at", "-id")[:sessions])
+    episodes = (
+        Episode.objects.for_tenant(tenant)
+        .filter(session_id__in=[s.pk for s in rows])
+        .defer("embedding", "search_vector", "payload")
+        .annotate(rank=Window(RowNumber(), partition_by=F("session_id"), order_by=(F("occurred_at"), F("id"))))
+        .filter(rank__lte=EPISODES_PER_SESSION)
+        .order_by("session_id", "occurred_at", "id")
+    )
+    by_session: dict[int, list[Any]] = {s.pk: [] for s in rows}
+    for episode in episodes:
+        by_session[episode.session_id].append(episode)
+    return [
+        SessionRow(session=s, episodes=by_session[s.pk], more=max(0, s.episode_count - len(by_session[s.pk])))
+        for s in rows
+    ]
+
+
+@dataclass
+class FactRow:
+    fact: Any
+    sources: list[Any]
+    changes: int
+
+
+def subject_facts(*, tenant: Tenant, subject: str) -> dict[str, list[FactRow]]:
+    """The subject's current facts, those waiting for review and the latest past ones, each with its
+    source episodes and the number of changes in its history (three queries in all, plus the lists)."""
+    from semantic.models import Fact, FactChange, FactStatus
+    from semantic.selectors import fact_sources, facts_for_subject
+
+    current = facts_for_subject(tenant=tenant, subject=subject)
+    base = Fact.objects.for_tenant(tenant).filter(subject=subject).defer("embedding", "search_vector")
+    pending = list(base.filter(status=FactStatus.PENDING_REVIEW).order_by("-recorded_at")[:PAST_FACTS])
+    past = list(
+        base.filter(status__in=[FactStatus.SUPERSEDED, FactStatus.EXPIRED, FactStatus.RETRACTED]).order_by(
+            "-updated_at"
+        )[:PAST_FACTS]
+    )
+    ids = [f.id for f in (*current, *pending, *past)]
+    sources = fact_sources(tenant=tenant, fact_ids=ids)
+    changes = dict(
+        FactChange.objects.for_tenant(tenant)
+        .filter(fact_id__in=ids)
+        .values("fact_id")
+        .annotate(n=Count("id"))
+        .values_list("fact_id", "n")
+    )
+
+    def rows(facts: list[Any]) -> list[FactRow]:
+        return [FactRow(fact=f, sources=sources.get(f.id, []), changes=changes.get(f.id, 0)) for f in facts]
+
+    return {"current": rows(current), "pending": rows(pending), "past": rows(past)}
+
+
+# --- views ------------------------------------------------------------------------------------------
+def _tenant_for(request: HttpRequest, slug: str) -> Tenant:
+    """The operator's tenant by slug; another tenant's is as missing as an unknown one."""
+    tenant = Tenant.objects.filter(slug=slug, id__in=operator_tenant_ids(request)).first()
+    if tenant is None:
+        raise Http404("No such tenant.")
+    return tenant
+
+
+def _labels_weeks(weeks: list[date]) -> list[str]:
+    return [f"{w:%d %b}" for w in weeks]
+
+
+def _labels_days(days: list[date]) -> list[str]:
+    return [f"{d:%d %b}" for d in days]
+
+
+@staff_member_required
+def dashboard_index(request: HttpRequest) -> HttpResponse:
+    tenants = list(Tenant.objects.filter(id__in=operator_tenant_ids(request)).order_by("slug"))
+    if len(tenants) == 1:
+        return HttpResponseRedirect(reverse("dashboard:tenant", kwargs={"tenant": tenants[0].slug}))
+    context = {**admin.site.each_context(request), "tenants": tenants, "title": "Memory dashboard"}
+    return render(request, "dashboard/index.html", context)
+
+
+@staff_member_required
+def tenant_dashboard(request: HttpRequest, tenant: str) -> HttpResponse:
+    current = _tenant_for(request, tenant)
+    subject = (request.GET.get("subject") or "").strip()
+    if subject:
+        return HttpResponseRedirect(reverse("dashboard:subject", kwargs={"tenant": current.slug, "subject": subject}))
+    growth = memory_growth(tenant=current)
+    triggers = consolidation_triggers(tenant=current)
+    hits = memory_hit_rates(tenant=current)
+    context = {
+        **admin.site.each_context(request),
+        "title": f"Memory of {current.name}",
+        "tenant": current,
+        "totals": memory_totals(tenant=current),
+        "backlogs": backlogs(tenant=current),
+        "growth_chart": charts.bar_chart(
+            "Memory growth per week",
+            _labels_weeks(growth.weeks),
+            {"episodes": growth.episodes},
+        ),
+        "facts_chart": charts.bar_chart(
+            "New facts and sessions per week",
+            _labels_weeks(growth.weeks),
+            {"facts": growth.facts, "sessions": growth.sessions},
+        ),
+        "trigger_chart": charts.bar_chart(
+            "Consolidation runs per day, by trigger", _labels_days(triggers.days), triggers.runs
+        ),
+        "trigger_facts_chart": charts.bar_chart(
+            "Facts written per day, by trigger", _labels_days(triggers.days), triggers.facts
+        ),
+        "trigger_totals": triggers.totals,
+        "hit_chart": charts.line_chart(
+            "Memory hit rate per day", _labels_days(hits.days), {"hit rate": hits.daily}, percent=True, y_max=1.0
+        ),
+        "hits": hits,
+        "subjects": recent_subjects(tenant=current),
+        "growth": growth,
+    }
+    return render(request, "dashboard/tenant.html", context)
+
+
+@staff_member_required
+def subject_dashboard(request: HttpRequest, tenant: str, subject: str) -> HttpResponse:
+    current = _tenant_for(request, tenant)
+    timeline = subject_timeline(tenant=current, subject=subject)
+    facts = subject_facts(tenant=current, subject=subject)
+    if not timeline and not any(facts.values()):
+        raise Http404("No memory of this subject.")
+    spans = [
+        charts.Span(
+            label=row.session.external_id,
+            start=row.session.started_at,
+            end=row.session.ended_at or row.session.last_event_at or row.session.started_at,
+            size=row.session.episode_count,
+            outcome=row.session.outcome or ("" if row.session.status == "open" else "unknown"),
+            href=f"#session-{row.session.pk}",
+        )
+        for row in timeline
+    ]
+    hits = memory_hit_rates(tenant=current, subject=subject)
+    triggers = consolidation_triggers(tenant=current, subject=subject)
+    growth = memory_growth(tenant=current, subject=subject)
+    context = {
+        **admin.site.each_context(request),
+        "title": f"{subject} · {current.name}",
+        "tenant": current,
+        "subject": subject,
+        "timeline": timeline,
+        "timeline_chart": charts.timeline_chart("Sessions over time: episodes per session, coloured by outcome", spans),
+        "facts": facts,
+        "hits": hits,
+        "hit_chart": charts.line_chart(
+            "Memory hit rate per day", _labels_days(hits.days), {"hit rate": hits.daily}, percent=True, y_max=1.0
+        ),
+        "trigger_totals": triggers.totals,
+        "growth_chart": charts.bar_chart(
+            "Episodes and facts per week",
+            _labels_weeks(growth.weeks),
+            {"episodes": growth.episodes, "facts": growth.facts},
+        ),
+        "first_seen": timeline[-1].session.started_at if timeline else None,
+        "outcomes": _outcome_counts(timeline),
+    }
+    return render(request, "dashboard/subject.html", context)
+
+
+def _outcome_counts(timeline: list[SessionRow]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for row in timeline:
+        key = row.session.outcome or row.session.status
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))

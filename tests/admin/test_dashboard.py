@@ -1,0 +1,181 @@
+"""The memory dashboard's figures come from the data: growth per week, triggers per day, hit rate per
+conversation, backlogs; and its pages cost a fixed number of queries, however much data there is."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from consolidation.models import ConsolidationRun
+from episodic.models import Episode, Session
+from router.models import ContextFeedback, ContextTrace
+from tenants.dashboard import (
+    backlogs,
+    consolidation_triggers,
+    memory_growth,
+    memory_hit_rates,
+    subject_facts,
+    subject_timeline,
+)
+from tenants.scope import tenant_scope
+from tests.admin.test_review_and_audit import _pending
+from tests.factories.admin import Memory, build_history
+
+pytestmark = pytest.mark.django_db
+
+
+def test_growth_counts_episodes_sessions_and_facts_in_their_week(memory_a: Memory) -> None:
+    tenant = memory_a.tenant
+    now = timezone.now()
+    with tenant_scope(tenant):
+        session = Session.objects.create(tenant=tenant, external_id="old", subject="zed", started_at=now)
+        for weeks_ago, n in ((3, 2), (5, 4)):
+            for i in range(n):
+                Episode.objects.create(
+                    tenant=tenant,
+                    session=session,
+                    subject="zed",
+                    kind="message",
+                    content=f"w{weeks_ago} {i}",
+                    created_at=now - timedelta(weeks=weeks_ago),
+                    content_hash=hashlib.sha256(f"w{weeks_ago} {i}".encode()).hexdigest(),
+                )
+        growth = memory_growth(tenant=tenant, weeks=8, subject="zed")
+        everyone = memory_growth(tenant=tenant, weeks=8)
+    assert growth.episodes[-1 - 3] == 2 and growth.episodes[-1 - 5] == 4
+    assert sum(growth.episodes) == 6 and growth.sessions[-1] == 1
+    assert sum(everyone.episodes) == 6 + len(memory_a.episodes)
+    assert sum(everyone.facts) == 3  # Paris, Berlin and Acme Corp, all recorded this week
+    assert [w.weekday() for w in growth.weeks] == [0] * 8
+
+
+def test_triggers_are_counted_per_day_and_trigger(memory_a: Memory) -> None:
+    tenant = memory_a.tenant
+    now = timezone.now()
+    with tenant_scope(tenant):
+        for days_ago, trigger, created in ((0, "sweep", 2), (0, "sweep", 1), (2, "entity_threshold", 5)):
+            ConsolidationRun.objects.create(
+                tenant=tenant, trigger=trigger, facts_created=created, created_at=now - timedelta(days=days_ago)
+            )
+        series = consolidation_triggers(tenant=tenant, days=7)
+    assert series.runs["sweep"][-1] == 2 and series.facts["sweep"][-1] == 3
+    assert series.runs["entity_threshold"][-3] == 1 and series.facts["entity_threshold"][-3] == 5
+    assert series.runs["session_ended"][-2] == 1  # memory_a's run, a day ago
+    totals = {row["trigger"]: row["runs"] for row in series.totals}
+    assert totals == {"sweep": 2, "entity_threshold": 1, "session_ended": 1}
+
+
+def test_hit_rate_per_conversation_is_used_over_offered(memory_a: Memory) -> None:
+    tenant = memory_a.tenant
+    with tenant_scope(tenant):
+        trace = memory_a.traces[1]  # conv-2's trace had no feedback yet
+        ContextFeedback.objects.create(
+            tenant=tenant,
+            trace=trace,
+            subject="alice",
+            session=trace.session,
+            offered_count=4,
+            used_count=3,
+            asked_to_repeat=True,
+            outcome="failure",
+        )
+        extra = ContextTrace.objects.create(tenant=tenant, subject="alice", session=trace.session, policy="h")
+        ContextFeedback.objects.create(
+            tenant=tenant, trace=extra, subject="alice", session=trace.session, offered_count=6, used_count=0
+        )
+        hits = memory_hit_rates(tenant=tenant, subject="alice")
+    rows = {r["session"]: r for r in hits.conversations}
+    assert rows["conv-2"]["hit_rate"] == pytest.approx(3 / 10)
+    assert (rows["conv-2"]["traces"], rows["conv-2"]["feedback"], rows["conv-2"]["repeats"]) == (2, 2, 1)
+    assert rows["conv-1"]["hit_rate"] == pytest.approx(1 / 4)
+    assert hits.overall["hit_rate"] == pytest.approx(4 / 14)
+    assert hits.daily[-1] == pytest.approx(4 / 14)
+
+
+def test_backlogs_count_what_waits(memory_a: Memory) -> None:
+    with tenant_scope(memory_a.tenant):
+        waiting = backlogs(tenant=memory_a.tenant)
+    assert waiting == {
+        "embedding": len(memory_a.episodes),
+        "consolidation": len(memory_a.episodes),
+        "review": 1,
+        "erasure": 0,
+        "open_sessions": 1,
+    }
+
+
+def test_subject_facts_carry_sources_and_history(memory_a: Memory) -> None:
+    with tenant_scope(memory_a.tenant):
+        facts = subject_facts(tenant=memory_a.tenant, subject="alice")
+    current = {row.fact.attribute: row for row in facts["current"]}
+    assert current["city"].fact.value == "Berlin"
+    assert [s.episode_id for s in current["city"].sources] == [memory_a.episodes[2].pk]
+    assert [row.fact.value for row in facts["pending"]] == ["Acme Corp"]
+    assert [row.fact.value for row in facts["past"]] == ["Paris"]
+    assert facts["past"][0].changes >= 2  # created, then superseded
+
+
+def test_subject_timeline_is_newest_first_with_episodes_in_order(memory_a: Memory) -> None:
+    with tenant_scope(memory_a.tenant):
+        timeline = subject_timeline(tenant=memory_a.tenant, subject="alice")
+    assert [row.session.external_id for row in timeline] == ["conv-3", "conv-2", "conv-1"]
+    assert [e.content for e in timeline[-1].episodes] == ["I live in Paris these days.", "Noted, Paris it is."]
+
+
+def _count_queries(client: Client, url: str, django_assert_max_num_queries: Any, limit: int) -> None:
+    with django_assert_max_num_queries(limit):
+        assert client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("url", "limit"),
+    [
+        ("/dashboard/tenant-a/", 32),
+        ("/dashboard/tenant-a/subjects/alice/", 32),
+        ("/admin/semantic/fact/", 14),
+        ("/admin/semantic/factchange/", 14),
+        ("/admin/semantic/fact/review/", 14),
+        ("/admin/episodic/episode/", 14),
+        ("/admin/episodic/session/", 16),
+        ("/admin/router/contexttrace/", 14),
+        ("/admin/router/contextfeedback/", 14),
+        ("/admin/consolidation/consolidationrun/", 14),
+    ],
+)
+def test_pages_cost_a_fixed_number_of_queries(
+    op_client: Client, memory_a: Memory, django_assert_max_num_queries: Any, url: str, limit: int
+) -> None:
+    """Pinned with little data and with weeks of it: no query per row."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as small:
+        assert op_client.get(url).status_code == 200
+    build_history(memory_a.tenant, weeks=4)
+    for i in range(30):
+        _pending(memory_a.tenant, "alice", f"colour_{i}", f"blue {i}")
+    with CaptureQueriesContext(connection) as large:
+        _count_queries(op_client, url, django_assert_max_num_queries, limit)
+    assert len(large.captured_queries) == len(small.captured_queries), [q["sql"][:200] for q in large.captured_queries]
+
+
+def test_dashboard_pages_render_the_data(op_client: Client, memory_a: Memory) -> None:
+    build_history(memory_a.tenant, weeks=3)
+    tenant_page = op_client.get("/dashboard/tenant-a/").content.decode()
+    assert tenant_page.count('<svg class="chart"') == 5
+    assert "h-dan-0-0" in tenant_page  # a conversation in the hit-rate table
+    subject_page = op_client.get("/dashboard/tenant-a/subjects/alice/").content.decode()
+    assert "I live in Paris these days." in subject_page
+    assert f"/admin/episodic/episode/{memory_a.episodes[2].pk}/change/" in subject_page  # Berlin's source
+    assert f"/admin/semantic/factchange/?fact={memory_a.new_fact.id}" in subject_page  # its history
+    assert "failure" in subject_page and "success" in subject_page
+
+
+def test_subject_search_box_opens_the_subject(op_client: Client, memory_a: Memory) -> None:
+    response = op_client.get("/dashboard/tenant-a/?subject=alice")
+    assert response.status_code == 302 and response["Location"] == "/dashboard/tenant-a/subjects/alice/"
