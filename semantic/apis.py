@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -54,6 +54,7 @@ def _clean_path_text(value: str, pointer: str) -> str:
     return value
 
 
+@extend_schema_serializer(component_name="FactSource")
 class SourceSerializer(serializers.Serializer):
     episode_id = serializers.IntegerField()
     external_id = serializers.CharField(allow_null=True)
@@ -61,6 +62,7 @@ class SourceSerializer(serializers.Serializer):
     session = serializers.CharField()
 
 
+@extend_schema_serializer(component_name="Fact")
 class FactOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     subject = serializers.CharField()
@@ -113,6 +115,7 @@ class FactPagination(CreatedCursorPagination):
 
 
 class FactListCreateApi(TenantAPIView):
+    @extend_schema_serializer(component_name="FactUpsertInput")
     class InputSerializer(serializers.Serializer):
         subject = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
         entity = serializers.CharField(max_length=255)
@@ -128,6 +131,7 @@ class FactListCreateApi(TenantAPIView):
         cardinality = serializers.ChoiceField(choices=Cardinality.values, required=False, allow_null=True)
         object_entity = serializers.CharField(required=False, allow_null=True, max_length=255)
 
+    @extend_schema_serializer(component_name="FactListFilter")
     class FilterSerializer(serializers.Serializer):
         entity = serializers.CharField(required=False, max_length=255)
         attribute = serializers.CharField(required=False, max_length=100)
@@ -136,6 +140,7 @@ class FactListCreateApi(TenantAPIView):
         subject = serializers.CharField(required=False, max_length=255)
         as_of = serializers.DateTimeField(required=False)
 
+    @extend_schema_serializer(component_name="FactUpsertOutput")
     class UpsertOutputSerializer(serializers.Serializer):
         action = serializers.ChoiceField(choices=["created", "confirmed", "superseded", "pending"])
         fact = FactOutputSerializer()
@@ -191,6 +196,7 @@ class FactListCreateApi(TenantAPIView):
 
 
 class FactDetailApi(TenantAPIView):
+    @extend_schema_serializer(component_name="FactPatch")
     class PatchSerializer(serializers.Serializer):
         value = serializers.CharField(required=False)
         statement = serializers.CharField(required=False)
@@ -203,6 +209,7 @@ class FactDetailApi(TenantAPIView):
                 raise serializers.ValidationError("Give at least one of value, statement, category, confidence.")
             return attrs
 
+    @extend_schema_serializer(component_name="FactRetractParams")
     class DeleteSerializer(serializers.Serializer):
         reason = serializers.CharField(required=False, allow_blank=True, max_length=1000, default="")
 
@@ -237,6 +244,7 @@ class FactConfirmApi(TenantAPIView):
         return Response(_fact_out(request, self.tenant, fact))
 
 
+@extend_schema_serializer(component_name="FactChange")
 class FactChangeSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
@@ -255,6 +263,7 @@ class FactChangeSerializer(serializers.Serializer):
 
 
 class FactHistoryApi(TenantAPIView):
+    @extend_schema_serializer(component_name="FactHistory")
     class OutputSerializer(serializers.Serializer):
         fact_id = serializers.UUIDField()
         changes = FactChangeSerializer(many=True)
@@ -268,6 +277,7 @@ class FactHistoryApi(TenantAPIView):
 class FactReviewApi(TenantAPIView):
     required_scope = "admin"
 
+    @extend_schema_serializer(component_name="FactReviewInput")
     class InputSerializer(serializers.Serializer):
         approve = serializers.BooleanField()
         value = serializers.CharField(required=False)
@@ -294,6 +304,7 @@ class FactReviewApi(TenantAPIView):
 class FactChangeRevertApi(TenantAPIView):
     required_scope = "admin"
 
+    @extend_schema_serializer(component_name="FactRevertInput")
     class InputSerializer(serializers.Serializer):
         reason = serializers.CharField(required=False, allow_blank=True, max_length=1000, default="")
 
@@ -317,7 +328,15 @@ class FactChangeRevertApi(TenantAPIView):
         return Response(payload, status=200 if result.action == "confirmed" else 201)
 
 
+@extend_schema_serializer(component_name="FactSearchResult")
+class FactSearchResultSerializer(serializers.Serializer):
+    fact = FactOutputSerializer()
+    score = serializers.FloatField()
+    score_parts = serializers.DictField(child=serializers.FloatField())
+
+
 class FactSearchApi(TenantAPIView):
+    @extend_schema_serializer(component_name="FactSearchInput")
     class InputSerializer(serializers.Serializer):
         query = serializers.CharField(max_length=4000)
         subject = serializers.CharField(required=False, max_length=255)
@@ -327,13 +346,9 @@ class FactSearchApi(TenantAPIView):
         min_score = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
         as_of = serializers.DateTimeField(required=False)
 
-    class ResultSerializer(serializers.Serializer):
-        fact = FactOutputSerializer()
-        score = serializers.FloatField()
-        score_parts = serializers.DictField(child=serializers.FloatField())
-
+    @extend_schema_serializer(component_name="FactSearchOutput")
     class OutputSerializer(serializers.Serializer):
-        results = serializers.ListField(child=serializers.DictField())
+        results = serializers.ListField(child=FactSearchResultSerializer())
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer, summary="Hybrid fact search")
     def post(self, request: Request) -> Response:
@@ -355,26 +370,32 @@ class FactSearchApi(TenantAPIView):
         )
 
 
+@extend_schema_serializer(component_name="EntityGraphNode")
+class EntityGraphNodeSerializer(serializers.Serializer):
+    entity = serializers.CharField()
+    depth = serializers.IntegerField()
+
+
+@extend_schema_serializer(component_name="EntityGraphEdge")
+class EntityGraphEdgeSerializer(serializers.Serializer):
+    source = serializers.CharField()  # type: ignore[assignment]
+    attribute = serializers.CharField()
+    target = serializers.CharField()
+    fact_id = serializers.UUIDField()
+
+
 class EntityGraphApi(TenantAPIView):
+    @extend_schema_serializer(component_name="EntityGraphParams")
     class FilterSerializer(serializers.Serializer):
         depth = serializers.IntegerField(min_value=1, max_value=10, default=2)
 
-    class NodeSerializer(serializers.Serializer):
-        entity = serializers.CharField()
-        depth = serializers.IntegerField()
-
-    class EdgeSerializer(serializers.Serializer):
-        source = serializers.CharField()  # type: ignore[assignment]
-        attribute = serializers.CharField()
-        target = serializers.CharField()
-        fact_id = serializers.UUIDField()
-
+    @extend_schema_serializer(component_name="EntityGraph")
     class OutputSerializer(serializers.Serializer):
         entity = serializers.CharField()
         depth = serializers.IntegerField()
-        nodes = serializers.ListField(child=serializers.DictField())
-        edges = serializers.ListField(child=serializers.DictField())
-        facts = serializers.ListField(child=serializers.DictField())
+        nodes = serializers.ListField(child=EntityGraphNodeSerializer())
+        edges = serializers.ListField(child=EntityGraphEdgeSerializer())
+        facts = serializers.ListField(child=FactOutputSerializer())
         truncated = serializers.BooleanField()
 
     @extend_schema(
@@ -392,8 +413,8 @@ class EntityGraphApi(TenantAPIView):
             {
                 "entity": graph.entity,
                 "depth": graph.depth,
-                "nodes": self.NodeSerializer(graph.nodes, many=True).data,
-                "edges": self.EdgeSerializer(graph.edges, many=True).data,
+                "nodes": EntityGraphNodeSerializer(graph.nodes, many=True).data,
+                "edges": EntityGraphEdgeSerializer(graph.edges, many=True).data,
                 "facts": _facts_out(request, self.tenant, graph.facts),
                 "truncated": graph.truncated,
             }

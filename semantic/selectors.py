@@ -31,6 +31,9 @@ HISTORICAL = (FactStatus.ACTIVE, FactStatus.SUPERSEDED, FactStatus.EXPIRED)
 WEIGHTS = {"vector": 0.55, "text": 0.20, "confidence": 0.15, "recency": 0.10}
 DEFAULT_HALF_LIFE_DAYS = 90.0
 MAX_K = 100
+# The HNSW candidate list: the first batch of an iterative scan. Below ~100, recall on 384-dimensional
+# embeddings drops quickly (docs/benchmarks/semantic.md).
+HNSW_EF_SEARCH = 100
 GRAPH_MAX_DEPTH = 3
 GRAPH_MAX_NODES = 50
 GRAPH_MAX_FACTS = 200
@@ -275,8 +278,9 @@ def search_sql(
         where.append("status IN ('active', 'superseded', 'expired') AND (valid_to IS NULL OR valid_to > %s)")
         params.append(as_of)
     if subject:
-        where.append("subject = %s")
-        params.append(subject)
+        # The subject's memory, or facts about the subject as an entity (as facts_for_subject).
+        where.append("(subject = %s OR entity = %s)")
+        params += [subject, normalise_entity(subject)]
     if entity:
         where.append("entity = %s")
         params.append(normalise_entity(entity))
@@ -327,7 +331,7 @@ def configure_vector_scan(*, ef_search: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
-            [str(max(40, min(1000, ef_search)))],
+            [str(max(HNSW_EF_SEARCH, min(1000, ef_search)))],
         )
 
 

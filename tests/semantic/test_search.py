@@ -125,3 +125,12 @@ def test_search_counts_its_queries(upsert, tenant_a, django_assert_max_num_queri
         with django_assert_max_num_queries(2):
             results = fact_search(tenant=tenant_a, query="topic", k=3)
     assert len(results) == 3
+
+
+def test_subject_filter_covers_the_subjects_memory_and_facts_about_it(upsert, tenant_a) -> None:
+    upsert(subject="", entity="User-1", attribute="email", value="u1@example.com", category="contact_info")
+    upsert(subject="user-1", entity="acme", attribute="plan", value="enterprise", category="business_context")
+    upsert(subject="user-2", entity="user-2", attribute="email", value="u2@example.com", category="contact_info")
+    with tenant_scope(tenant_a):
+        found = {s.fact.value for s in fact_search(tenant=tenant_a, query="email plan", subject="user-1", k=10)}
+    assert found == {"u1@example.com", "enterprise"}
