@@ -3,11 +3,13 @@ delete of episodes here, on purpose: they are append-only (see episodic.models).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -106,6 +108,61 @@ def _bump_session_counters(*, tenant: Tenant, episodes: Sequence[Episode]) -> No
         )
 
 
+_INSERT_SQL = """
+INSERT INTO episodic_episode (tenant_id, session_id, subject, agent, kind, role, content, payload, entities, topics,
+    occurred_at, created_at, external_id, token_count, content_hash, outcome, outcome_signal, embedding)
+SELECT %s::uuid, v.session_id, v.subject, v.agent, v.kind, v.role, v.content, v.payload::jsonb,
+    ARRAY(SELECT jsonb_array_elements_text(v.entities::jsonb))::varchar(200)[],
+    ARRAY(SELECT jsonb_array_elements_text(v.topics::jsonb))::varchar(100)[],
+    v.occurred_at, %s::timestamptz, v.external_id, v.token_count, v.content_hash, v.outcome, v.outcome_signal,
+    v.embedding::vector
+FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+    %s::text[], %s::timestamptz[], %s::text[], %s::integer[], %s::text[], %s::text[], %s::float8[], %s::text[])
+    WITH ORDINALITY AS v(session_id, subject, agent, kind, role, content, payload, entities, topics, occurred_at,
+    external_id, token_count, content_hash, outcome, outcome_signal, embedding, ord)
+ORDER BY v.ord
+RETURNING id
+"""
+
+
+def _insert(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:
+    """One INSERT ... SELECT FROM unnest() for the whole batch: one array per column instead of one
+    parameter per cell, which is what makes 1,000 episodes per call cheap (bulk_create spends most of
+    its time building and quoting 18 x 1,000 placeholders). Ids come back in insertion order, as
+    bulk_create relies on too."""
+    columns: list[list[Any]] = [[] for _ in range(16)]
+    for e in episodes:
+        row = (
+            e.session_id,
+            e.subject,
+            e.agent,
+            e.kind,
+            e.role,
+            e.content,
+            json.dumps(e.payload, separators=(",", ":"), default=str),
+            json.dumps(e.entities),
+            json.dumps(e.topics),
+            e.occurred_at,
+            e.external_id,
+            e.token_count,
+            e.content_hash,
+            e.outcome,
+            e.outcome_signal,
+            None if e.embedding is None else "[" + ",".join(repr(float(x)) for x in e.embedding) + "]",
+        )
+        for column, value in zip(columns, row, strict=True):
+            column.append(value)
+    connection.ensure_connection()
+    # Server-side binding: the 16 arrays travel as parameters, not quoted into the statement by Python.
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(_INSERT_SQL, [tenant.id, episodes[0].created_at, *columns])
+        ids = [row[0] for row in cursor.fetchall()]
+    for episode, pk in zip(episodes, ids, strict=True):
+        episode.pk = pk
+        episode._state.adding = False
+        episode._state.db = connection.alias
+
+
 @transaction.atomic
 def episodes_append(*, tenant: Tenant, items: list[dict[str, Any]], skip_existing: bool = False) -> list[Episode]:
     """Validate and store a batch of 1 to MAX_BATCH episodes, all or nothing.
@@ -176,7 +233,7 @@ def episodes_append(*, tenant: Tenant, items: list[dict[str, Any]], skip_existin
     ]
     try:
         with transaction.atomic():
-            Episode.objects.bulk_create(episodes)
+            _insert(tenant=tenant, episodes=episodes)
     except IntegrityError as exc:
         # Another request stored the same (session, external_id) between our check and the insert.
         raise Conflict("An episode with one of these external_ids was stored concurrently; retry.") from exc

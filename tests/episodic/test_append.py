@@ -209,3 +209,12 @@ def test_episodes_written_by_one_tenant_are_invisible_to_another(api_a, api_b, a
     )
     assert response.status_code == 201
     assert [e["content"] for e in api_a.get("/v1/episodes").json()["results"]] == ["secret of A"]
+
+
+def test_a_concurrent_duplicate_caught_by_the_constraint_is_a_conflict(api_a, append, tenant_a, monkeypatch) -> None:
+    append(tenant_a, [item(external_id="x")])
+    # As if another request stored "x" between our check and our insert.
+    monkeypatch.setattr("episodic.services._known_external_ids", lambda **kwargs: set())
+    response = api_a.post("/v1/episodes", {"episodes": [item(external_id="x")]}, format="json")
+    assert response.status_code == 409
+    assert _count(tenant_a) == 1

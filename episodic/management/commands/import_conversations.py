@@ -169,18 +169,31 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: not JSON ({exc.msg})") from exc
         if not isinstance(conversations, list):
             raise CommandError(f"{path}: expected the LoCoMo list of conversations")
+        pending: list[dict[str, Any]] = []
         current = None
         for sample_id, items in locomo_items(conversations):
             if sample_id != current:
+                if pending:
+                    self._flush(tenant, pending, counts, current)
+                    pending = []
                 if current is not None:
                     self._progress(f"{current}: done ({counts.created} created, {counts.skipped} existing so far)")
                 current = sample_id
                 counts.conversations += 1
             counts.sessions += 1
-            for start in range(0, len(items), BATCH):
-                self._store(tenant, items[start : start + BATCH], counts, f"{sample_id} {items[0]['session']}")
+            pending.extend(items)
+            if len(pending) >= BATCH:
+                self._flush(tenant, pending, counts, sample_id)
+                pending = []
+        if pending:
+            self._flush(tenant, pending, counts, current)
         if current is not None:
             self._progress(f"{current}: done ({counts.created} created, {counts.skipped} existing so far)")
+
+    def _flush(self, tenant: Tenant, items: list[dict[str, Any]], counts: Counts, where: Any) -> None:
+        # Several sessions of a conversation per call: the batch limit, not the session, sets the size.
+        for start in range(0, len(items), BATCH):
+            self._store(tenant, items[start : start + BATCH], counts, str(where))
 
     def _jsonl(self, tenant: Tenant, path: Path, counts: Counts) -> None:
         sessions: set[str] = set()
