@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import logging
 import json
+import logging
 import os
 import re
 import statistics
