@@ -132,8 +132,8 @@ def context_body(result: services.ContextResult) -> dict[str, Any]:
             **built.budgets.as_dict(),
             "granted": built.granted,
             "unused": unused,
-            "unused_policy": "unused procedural and semantic budget rolls over to the episodic layer; "
-            "unused episodic and working budget is left to the conversation",
+            "unused_policy": "unused procedural, semantic and working budget rolls over to the episodic "
+            "layer; unused episodic budget is left to the conversation",
         },
         "layers": layers,
     }

@@ -3,9 +3,9 @@
 `max_tokens` is the caller's whole window. A reserve (by default half of it) is kept for the
 conversation and the answer; the layers share the rest (`memory`). Each layer has a budget; they are
 filled in priority order procedural, semantic, working, episodic (rendered procedural, semantic,
-episodic, working). Whatever the procedural and semantic layers leave unused rolls over to the
-episodic layer; what the episodic and working layers leave unused stays with the caller, so the
-prompt is shorter than `memory`, never longer.
+episodic, working). Whatever the procedural, semantic and working layers leave unused rolls over to
+the episodic layer; what the episodic layer leaves unused stays with the caller, so the prompt is
+shorter than `memory`, never longer.
 """
 
 from __future__ import annotations

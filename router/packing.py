@@ -108,7 +108,7 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
             covered.update(item.covers)
         if used:
             remaining -= used + SEPARATOR_TOKENS
-        if layer in ("procedural", "semantic"):
+        if layer != "episodic":
             rollover += grant - used
     prompt = render_prompt(texts[layer] for layer in LAYERS)
     total = count_tokens(prompt)

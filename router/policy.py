@@ -90,18 +90,14 @@ class HeuristicPolicy:
         out = LayerCandidates()
         recent = (
             router_selectors.recent_episodes(
-                tenant=tenant,
-                subject=request.subject,
-                session=request.session,
-                until=request.as_of,
-                limit=self.w.recent_limit,
+                tenant=tenant, session=request.session, until=request.as_of, limit=self.w.recent_limit
             )
-            if plan.episodic > 0 or plan.procedural > 0
+            if request.session and (plan.episodic > 0 or plan.procedural > 0)
             else []
         )
         if plan.procedural > 0:
             out.procedural = self.procedures(
-                tenant=tenant, request=request, entities=entities, topics=topics, recent=recent
+                tenant=tenant, request=request, entities=entities, topics=topics, recent=recent, embedding=embedding
             )
         if plan.semantic > 0:
             out.semantic = self.facts(tenant=tenant, request=request, embedding=embedding)
@@ -122,13 +118,14 @@ class HeuristicPolicy:
         entities: Sequence[str],
         topics: Sequence[str],
         recent: Sequence[router_selectors.EpisodeRow],
+        embedding: list[float] | None,
     ) -> list[Candidate]:
         from procedural.selectors import procedure_match
 
         tool_events = [
             {"kind": e.kind, "role": e.role, "content": e.content, "payload": e.payload}
             for e in recent
-            if e.session == request.session and e.kind in ("tool_call", "tool_result")
+            if e.kind in ("tool_call", "tool_result")
         ]
         matches = procedure_match(
             tenant=tenant,
@@ -138,6 +135,7 @@ class HeuristicPolicy:
             topics=topics,
             agent=request.agent,
             limit=10,
+            query_embedding=embedding,
         )
         out = []
         for rank, match in enumerate(matches):
@@ -152,7 +150,7 @@ class HeuristicPolicy:
                     text=_clip(router_selectors.procedure_text(procedure, match.confidence), 200),
                     value=value,
                     score=match.score,
-                    score_parts={"match": match.score, "confidence": match.confidence},
+                    score_parts={**match.score_parts, "match": match.score, "confidence": match.confidence},
                     order=(rank,),
                 )
             )

@@ -12,9 +12,9 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 
 from episodic.models import Episode, Session
+from procedural.models import Procedure
 from router.models import ContextFeedback, ContextTrace
 from router.types import Source
-from semantic.models import FactSource
 from tenants.errors import NotFound
 from tenants.models import Tenant
 
@@ -65,13 +65,12 @@ def _row(values: Sequence[Any]) -> EpisodeRow:
 
 
 def recent_episodes(
-    *, tenant: Tenant, subject: str, session: str = "", until: datetime | None = None, limit: int = 40
+    *, tenant: Tenant, session: str, until: datetime | None = None, limit: int = 40
 ) -> list[EpisodeRow]:
-    """The latest events of the session if one is named, else of the subject; newest first."""
-    qs = Episode.objects.for_tenant(tenant)
-    qs = qs.filter(session__external_id=session) if session else qs.filter(subject=subject)
+    """The latest events of a session, newest first."""
+    qs = Episode.objects.for_tenant(tenant).filter(session__tenant_id=tenant.id, session__external_id=session)
     if until is not None:
-        qs = qs.filter(occurred_at__lte=until)
+        qs = qs.filter(occurred_at__lt=until)
     rows = qs.order_by("-occurred_at", "-id").values_list(*_ROW_FIELDS)[:limit]
     return [_row(r) for r in rows]
 
@@ -98,14 +97,13 @@ def episode_hits(
         query_embedding=embedding,
         exclude_ids=list(exclude_ids),
     )
-    session_ids = {s.episode.session_id for s in scored}
-    names = dict(Session.objects.for_tenant(tenant).filter(id__in=session_ids).values_list("id", "external_id"))
     out = []
     for s in scored:
         e = s.episode
         row = EpisodeRow(
             id=e.id,
-            session=names.get(e.session_id, ""),
+            # episode_search selects the session with the episode.
+            session=e.session.external_id,
             kind=e.kind,
             role=e.role,
             content=e.content,
@@ -132,7 +130,7 @@ CROSS JOIN LATERAL (
     UNION ALL
     (SELECT x.* FROM episodic_episode x
      WHERE x.tenant_id = e.tenant_id AND x.session_id = e.session_id
-       AND (x.occurred_at, x.id) > (e.occurred_at, e.id) AND x.occurred_at <= %(until)s
+       AND (x.occurred_at, x.id) > (e.occurred_at, e.id) AND x.occurred_at < %(until)s
      ORDER BY x.occurred_at, x.id LIMIT 1)
 ) n
 JOIN episodic_session s ON s.id = n.session_id AND s.tenant_id = n.tenant_id
@@ -157,23 +155,17 @@ def episode_neighbours(
 
 
 def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Source]]:
-    """The episodes each fact came from, oldest first."""
-    out: dict[uuid.UUID, list[Source]] = {}
-    if not fact_ids:
-        return out
-    rows = (
-        FactSource.objects.for_tenant(tenant)
-        .filter(fact_id__in=fact_ids)
-        .order_by("episode__occurred_at", "episode_id")
-        .values_list(
-            "fact_id", "episode_id", "episode__external_id", "episode__occurred_at", "episode__session__external_id"
-        )  # fmt: skip
-    )
-    for fact_id, episode_id, external_id, occurred_at, session in rows:
-        out.setdefault(fact_id, []).append(
-            Source(episode_id=episode_id, external_id=external_id, occurred_at=occurred_at, session=session)
-        )
-    return out
+    """The episodes each fact came from (semantic.selectors.fact_sources), oldest first."""
+    from semantic.selectors import fact_sources as semantic_fact_sources
+
+    refs = semantic_fact_sources(tenant=tenant, fact_ids=fact_ids)
+    return {
+        fact_id: [
+            Source(episode_id=r.episode_id, external_id=r.external_id, occurred_at=r.occurred_at, session=r.session)
+            for r in items
+        ]
+        for fact_id, items in refs.items()
+    }
 
 
 def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, tuple[str, datetime]]:
@@ -190,9 +182,12 @@ def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, t
     return {name: (summary, started) for name, summary, started in rows}
 
 
-def procedure_text(procedure: Any, confidence: float) -> str:
-    """One line for a procedure: what triggers it, what to do."""
-    return f"{procedure} (confidence {confidence:.1f})"
+def procedure_text(procedure: Procedure, confidence: float) -> str:
+    """One line for a procedure: its name, what to do, its steps."""
+    steps = "; ".join(str(s) for s in procedure.steps or [] if s)
+    behaviour = " ".join(procedure.behaviour.split())
+    text = f"{procedure.name}: {behaviour}" + (f" Steps: {steps}." if steps else "")
+    return f"{text} (confidence {confidence:.1f})"
 
 
 # --- traces and feedback ----------------------------------------------------------------------
@@ -311,6 +306,7 @@ def context_latency(*, tenant: Tenant, since: datetime) -> dict[str, Any]:
 def stats_get(*, tenant: Tenant) -> dict[str, Any]:
     """GET /v1/stats: the router's hit rates and latency next to the other layers' own figures."""
     from django.utils import timezone
+
     from episodic.selectors import embedding_backlog
 
     now = timezone.now()
