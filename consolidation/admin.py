@@ -1,19 +1,34 @@
-"""Operator admin: consolidation runs (when and why facts were extracted), archives, erasure requests.
-
-Erasure requests are created here through `erasure_request_create`, like through the API, and are
-followed (status, counts, receipt) but never edited."""
+"""Operator admin of consolidation and lifecycle: runs (when and why facts were extracted, what they read
+and wrote, what they cost), archive manifests, and erasure requests: created here through
+`erasure_request_create`, like through the API, carried out by the erasure task, and followed here
+(status, counts, verification, receipt), never edited."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
-from django.contrib import admin
-from django.http import HttpRequest
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
 
 from consolidation.erasure import erasure_request_create
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest
-from tenants.admin import ReadOnlyAdminMixin, TenantOwnedAdmin
+from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin, operator_tenant_ids
+
+
+class SubjectFilter(InputFilter):
+    title = "subject"
+    parameter_name = "subject"
+    lookup = "subject"
+
+
+def pretty_json(value: Any) -> str:
+    if not value:
+        return "-"
+    return format_html('<pre class="engram-json">{}</pre>', json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
 @admin.register(ConsolidationRun)
@@ -23,7 +38,9 @@ class ConsolidationRunAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
         "created_at",
         "trigger",
         "status",
-        "extractor",
+        "reason_short",
+        "subject",
+        "session_external_id",
         "episodes_read",
         "facts_created",
         "facts_confirmed",
@@ -32,20 +49,89 @@ class ConsolidationRunAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
         "llm_calls",
         "cost_usd",
         "duration_ms",
+        "tenant",
     )
-    list_filter = ("trigger", "status", "extractor")
-    search_fields = ("reason", "entity")
-    ordering = ("-created_at",)
+    list_filter = ("trigger", "status", ("created_at", admin.DateFieldListFilter), "extractor", SubjectFilter)
+    search_fields = ("=session_external_id", "=entity", "=task_id", "reason")
+    search_help_text = "Exact session id, entity or Celery task id, or words of the reason."
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    list_per_page = 50
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "tenant",
+                    "trigger",
+                    "reason",
+                    "status",
+                    "subject",
+                    "session_external_id",
+                    "entity",
+                    "task_id",
+                    "extractor",
+                    "attempts",
+                    "error",
+                )
+            },
+        ),
+        (
+            "Work",
+            {
+                "fields": (
+                    "first_episode_id",
+                    "last_episode_id",
+                    "episodes_read",
+                    "candidates",
+                    "facts_created",
+                    "facts_confirmed",
+                    "facts_superseded",
+                    "facts_pending",
+                    "candidates_rejected",
+                    "summaries_written",
+                    "problems_pretty",
+                )
+            },
+        ),
+        ("Cost", {"fields": ("llm_calls", "input_tokens", "output_tokens", "cache_read_tokens", "cost_usd")}),
+        ("Time", {"fields": ("started_at", "finished_at", "duration_ms", "created_at")}),
+    )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [f for fs in self.fieldsets for f in fs[1]["fields"]]
+
+    @admin.display(description="reason")
+    def reason_short(self, obj: ConsolidationRun) -> str:
+        return obj.reason[:60]
+
+    @admin.display(description="problems")
+    def problems_pretty(self, obj: ConsolidationRun) -> str:
+        return pretty_json(obj.problems)
 
 
 @admin.register(ArchiveManifest)
 class ArchiveManifestAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
-    list_display = ("month", "episode_count", "bytes", "path", "updated_at")
+    list_display = ("month", "episode_count", "bytes", "first_occurred_at", "last_occurred_at", "updated_at", "tenant")
     ordering = ("-month",)
-    exclude = ("subjects",)
+    fields = (
+        "tenant",
+        "month",
+        "path",
+        "episode_count",
+        "bytes",
+        "sha256",
+        "first_occurred_at",
+        "last_occurred_at",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
 
 
 class ErasureRequestForm(forms.ModelForm):  # type: ignore[type-arg]
+    subject = forms.CharField(max_length=255, help_text="The subject id whose memory is to be erased, everywhere.")
+
     class Meta:
         model = ErasureRequest
         fields = ("tenant", "subject", "reason")
@@ -53,48 +139,104 @@ class ErasureRequestForm(forms.ModelForm):  # type: ignore[type-arg]
 
 @admin.register(ErasureRequest)
 class ErasureRequestAdmin(TenantOwnedAdmin):
-    list_display = ("id", "created_at", "status", "requested_by", "deadline", "completed_at")
-    list_filter = ("status",)
+    """File a request (the erasure task carries it out after the commit), then follow it: status,
+    rows removed per location, the verification that none remain, the receipt. The subject id itself
+    is never shown again: once done, only its hash is kept."""
+
+    form = ErasureRequestForm
+    list_display = (
+        "created_at",
+        "short_id",
+        "status",
+        "requested_by",
+        "deadline",
+        "completed_at",
+        "attempts",
+        "removed_total",
+        "verified",
+        "tenant",
+    )
+    list_filter = ("status", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("=subject_hash",)
+    search_help_text = "The SHA-256 subject hash of the receipt."
     ordering = ("-created_at",)
-    readonly_fields = (
+    show_full_result_count = False
+    view_fields = (
+        "id",
+        "tenant",
+        "status",
         "subject_hash",
         "requested_by",
-        "status",
+        "reason",
         "deadline",
-        "counts",
-        "verification",
-        "receipt",
-        "error",
-        "attempts",
         "created_at",
         "started_at",
         "completed_at",
+        "attempts",
+        "error",
+        "counts_pretty",
+        "verification_pretty",
+        "receipt_pretty",
     )
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        if obj is None:
-            kwargs["form"] = ErasureRequestForm
-            kwargs["fields"] = ("tenant", "subject", "reason")
-        return super().get_form(request, obj, change=change, **kwargs)
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ("tenant", "subject", "reason") if obj is None else self.view_fields
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return self.readonly_fields if obj is None else (*self.readonly_fields, "tenant", "subject", "reason")
+        return () if obj is None else self.view_fields
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return ("tenant", "subject", "reason") if obj is None else super().get_fields(request, obj)
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        ids = operator_tenant_ids(request)
+        return {"tenant": next(iter(ids))} if len(ids) == 1 else {}
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None
+        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # The request is the audit record of an erasure; it holds no personal data once done.
         return False
 
     def save_model(self, request: HttpRequest, obj: ErasureRequest, form: Any, change: bool) -> None:
         created = erasure_request_create(
-            tenant=obj.tenant,
-            subject=obj.subject,
+            tenant=form.cleaned_data["tenant"],
+            subject=form.cleaned_data["subject"],
             requested_by=f"operator:{request.user.get_username()}",
-            reason=obj.reason,
+            reason=form.cleaned_data.get("reason") or "",
         )
         obj.pk = created.pk
         obj._state.adding = False
+        obj.subject_hash = created.subject_hash
+        obj.status = created.status
+        obj.created_at = created.created_at
+
+    def response_add(self, request: HttpRequest, obj: ErasureRequest, post_url_continue: str | None = None) -> Any:
+        # Straight to the request's page, to follow its status.
+        self.message_user(request, "Erasure request filed; it runs in the background.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:consolidation_erasurerequest_change", args=[obj.pk]))
+
+    @admin.display(description="id")
+    def short_id(self, obj: ErasureRequest) -> str:
+        return str(obj.pk)[:8]
+
+    @admin.display(description="rows removed")
+    def removed_total(self, obj: ErasureRequest) -> int:
+        return sum(v for v in (obj.counts or {}).values() if isinstance(v, int))
+
+    @admin.display(description="verified", boolean=True)
+    def verified(self, obj: ErasureRequest) -> bool | None:
+        remaining = (obj.verification or {}).get("remaining")
+        if remaining is None:
+            return None
+        return not any(remaining.values())
+
+    @admin.display(description="removed, per location")
+    def counts_pretty(self, obj: ErasureRequest) -> str:
+        return pretty_json(obj.counts)
+
+    @admin.display(description="verification (rows left, per location)")
+    def verification_pretty(self, obj: ErasureRequest) -> str:
+        return pretty_json(obj.verification)
+
+    @admin.display(description="receipt")
+    def receipt_pretty(self, obj: ErasureRequest) -> str:
+        return pretty_json(obj.receipt)

@@ -84,10 +84,10 @@ class ConsolidationWatermark(TenantModel):
 
     last_episode_id = models.BigIntegerField(default=0)
     done_above = ArrayField(models.BigIntegerField(), default=list, blank=True)
-    # max(done_above) when recorded, and the next transaction id at that moment: once the oldest
-    # running transaction is past it, no id below can still commit and done_above folds in.
+    # max(done_above) when recorded, and the transactions of this database then in progress: once
+    # all of them have ended, no id below can still commit and done_above folds in.
     pending_last_id = models.BigIntegerField(null=True, blank=True)
-    pending_xmax = models.BigIntegerField(null=True, blank=True)
+    pending_xids = ArrayField(models.BigIntegerField(), default=list, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -8,8 +8,8 @@ task id) from the watermark, so nothing is skipped and nothing is merged twice.
 
 Why the watermark carries `done_above` and a pending promotion: episode ids come from a sequence, so a
 transaction still open can commit a lower id after a higher one was consolidated. Ids above
-`last_episode_id` are therefore recorded one by one until PostgreSQL proves (the oldest running
-transaction id has passed the horizon noted when they were done) that no lower id can still appear.
+`last_episode_id` are therefore recorded one by one until PostgreSQL shows that every transaction of
+this database that was running when they were done has ended: then no lower id can still appear.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from consolidation import metrics
 from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
 from episodic.models import Episode, EpisodeKind, Session, SessionStatus
@@ -51,15 +52,15 @@ def _advisory_xact_lock(key: int) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
-def _snapshot() -> tuple[int, int]:
-    """(oldest running transaction id, next transaction id) as seen now."""
+def _running_xids() -> list[int]:
+    """Transaction ids now in progress in this database, other than ours. The episode writers run as
+    our own role, so their sessions are visible here."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,"
-            " pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+            "SELECT backend_xid::text::bigint FROM pg_stat_activity"
+            " WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()"
         )
-        xmin, xmax = cursor.fetchone()
-    return int(xmin), int(xmax)
+        return sorted(int(row[0]) for row in cursor.fetchall())
 
 
 def run_start(
@@ -99,9 +100,11 @@ def _watermark(tenant: Tenant) -> ConsolidationWatermark:
     return ConsolidationWatermark.objects.for_tenant(tenant).select_for_update().get()
 
 
-def _promote(tenant: Tenant, wm: ConsolidationWatermark, xmin: int) -> None:
+def _promote(tenant: Tenant, wm: ConsolidationWatermark) -> None:
     """Fold `done_above` into `last_episode_id` once no lower id can still commit."""
-    if wm.pending_last_id is None or wm.pending_xmax is None or xmin < wm.pending_xmax:
+    if wm.pending_last_id is None:
+        return
+    if wm.pending_xids and set(wm.pending_xids) & set(_running_xids()):
         return
     undone_below = (
         Episode.objects.for_tenant(tenant)
@@ -114,7 +117,7 @@ def _promote(tenant: Tenant, wm: ConsolidationWatermark, xmin: int) -> None:
     wm.last_episode_id = max(wm.last_episode_id, wm.pending_last_id)
     wm.done_above = [i for i in wm.done_above if i > wm.last_episode_id]
     wm.pending_last_id = None
-    wm.pending_xmax = None
+    wm.pending_xids = []
 
 
 def backlog_queryset(tenant: Tenant, wm: ConsolidationWatermark) -> Any:
@@ -162,12 +165,11 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
         # One consolidation per tenant at a time; a second worker waits here for the batch to commit.
         _advisory_xact_lock(tenant_lock_key(tenant))
         wm = _watermark(tenant)
-        xmin, _xmax = _snapshot()
-        _promote(tenant, wm, xmin)
+        _promote(tenant, wm)
         episodes = list(backlog_queryset(tenant, wm).order_by("id")[:batch_size])
         if not episodes:
             wm.updated_at = timezone.now()
-            wm.save(update_fields=["last_episode_id", "done_above", "pending_last_id", "pending_xmax", "updated_at"])
+            wm.save(update_fields=["last_episode_id", "done_above", "pending_last_id", "pending_xids", "updated_at"])
             return 0
         by_subject: dict[str, list[Episode]] = defaultdict(list)
         for episode in episodes:
@@ -187,11 +189,12 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
         ids = sorted(batch_ids)
         wm.done_above = sorted(set(wm.done_above) | set(ids))
         if wm.pending_last_id is None:
-            _xmin, xmax = _snapshot()
+            # Taken after the batch was read: every transaction that took a lower id is either
+            # committed (and was read), or still running now, and listed.
             wm.pending_last_id = max(wm.done_above)
-            wm.pending_xmax = xmax
+            wm.pending_xids = _running_xids()
         wm.updated_at = timezone.now()
-        wm.save(update_fields=["last_episode_id", "done_above", "pending_last_id", "pending_xmax", "updated_at"])
+        wm.save(update_fields=["last_episode_id", "done_above", "pending_last_id", "pending_xids", "updated_at"])
 
         run.first_episode_id = min(run.first_episode_id or ids[0], ids[0])
         run.last_episode_id = max(run.last_episode_id or ids[-1], ids[-1])
@@ -243,7 +246,27 @@ def run_finish(*, tenant: Tenant, run: ConsolidationRun, status: str, error: str
         fresh.finished_at = timezone.now()
         fresh.duration_ms = int((fresh.finished_at - fresh.started_at).total_seconds() * 1000)
         fresh.save(update_fields=["status", "error", "finished_at", "duration_ms"])
+    _observe(fresh)
     return fresh
+
+
+def _observe(run: ConsolidationRun) -> None:
+    metrics.RUNS.labels(run.trigger, run.status).inc()
+    metrics.RUN_SECONDS.observe((run.duration_ms or 0) / 1000)
+    metrics.EPISODES.inc(run.episodes_read)
+    for action, n in (
+        ("created", run.facts_created),
+        ("confirmed", run.facts_confirmed),
+        ("superseded", run.facts_superseded),
+        ("pending", run.facts_pending),
+        ("rejected", run.candidates_rejected),
+    ):
+        metrics.FACTS.labels(action).inc(n)
+    if run.llm_calls:
+        metrics.LLM_CALLS.labels(run.extractor).inc(run.llm_calls)
+        metrics.LLM_TOKENS.labels(run.extractor, "input").inc(run.input_tokens)
+        metrics.LLM_TOKENS.labels(run.extractor, "output").inc(run.output_tokens)
+        metrics.LLM_COST.labels(run.extractor).inc(run.cost_usd)
 
 
 SUMMARY_EXTERNAL_ID = "engram:summary"

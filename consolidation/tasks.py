@@ -12,7 +12,7 @@ from celery import shared_task
 from django.db.models import Q
 from django.utils import timezone
 
-from consolidation import erasure, lifecycle, services
+from consolidation import erasure, lifecycle, metrics, services
 from consolidation.models import ErasureRequest, ErasureStatus, RunTrigger
 from episodic.models import Session
 from tenants.models import Tenant
@@ -72,6 +72,7 @@ def consolidation_sweep() -> int:
     waited longer than its maximum delay. Returns how many tenants were enqueued."""
     enqueued = 0
     for tenant in Tenant.objects.filter(active=True):
+        metrics.BACKLOG.labels(str(tenant.id)).set(services.backlog_size(tenant=tenant))
         decision = services.sweep_decision(tenant=tenant)
         if decision is None:
             continue
@@ -90,7 +91,11 @@ def decay_and_forget() -> int:
 
 @shared_task(base=TenantTask, name="consolidation.tasks.decay_and_forget_tenant")
 def decay_and_forget_tenant(tenant: Tenant) -> dict[str, int]:
-    return dataclasses.asdict(lifecycle.facts_decay_and_forget(tenant=tenant))
+    report = lifecycle.facts_decay_and_forget(tenant=tenant)
+    metrics.DECAYED.inc(report.decayed)
+    metrics.EXPIRED.labels("below_floor").inc(report.expired_below_floor)
+    metrics.EXPIRED.labels("unconfirmed").inc(report.expired_unconfirmed)
+    return dataclasses.asdict(report)
 
 
 @shared_task(name="consolidation.tasks.archive_episodes")
@@ -102,7 +107,9 @@ def archive_episodes() -> int:
 
 @shared_task(base=TenantTask, name="consolidation.tasks.archive_episodes_tenant")
 def archive_episodes_tenant(tenant: Tenant) -> dict[str, Any]:
-    return dataclasses.asdict(lifecycle.episodes_archive(tenant=tenant))
+    report = lifecycle.episodes_archive(tenant=tenant)
+    metrics.ARCHIVED.inc(report.episodes)
+    return dataclasses.asdict(report)
 
 
 @shared_task(name="consolidation.tasks.process_erasure_requests")
@@ -129,4 +136,6 @@ def process_erasure_requests() -> int:
 @shared_task(base=TenantTask, name="consolidation.tasks.execute_erasure")
 def execute_erasure(tenant: Tenant, request_id: str) -> str | None:
     request = erasure.erasure_execute(tenant=tenant, request_id=request_id)
+    if request is not None:
+        metrics.ERASURES.labels(request.status).inc()
     return request.status if request else None

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import threading
-import time
-from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -18,7 +16,7 @@ from consolidation.tasks import consolidate_session, consolidate_tenant
 from episodic.models import Episode
 from semantic.models import Fact, FactSource, FactStatus
 from tenants.scope import tenant_scope
-from tests.consolidation.conftest import NOW, make_episode, make_session
+from tests.consolidation.conftest import make_episode, make_session
 from tests.factories.tenants import TenantFactory
 
 pytestmark = pytest.mark.django_db
@@ -163,38 +161,41 @@ def test_every_episode_is_consolidated_exactly_once_whatever_the_interleaving(pl
 
 @pytest.mark.django_db(transaction=True)
 def test_an_episode_committed_late_below_the_watermark_is_still_consolidated(tenant_a, recording) -> None:
+    """A writer takes a lower episode id, then stays open while a higher id commits and is
+    consolidated; when it commits, its episode is still consolidated, once."""
     session = make_session(tenant_a, "s-1")
+    took_id, release = threading.Event(), threading.Event()
+    late: list[int] = []
+
+    def slow_writer() -> None:
+        try:
+            with transaction.atomic():
+                late.append(make_episode(tenant_a, session, "We use Beta.").id)
+                took_id.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=slow_writer)
+    writer.start()
+    assert took_id.wait(30)
     high = make_episode(tenant_a, session, "We use Alpha.")
+    assert high.id > late[0]
     services.consolidate(tenant=tenant_a, run=services.run_start(tenant=tenant_a, trigger=RunTrigger.SWEEP))
-    # A transaction that took a lower id earlier commits only now.
+    services.consolidate(tenant=tenant_a, run=services.run_start(tenant=tenant_a, trigger=RunTrigger.SWEEP))
+    assert recording.seen == {high.id: 1}
     with tenant_scope(tenant_a):
-        late = Episode.objects.create(
-            id=high.id - 1 if high.id > 1 else high.id + 1000,
-            tenant=tenant_a,
-            session=session,
-            subject="u1",
-            kind="message",
-            role="user",
-            content="We use Beta.",
-            content_hash="x",
-            occurred_at=NOW - timedelta(minutes=1),
-        )
+        wm = ConsolidationWatermark.objects.for_tenant(tenant_a).get()
+    # The open writer holds the watermark below its id.
+    assert wm.last_episode_id < late[0] and wm.done_above == [high.id]
+    release.set()
+    writer.join(30)
     services.consolidate(tenant=tenant_a, run=services.run_start(tenant=tenant_a, trigger=RunTrigger.SWEEP))
     services.consolidate(tenant=tenant_a, run=services.run_start(tenant=tenant_a, trigger=RunTrigger.SWEEP))
-    assert recording.seen == {high.id: 1, late.id: 1}
-    # Once no transaction that was running could still commit a lower id, the exceptions fold into
-    # the watermark. Transaction ids are cluster-wide, so a long transaction in another database on
-    # this shared server can delay that (never break it): poll.
-    deadline = time.monotonic() + 60
-    while True:
-        with tenant_scope(tenant_a):
-            wm = ConsolidationWatermark.objects.for_tenant(tenant_a).get()
-        if wm.done_above == [] or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-        services.consolidate(tenant=tenant_a, run=services.run_start(tenant=tenant_a, trigger=RunTrigger.SWEEP))
-    assert wm.last_episode_id >= high.id and wm.done_above == []
-    assert recording.seen == {high.id: 1, late.id: 1}
+    assert recording.seen == {high.id: 1, late[0]: 1}
+    with tenant_scope(tenant_a):
+        wm = ConsolidationWatermark.objects.for_tenant(tenant_a).get()
+    assert wm.last_episode_id == high.id and wm.done_above == []
     assert sorted(f.value for f in _facts(tenant_a)) == ["Alpha", "Beta"]
 
 
