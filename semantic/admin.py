@@ -395,10 +395,10 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
         "kind",
         "old_value_short",
         "new_value_short",
-        "reason_short",
-        "actor",
-        "sources",
         "revert_button",
+        "actor",
+        "reason_short",
+        "sources",
         "tenant",
     )
     list_filter = (
@@ -476,7 +476,7 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
     @admin.display(description="reason")
     def reason_short(self, obj: FactChange) -> str:
-        return _short(obj.reason, 60)
+        return _short(obj.reason, 48)
 
     @admin.display(description="actor", ordering="actor_type")
     def actor(self, obj: FactChange) -> str:

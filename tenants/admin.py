@@ -39,6 +39,11 @@ class TenantOwnedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             kwargs["queryset"] = Tenant.objects.filter(id__in=operator_tenant_ids(request))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
+    def get_list_display(self, request: HttpRequest) -> Any:
+        # The tenant column only tells something to operators of several tenants.
+        base = tuple(super().get_list_display(request))
+        return base if len(operator_tenant_ids(request)) > 1 else tuple(f for f in base if f != "tenant")
+
     def get_list_filter(self, request: HttpRequest) -> Any:
         base = tuple(super().get_list_filter(request))
         return ("tenant", *base) if len(operator_tenant_ids(request)) > 1 and "tenant" not in base else base

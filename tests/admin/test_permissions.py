@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from tenants.scope import tenant_scope
 from tests.factories.admin import Memory, make_operator
 
 pytestmark = pytest.mark.django_db
@@ -22,12 +23,29 @@ def _b_objects(memory_b: Memory) -> dict[str, Any]:
         "episodic/session": memory_b.sessions[0].pk,
         "router/contexttrace": memory_b.traces[0].pk,
         "consolidation/consolidationrun": _run_id(memory_b),
+        "consolidation/erasurerequest": _erasure_id(memory_b),
+        "procedural/procedure": _procedure_id(memory_b),
     }
+
+
+def _erasure_id(memory: Memory) -> Any:
+    from consolidation.erasure import erasure_request_create
+
+    # Filed but not carried out: no commit happens inside the test transaction.
+    return erasure_request_create(tenant=memory.tenant, subject="someone-else").pk
+
+
+def _procedure_id(memory: Memory) -> int:
+    from procedural.services import procedure_create
+
+    with tenant_scope(memory.tenant):
+        return procedure_create(
+            tenant=memory.tenant, name="bob-rule", behaviour="Berlin", trigger={"keywords": ["bob"]}
+        ).pk
 
 
 def _run_id(memory: Memory) -> int:
     from consolidation.models import ConsolidationRun
-    from tenants.scope import tenant_scope
 
     with tenant_scope(memory.tenant):
         return ConsolidationRun.objects.values_list("id", flat=True).get()
@@ -42,6 +60,8 @@ def _run_id(memory: Memory) -> int:
         "episodic/session",
         "router/contexttrace",
         "consolidation/consolidationrun",
+        "consolidation/erasurerequest",
+        "procedural/procedure",
     ],
 )
 def test_staff_of_a_cannot_open_bs_object_by_url(
@@ -56,6 +76,17 @@ def test_staff_of_a_cannot_open_bs_object_by_url(
     assert "bob" not in body and "Berlin" not in body
 
 
+@pytest.fixture
+def rules_and_erasures(memory_a: Memory, memory_b: Memory) -> None:
+    from consolidation.erasure import erasure_request_create
+    from procedural.services import procedure_create
+
+    for memory, name in ((memory_a, "alice"), (memory_b, "bob")):
+        erasure_request_create(tenant=memory.tenant, subject=f"{name}-x", requested_by=f"desk-of-{name}")
+        with tenant_scope(memory.tenant):
+            procedure_create(tenant=memory.tenant, name=f"{name}-rule", behaviour="b", trigger={"keywords": ["k"]})
+
+
 @pytest.mark.parametrize(
     "url",
     [
@@ -67,9 +98,11 @@ def test_staff_of_a_cannot_open_bs_object_by_url(
         "/admin/router/contexttrace/",
         "/admin/router/contextfeedback/",
         "/admin/consolidation/consolidationrun/",
+        "/admin/consolidation/erasurerequest/",
+        "/admin/procedural/procedure/",
     ],
 )
-def test_staff_of_a_lists_only_as_rows(op_client: Client, memory_a: Memory, memory_b: Memory, url: str) -> None:
+def test_staff_of_a_lists_only_as_rows(op_client: Client, rules_and_erasures: None, url: str) -> None:
     body = op_client.get(url).content.decode()
     assert "alice" in body
     assert "bob" not in body and "b-conv-" not in body

@@ -1,5 +1,6 @@
 """An operator's day in a real browser: log in as staff of tenant A, see only tenant A, approve a
-pending fact from the review queue, revert a conflict in the audit, open the memory dashboard; and
+pending fact from the review queue, revert a conflict in the audit, file an erasure request and read
+its receipt, open the memory dashboard; and
 fail to open tenant B's objects by URL."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from episodic.models import Episode
 from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactStatus
 from tenants.scope import tenant_scope
 from tests.factories.admin import build_history, build_memory, make_operator
@@ -24,6 +26,7 @@ def world() -> dict[str, Any]:
     tenant_a = TenantFactory(name="Acme Support", slug="acme")
     tenant_b = TenantFactory(name="Globex", slug="globex")
     memory_a = build_memory(tenant_a, subject="alice")
+    build_memory(tenant_a, subject="carol", prefix="c-")
     build_history(tenant_a)
     memory_b = build_memory(tenant_b, subject="bob", prefix="b-")
     make_operator("operator-a", tenant_a, password=PASSWORD)
@@ -65,7 +68,7 @@ def test_operator_reviews_reverts_and_reads_the_dashboard(live_server: Any, page
     page.click("button[value=approve]")
     page.wait_for_selector("ul.messagelist")
     assert "Approved: 1" in page.locator("ul.messagelist").inner_text()
-    assert "No fact is waiting for review." in page.content()
+    assert page.locator(f"[data-fact='{memory_a.pending_fact.id}']").count() == 0  # decided, so gone
     with tenant_scope(tenant_a):
         approved = Fact.objects.get(pk=memory_a.pending_fact.id)
         assert (approved.status, approved.value) == (FactStatus.ACTIVE, "Acme Corporation")
@@ -78,9 +81,10 @@ def test_operator_reviews_reverts_and_reads_the_dashboard(live_server: Any, page
     page.fill("input[name=entity]", "alice")
     page.press("input[name=entity]", "Enter")
     page.wait_for_url(re.compile(r".*entity=alice.*"))
-    page.click("text=superseded")
+    page.click("#changelist-filter a:text-is('Superseded')")
+    page.wait_for_url(re.compile(r".*kind__exact=superseded.*"))
     rows = page.locator("#result_list tbody tr")
-    assert rows.count() >= 1
+    assert rows.count() == 1 and "Paris" in rows.first.inner_text()
     shoot("03-conflict-audit")
     page.locator("button.engram-revert").first.click()
     page.wait_for_selector("ul.messagelist")
@@ -92,6 +96,24 @@ def test_operator_reviews_reverts_and_reads_the_dashboard(live_server: Any, page
             kind=FactChangeKind.REVERTED, actor_type=ActorType.OPERATOR, actor_id="operator-a"
         ).exists()
 
+    # An erasure request for carol: filed, carried out after the commit, verified, with a receipt.
+    page.goto(f"{base}/admin/")
+    page.click("text=Erasure requests")
+    page.click("a.addlink")
+    page.fill("#id_subject", "carol")
+    page.fill("#id_reason", "the user asked to be forgotten")
+    page.click("input[name=_save]")
+    page.wait_for_url(re.compile(r".*/admin/consolidation/erasurerequest/[0-9a-f-]+/change/"))
+    page.reload()  # the status as it is now
+    status = page.locator(".field-status .readonly").inner_text()
+    assert status == "Done", status
+    assert "verified_zero" in page.locator(".field-receipt_pretty").inner_text()
+    assert "carol" not in page.locator("#content-main").inner_text()
+    shoot("04-erasure-receipt")
+    with tenant_scope(tenant_a):
+        assert not Episode.objects.filter(subject="carol").exists()
+        assert Episode.objects.filter(subject="alice").exists()
+
     # The dashboard, from the admin index: one tenant, so straight to it.
     page.goto(f"{base}/admin/")
     page.click("text=Memory dashboard")
@@ -99,14 +121,14 @@ def test_operator_reviews_reverts_and_reads_the_dashboard(live_server: Any, page
     assert page.locator("svg.chart").count() >= 5
     assert page.locator("#hit-rates tbody tr").count() >= 3
     assert "no data yet" not in page.locator(".engram-grid").inner_text()
-    shoot("04-dashboard-tenant")
+    shoot("05-dashboard-tenant")
     page.click("#subjects >> text=alice")
     page.wait_for_url(f"{base}/dashboard/acme/subjects/alice/")
     current_facts = page.locator("#facts-current").inner_text()
     assert "Paris" in current_facts and "Acme Corporation" in current_facts
     assert page.locator("#facts-current a[href*='/admin/episodic/episode/']").count() >= 2
     assert page.locator("svg.chart rect").count() >= 3
-    shoot("05-dashboard-subject")
+    shoot("06-dashboard-subject")
 
     # Tenant B's objects, by URL: not there.
     page.goto(f"{base}/admin/semantic/fact/{memory_b.old_fact.id}/change/")
