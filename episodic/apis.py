@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db.models import BooleanField, ExpressionWrapper, Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -61,8 +62,15 @@ def episode_dict(episode: Episode) -> dict[str, Any]:
         "content_hash": episode.content_hash,
         "outcome": episode.outcome,
         "outcome_signal": episode.outcome_signal,
-        "embedded": episode.embedding is not None,
+        "embedded": _embedded(episode),
     }
+
+
+def _embedded(episode: Episode) -> bool:
+    annotated = getattr(episode, "has_embedding", None)
+    if annotated is not None:
+        return bool(annotated)
+    return episode.embedding is not None
 
 
 class EpisodeOutputSerializer(serializers.Serializer):
@@ -160,7 +168,12 @@ class EpisodeListCreateApi(TenantAPIView):
         filters.is_valid(raise_exception=True)
         params = dict(filters.validated_data)
         order = params.pop("order")
-        queryset = episode_list(tenant=self.tenant, **params)
+        # Pages carry no vectors: a flag says whether the episode has been embedded yet.
+        queryset = (
+            episode_list(tenant=self.tenant, **params)
+            .defer("embedding", "search_vector")
+            .annotate(has_embedding=ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField()))
+        )
         paginator = EpisodeAscCursorPagination() if order == "asc" else EpisodeCursorPagination()
         page = paginator.paginate_queryset(queryset, request, view=self) or []
         return paginator.get_paginated_response([episode_dict(e) for e in page])

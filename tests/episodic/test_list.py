@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.episodic.conftest import T0, item, timeline
 
@@ -95,3 +97,14 @@ def test_bad_filters_are_problems(api_a, params, pointer) -> None:
 
 def test_list_needs_read_scope_and_a_key(anon_api) -> None:
     assert anon_api.get("/v1/episodes").status_code == 401
+
+
+def test_a_page_is_one_query(api_a, append, tenant_a) -> None:
+    append(tenant_a, [item(f"e{i}", session=f"s-{i % 5}") for i in range(120)])
+    with CaptureQueriesContext(connection) as queries:
+        response = api_a.get("/v1/episodes", {"limit": 100})
+    assert len(response.json()["results"]) == 100
+    ours = [q["sql"] for q in queries.captured_queries if "episodic_" in q["sql"]]
+    assert len(ours) == 1, ours  # the page with its sessions joined; the rest is authentication
+    assert '"embedding"' not in ours[0].split("FROM")[0].replace('"embedding" IS NOT NULL', "")
+    assert response.json()["results"][0]["embedded"] is False
