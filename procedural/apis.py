@@ -102,6 +102,9 @@ class ProcedurePagination(CreatedCursorPagination):
 
 class ProcedureListApi(TenantAPIView):
     class FilterSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "ProcedureListFilter"
+
         status = serializers.ChoiceField(choices=ProcedureStatus.choices, required=False)
         source = serializers.ChoiceField(choices=ProcedureSource.choices, required=False)  # type: ignore[assignment]
         agent = serializers.CharField(required=False, allow_blank=True, max_length=255)
@@ -111,6 +114,9 @@ class ProcedureListApi(TenantAPIView):
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500)
 
     class InputSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "ProcedureCreateInput"
+
         name = serializers.CharField(max_length=services.MAX_NAME_CHARS)
         description = serializers.CharField(required=False, allow_blank=True, default="")
         agent = serializers.CharField(required=False, allow_blank=True, default="", max_length=255)
@@ -145,6 +151,9 @@ class ProcedureListApi(TenantAPIView):
 
 class ProcedureDetailApi(TenantAPIView):
     class PatchSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "ProcedurePatchInput"
+
         name = serializers.CharField(required=False, max_length=services.MAX_NAME_CHARS)
         description = serializers.CharField(required=False, allow_blank=True)
         agent = serializers.CharField(required=False, allow_blank=True, max_length=255)
@@ -187,6 +196,9 @@ class ProcedureDetailApi(TenantAPIView):
 
 class ProcedureHistoryApi(TenantAPIView):
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ProcedureHistory"
+
         lineage = serializers.UUIDField()
         versions = ProcedureOutputSerializer(many=True)
         events = EventOutputSerializer(many=True)
@@ -204,6 +216,9 @@ class ProcedureMatchApi(TenantAPIView):
     required_scope = "read"
 
     class InputSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "ProcedureMatchInput"
+
         message = serializers.CharField(required=False, allow_blank=True, default="", max_length=32_000)
         tool_events = serializers.ListField(child=serializers.DictField(), required=False, default=list, max_length=100)
         entities = serializers.ListField(
@@ -217,6 +232,9 @@ class ProcedureMatchApi(TenantAPIView):
         limit = serializers.IntegerField(required=False, default=10, min_value=1, max_value=selectors.MAX_MATCH_LIMIT)
 
     class MatchSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ProcedureMatch"
+
         procedure = ProcedureOutputSerializer()
         score = serializers.FloatField()
         confidence = serializers.FloatField()
@@ -225,6 +243,9 @@ class ProcedureMatchApi(TenantAPIView):
         score_parts = serializers.DictField(child=serializers.FloatField())
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ProcedureMatches"
+
         matches = serializers.ListField(child=serializers.DictField())
 
     @extend_schema(
@@ -241,6 +262,9 @@ class ProcedureMatchApi(TenantAPIView):
 
 class ProcedureOutcomeApi(TenantAPIView):
     class InputSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "ProcedureOutcomeInput"
+
         applied = serializers.BooleanField()
         success = serializers.BooleanField(required=False, allow_null=True, default=None)
         signal = serializers.FloatField(required=False, allow_null=True, default=None, min_value=-1.0, max_value=1.0)
@@ -248,6 +272,9 @@ class ProcedureOutcomeApi(TenantAPIView):
         episode = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ProcedureOutcome"
+
         id = serializers.IntegerField()
         procedure_id = serializers.IntegerField()
         applied = serializers.BooleanField()

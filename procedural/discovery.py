@@ -171,18 +171,14 @@ def _log_comb(n: int, k: int) -> float:
 def _hypergeometric_pmf(x: int, draws: int, successes: int, failures: int) -> float:
     if x < 0 or x > successes or draws - x < 0 or draws - x > failures:
         return 0.0
-    return math.exp(
-        _log_comb(successes, x) + _log_comb(failures, draws - x) - _log_comb(successes + failures, draws)
-    )
+    return math.exp(_log_comb(successes, x) + _log_comb(failures, draws - x) - _log_comb(successes + failures, draws))
 
 
 def fisher_greater(*, with_success: int, with_failure: int, successes: int, failures: int) -> float:
     """One-sided Fisher exact test: the chance of at least `with_success` successful sessions among
     the sessions holding the pattern, were the pattern unrelated to the outcome (hypergeometric)."""
     draws = with_success + with_failure
-    p = sum(
-        _hypergeometric_pmf(x, draws, successes, failures) for x in range(with_success, min(successes, draws) + 1)
-    )
+    p = sum(_hypergeometric_pmf(x, draws, successes, failures) for x in range(with_success, min(successes, draws) + 1))
     return min(1.0, p)
 
 
