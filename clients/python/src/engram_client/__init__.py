@@ -18,7 +18,7 @@ from engram_client.errors import (
     TransportError,
     UnprocessableError,
 )
-from engram_client.models import context_item_ids
+from engram_client.models import context_item_ids, context_items
 
 __all__ = [
     "APIError",
@@ -40,4 +40,5 @@ __all__ = [
     "TransportError",
     "UnprocessableError",
     "context_item_ids",
+    "context_items",
 ]

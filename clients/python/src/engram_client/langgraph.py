@@ -43,7 +43,7 @@ from engram_client import _operations as ops
 from engram_client._transport import Call
 from engram_client.client import AsyncEngramClient, EngramClient
 from engram_client.errors import NotFoundError
-from engram_client.models import Context, Fact, context_item_ids
+from engram_client.models import Context, Fact, context_item_ids, context_items
 
 T = TypeVar("T")
 # A sans-IO step: yields calls, receives their answers, returns the result. One body, two drivers.
@@ -135,14 +135,6 @@ def _context_call(state: Mapping[str, Any], max_tokens: int, layers: Sequence[st
         max_tokens=max_tokens,
         layers=list(layers) if layers else None,  # type: ignore[arg-type]
     )
-
-
-def context_items(ctx: Context) -> list[dict[str, Any]]:
-    """Every item a context offered, as {id, type, text}, in layer order."""
-    layers = ctx["layers"]
-    items: list[Any] = [*layers["procedural"], *layers["semantic"], *layers["episodic"]]
-    items.extend(layers["working"].get("items", []))
-    return [{"id": i["id"], "type": i["type"], "text": i["text"]} for i in items]
 
 
 def _context_update(ctx: Context) -> dict[str, Any]:

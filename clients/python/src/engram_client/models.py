@@ -307,3 +307,11 @@ def context_item_ids(context: Context) -> list[str]:
     ids = [item["id"] for layer in ("procedural", "semantic", "episodic") for item in layers[layer]]  # type: ignore[literal-required]
     ids.extend(item["id"] for item in layers["working"].get("items", []))
     return ids
+
+
+def context_items(context: Context) -> list[dict[str, Any]]:
+    """Every item a context offered, as {id, type, text}, in layer order."""
+    layers = context["layers"]
+    items: list[Any] = [*layers["procedural"], *layers["semantic"], *layers["episodic"]]
+    items.extend(layers["working"].get("items", []))
+    return [{"id": i["id"], "type": i["type"], "text": i["text"]} for i in items]
