@@ -72,7 +72,9 @@ class Pattern:
     confidence: float
     lift: float
     p_value: float
-    example_session_ids: tuple[str, ...]
+    # Primary keys of sessions, not their external ids: evidence must not name a subject, and once
+    # erasure removes a session its number points at nothing.
+    example_session_ids: tuple[int, ...]
     success_session_ids: frozenset[int] = field(repr=False, default=frozenset())
     failure_session_ids: frozenset[int] = field(repr=False, default=frozenset())
 
@@ -255,7 +257,7 @@ def _evaluate(
     p_corrected = min(1.0, p * tests)
     if p_corrected > thresholds.alpha:
         return None
-    examples = sorted(succ, key=lambda i: by_id[i].external_id)[:EXAMPLES]
+    examples = sorted(succ)[:EXAMPLES]
     return Pattern(
         items=items,
         with_success=len(succ),
@@ -265,7 +267,7 @@ def _evaluate(
         confidence=confidence,
         lift=lift,
         p_value=p_corrected,
-        example_session_ids=tuple(by_id[i].external_id for i in examples),
+        example_session_ids=tuple(examples),
         success_session_ids=frozenset(succ),
         failure_session_ids=frozenset(fail),
     )

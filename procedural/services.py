@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -657,26 +657,3 @@ def procedures_discover(*, tenant: Tenant, now: datetime | None = None) -> Disco
         else:
             report.known.append(existing.pk)
     return report
-
-
-@transaction.atomic
-def procedure_subject_data_erase(*, tenant: Tenant, session_external_ids: Collection[str]) -> dict[str, int]:
-    """For erasure: unlink outcomes from the subject's sessions and drop those sessions from the
-    evidence of discovered procedures. The counts on each procedure stay (they name nobody)."""
-    ids = {s for s in session_external_ids if s}
-    if not ids:
-        return {"outcomes": 0, "procedures": 0}
-    outcomes = (
-        ProcedureOutcome.objects.for_tenant(tenant)
-        .filter(session_external_id__in=ids)
-        .update(session_external_id="", episode=None)
-    )
-    changed = 0
-    for procedure in Procedure.objects.for_tenant(tenant).exclude(discovery_key="").defer("trigger_embedding"):
-        examples = procedure.evidence.get("example_session_ids") or []
-        kept = [e for e in examples if e not in ids]
-        if len(kept) != len(examples):
-            procedure.evidence = {**procedure.evidence, "example_session_ids": kept}
-            procedure.save(update_fields=["evidence"])
-            changed += 1
-    return {"outcomes": outcomes, "procedures": changed}
