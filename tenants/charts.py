@@ -94,9 +94,15 @@ def _empty(title: str) -> SafeString:
 
 
 def bar_chart(
-    title: str, labels: Sequence[str], series: Mapping[str, Sequence[float]], *, percent: bool = False
+    title: str,
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    *,
+    percent: bool = False,
+    legend: bool | None = None,
 ) -> SafeString:
-    """Stacked bars: one bar per label, one segment per series (in order)."""
+    """Stacked bars: one bar per label, one segment per series (in order). The legend shows when
+    asked, or by default when there is more than one series."""
     if not labels or not series:
         return _empty(title)
     totals = [sum(max(0.0, float(values[i])) for values in series.values()) for i in range(len(labels))]
@@ -125,8 +131,9 @@ def bar_chart(
                 f"<title>{escape(label)} · {escape(name)}: {_fmt(value, percent)}</title></rect>"
             )
     body += _x_labels(labels, centres)
-    legend = [(name, PALETTE[j % len(PALETTE)]) for j, name in enumerate(series)] if len(series) > 1 else []
-    return _frame(title, body, legend)
+    show = legend if legend is not None else len(series) > 1
+    keys = [(name, PALETTE[j % len(PALETTE)]) for j, name in enumerate(series)] if show else []
+    return _frame(title, body, keys)
 
 
 def line_chart(

@@ -368,10 +368,10 @@ def tenant_dashboard(request: HttpRequest, tenant: str) -> HttpResponse:
             {"facts": growth.facts, "sessions": growth.sessions},
         ),
         "trigger_chart": charts.bar_chart(
-            "Consolidation runs per day, by trigger", _labels_days(triggers.days), triggers.runs
+            "Consolidation runs per day, by trigger", _labels_days(triggers.days), triggers.runs, legend=True
         ),
         "trigger_facts_chart": charts.bar_chart(
-            "Facts written per day, by trigger", _labels_days(triggers.days), triggers.facts
+            "Facts written per day, by trigger", _labels_days(triggers.days), triggers.facts, legend=True
         ),
         "trigger_totals": triggers.totals,
         "hit_chart": charts.line_chart(
@@ -395,7 +395,8 @@ def subject_dashboard(request: HttpRequest, tenant: str, subject: str) -> HttpRe
         charts.Span(
             label=row.session.external_id,
             start=row.session.started_at,
-            end=row.session.ended_at or row.session.last_event_at or row.session.started_at,
+            # The last event, not the end call: an import or a late end_session would stretch the bar.
+            end=row.session.last_event_at or row.session.ended_at or row.session.started_at,
             size=row.session.episode_count,
             outcome=row.session.outcome or ("" if row.session.status == "open" else "unknown"),
             href=f"#session-{row.session.pk}",

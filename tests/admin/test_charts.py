@@ -104,3 +104,9 @@ def test_no_data_says_so() -> None:
     assert "no data yet" in charts.bar_chart("t", ["a", "b"], {"x": [0, 0]})
     assert "no data yet" in charts.line_chart("t", ["a"], {"x": [None]})
     assert "no data yet" in charts.timeline_chart("t", [])
+
+
+def test_legend_shows_when_asked_or_for_several_series() -> None:
+    assert 'class="legend">session_ended<' not in charts.bar_chart("t", ["a"], {"session_ended": [1]})
+    assert 'class="legend">session_ended<' in charts.bar_chart("t", ["a"], {"session_ended": [1]}, legend=True)
+    assert 'class="legend">b<' in charts.bar_chart("t", ["a"], {"a": [1], "b": [2]})
