@@ -231,13 +231,15 @@ def scenario_redis(args: argparse.Namespace, logdir: Path, env: dict[str, str]) 
         redis = start_redis()
         time.sleep(1)
         from episodic.services import episodes_append
+        from tenants.scope import tenant_scope
 
-        episodes_append(
-            tenant=tenant,
-            items=[
-                {"subject": "u0", "session": "s0", "kind": "message", "role": "user", "content": "We use AfterRestart."}
-            ],
-        )
+        with tenant_scope(tenant):
+            episodes_append(
+                tenant=tenant,
+                items=[
+                    {"subject": "u0", "session": "s0", "kind": "message", "role": "user", "content": "We use Later."}
+                ],
+            )
         enqueue(tenant, broker)
         second = wait_for(lambda: sum(r.status == "succeeded" for r in runs(tenant)) == 2, 120, step=0.5)
         reconnect = round(time.monotonic() - down_at, 1)
@@ -293,12 +295,17 @@ def main() -> None:
     logdir = Path(tempfile.mkdtemp(prefix="faults-logs-"))
     results: dict[str, dict[str, Any]] = {}
     try:
-        if args.only in (None, "kill"):
-            results["kill"] = scenario_kill(args, broker, logdir, env)
-        if args.only in (None, "two"):
-            results["two"] = scenario_two(args, broker, logdir, env)
-        if args.only in (None, "redis"):
-            results["redis"] = scenario_redis(args, logdir, env)
+        scenarios = {
+            "kill": lambda: scenario_kill(args, broker, logdir, env),
+            "two": lambda: scenario_two(args, broker, logdir, env),
+            "redis": lambda: scenario_redis(args, logdir, env),
+        }
+        for name, run in scenarios.items():
+            if args.only in (None, name):
+                try:
+                    results[name] = run()
+                except Exception as exc:  # noqa: BLE001 - a failed scenario is reported, the others still run
+                    results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     finally:
         if not args.keep:
             from django.db import connections
