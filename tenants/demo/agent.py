@@ -39,6 +39,8 @@ class UserStats:
     asked: int = 0  # facts it had to ask for
     asked_known: int = 0  # ... that the user had already given in an earlier conversation
     tokens_sent: int = 0  # prompt tokens over all model calls (context + conversation)
+    # Without memory: what the calls would cost if every earlier conversation were replayed into them.
+    tokens_full_replay: int = 0
     offered: int = 0  # context items offered (memory on)
     used: int = 0  # ... and used
 
@@ -93,6 +95,7 @@ class ScriptedAgent:
         self.engram = engram
         self.start = start
         self.context_tokens = context_tokens
+        self._history: list[str] = []
 
     def run(
         self,
@@ -114,6 +117,7 @@ class ScriptedAgent:
         stats = UserStats(subject=user.subject)
         truth = {f.key: f for f in user.facts}
         given: dict[str, str] = {}
+        self._history = []
         for index, conv in enumerate(user.conversations):
             for update in conv.updates:
                 truth[update.key] = update
@@ -131,6 +135,7 @@ class ScriptedAgent:
                     given.update({k: truth[k].value for k in turn.says})
                 continue
             self._run_conversation(state, stats)
+            self._history.append(state.conversation_text())
             if progress is not None:
                 progress(f"{state.session}: {conv.topic}, {conv.title}")
         return stats
@@ -150,7 +155,7 @@ class ScriptedAgent:
             state.given.update({k: state.truth[k].value for k in turn.says})
             memory, items, trace_id = self._recall(state, turn.text)
             stats.model_calls += 1
-            stats.tokens_sent += self._prompt_tokens(memory, state)
+            stats.tokens_sent += self._prompt_tokens(memory, state, stats)
             used: list[str] = []
             repeated = False
             if turn.needs:
@@ -166,7 +171,7 @@ class ScriptedAgent:
                     state.say("user", " ".join(state.truth[k].sentence for k in missing))
                     state.given.update({k: state.truth[k].value for k in missing})
                     stats.model_calls += 1
-                    stats.tokens_sent += self._prompt_tokens(memory, state)
+                    stats.tokens_sent += self._prompt_tokens(memory, state, stats)
                 values = ", ".join(f"{k}: {state.truth[k].value}" for k in turn.needs)
                 state.say("assistant", f"Thanks. With your setup ({values}), here is what I recommend for this.")
                 used = [
@@ -187,7 +192,10 @@ class ScriptedAgent:
                 idempotency_key=_key(state.session, "end"),
             )
 
-    def _prompt_tokens(self, memory: str, state: _Conversation) -> int:
+    def _prompt_tokens(self, memory: str, state: _Conversation, stats: UserStats) -> int:
+        if self.engram is None:
+            replay = "\n\n".join([SYSTEM_PROMPT, *self._history, state.conversation_text()])
+            stats.tokens_full_replay += count_tokens(replay)
         return count_tokens("\n\n".join(p for p in (SYSTEM_PROMPT, memory, state.conversation_text()) if p))
 
     def _recall(self, state: _Conversation, query: str) -> tuple[str, list[dict[str, Any]], str | None]:

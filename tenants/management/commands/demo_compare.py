@@ -129,14 +129,17 @@ the same figures.
 
 ![asked again and tokens, memory on and off]({chart})
 
-Overall: with memory off the agent asked {o.asked_known} times for something it had been told before; with
-memory on, {n.asked_known} times, over {o.needed} needed facts. It sent {o.tokens_sent:,} prompt tokens without
-memory and {n.tokens_sent:,} with it: the context costs tokens on every call, and saves the round trips of
-asking again.
+Overall, over {o.needed} needed facts: with memory off the agent asked {o.asked_known} times for something it
+had been told before, with memory on {n.asked_known}. The price is tokens: the context (up to {budget} tokens)
+rides on every call, so the agent with memory sent {n.tokens_sent:,} prompt tokens against {o.tokens_sent:,}
+for the agent that remembers nothing (these conversations are short: a few turns each). The other way
+to remember, replaying every earlier conversation into each call, would have sent {o.tokens_full_replay:,}
+tokens here, and grows with every conversation while the context stays within its budget.
 
 One user (ana.ruiz) migrates from PostgreSQL 15 to 16 in her sixth conversation; the agent needs the
 current version afterwards, which counts as known only if the context shows "PostgreSQL 16".
 
-Produced by `{command}` (the API served in-process, consolidation run eagerly, the embedder configured in
-settings) in {elapsed:.0f} s on a 2-core machine.
+Produced by `DJANGO_SETTINGS_MODULE=config.settings.local .venv/bin/python {command}` (the API served
+in-process, consolidation run eagerly, the MiniLM embedder of the local settings) in {elapsed:.0f} s on a
+2-core machine.
 """
