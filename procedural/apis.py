@@ -269,7 +269,9 @@ class ProcedureOutcomeApi(TenantAPIView):
         success = serializers.BooleanField(required=False, allow_null=True, default=None)
         signal = serializers.FloatField(required=False, allow_null=True, default=None, min_value=-1.0, max_value=1.0)
         session = serializers.CharField(required=False, allow_blank=True, allow_null=True, default=None, max_length=255)
-        episode = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
+        episode = serializers.IntegerField(
+            required=False, allow_null=True, default=None, min_value=1, max_value=selectors.MAX_ID
+        )
 
     class OutputSerializer(serializers.Serializer):
         class Meta:

@@ -42,6 +42,8 @@ EXAMPLES = 5
 _SLUG = re.compile(r"^[a-z0-9_.:/-]{1,40}$")
 _MAX_WORDS = 4
 _SKIPPED_KINDS = frozenset({"outcome", "summary"})
+# The payload keys a token is made of (and the only ones discovery reads).
+TOKEN_PAYLOAD_KEYS = ("tool", "name", "tool_name", "status", "status_code", "http_status", "error", "action")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from tenants.errors import NotFound
 from tenants.models import Tenant
 
 MAX_MATCH_LIMIT = 50
+MAX_ID = 2**63 - 1  # bigint: a larger id in a URL is simply not found
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ def procedure_get(*, tenant: Tenant, procedure_id: int | str) -> Procedure:
         pk = int(procedure_id)
     except (TypeError, ValueError) as exc:
         raise NotFound(f"No procedure {procedure_id}.") from exc
+    if not 0 < pk <= MAX_ID:
+        raise NotFound(f"No procedure {procedure_id}.")
     procedure = Procedure.objects.for_tenant(tenant).filter(pk=pk).defer("trigger_embedding").first()
     if procedure is None:
         raise NotFound(f"No procedure {procedure_id}.")

@@ -10,11 +10,13 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
+from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
 from episodic.models import Episode, EpisodeKind, Outcome, Session, SessionStatus
 from procedural.confidence import confidence_for, deprecation_verdict
 from procedural.discovery import (
+    TOKEN_PAYLOAD_KEYS,
     MiningSummary,
     Pattern,
     SessionSequence,
@@ -562,14 +564,20 @@ def discovery_sequences(*, tenant: Tenant, since: datetime) -> list[SessionSeque
     labelled = {sid: (ext, _session_success(o, s)) for sid, ext, o, s in sessions}
     labelled = {sid: v for sid, v in labelled.items() if v[1] is not None}
     tokens: dict[int, list[str | None]] = {sid: [] for sid in labelled}
+    # Only the payload keys tokens are made of leave the database: payloads may hold whole tool outputs.
+    keys = {f"p_{key}": KeyTextTransform(key, "payload") for key in TOKEN_PAYLOAD_KEYS}
     rows = (
         Episode.objects.for_tenant(tenant)
         .filter(session_id__in=list(labelled))
         .exclude(kind__in=(EpisodeKind.OUTCOME, EpisodeKind.SUMMARY))
+        .annotate(**keys)
         .order_by("session_id", "occurred_at", "id")
-        .values_list("session_id", "kind", "role", "payload")
+        .values_list("session_id", "kind", "role", *keys.keys())
     )
-    for session_id, kind, role, payload in rows.iterator(chunk_size=5_000):
+    for session_id, kind, role, *values in rows.iterator(chunk_size=5_000):
+        payload = {
+            k: v for k, v in zip(TOKEN_PAYLOAD_KEYS, values, strict=True) if v not in (None, "", "false", "null")
+        }
         tokens[session_id].append(episode_token(kind, role, payload))
     return [
         SessionSequence(session_id=sid, external_id=ext, success=bool(ok), tokens=collapse(tokens[sid]))

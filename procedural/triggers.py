@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from procedural.regexes import MATCH_TIMEOUT_SECONDS, UnsafePattern, regex_check, regex_search
@@ -305,7 +306,7 @@ class Situation:
     entities: frozenset[str] = frozenset()
     topics: frozenset[str] = frozenset()
     session_kind: str = ""
-    regex_deadline: float = 0.0
+    regex_seconds_spent: float = 0.0
     regex_timeouts: list[str] = field(default_factory=list)
     _folded: str = ""
 
@@ -326,7 +327,6 @@ class Situation:
             entities=frozenset(" ".join(e.split()).lower() for e in entities if isinstance(e, str)),
             topics=frozenset(" ".join(t.split()).lower() for t in topics if isinstance(t, str)),
             session_kind=session_kind.strip().lower(),
-            regex_deadline=time.monotonic() + REGEX_BUDGET_SECONDS,
             _folded=" ".join(message.lower().split()),
         )
 
@@ -334,27 +334,24 @@ class Situation:
         return _keyword_pattern(keyword).search(self._folded) is not None
 
     def regex_matches(self, pattern: str) -> bool:
-        remaining = self.regex_deadline - time.monotonic()
+        # The budget counts time spent in regexes only, so many cheap rules evaluated before this one
+        # (or a busy machine between calls) do not starve it.
+        remaining = REGEX_BUDGET_SECONDS - self.regex_seconds_spent
         if remaining <= 0:
             self.regex_timeouts.append(pattern)
             return False
+        started = time.perf_counter()
         result = regex_search(pattern, self.message, timeout=min(MATCH_TIMEOUT_SECONDS, remaining))
+        self.regex_seconds_spent += time.perf_counter() - started
         if result is None:
             self.regex_timeouts.append(pattern)
         return bool(result)
 
 
-_KEYWORD_CACHE: dict[str, re.Pattern[str]] = {}
-
-
+@lru_cache(maxsize=10_000)
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:
-    pattern = _KEYWORD_CACHE.get(keyword)
-    if pattern is None:
-        # A keyword matches whole words only ("log" is not in "login"); escaped, so it cannot backtrack.
-        pattern = re.compile(r"(?<!\w)" + re.escape(keyword) + r"(?!\w)")
-        if len(_KEYWORD_CACHE) < 10_000:
-            _KEYWORD_CACHE[keyword] = pattern
-    return pattern
+    # A keyword matches whole words only ("log" is not in "login"); escaped, so it cannot backtrack.
+    return re.compile(r"(?<!\w)" + re.escape(keyword) + r"(?!\w)")
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,8 @@ def test_unknown_ids_are_404_problems(api_a) -> None:
         api_a.delete("/v1/procedures/999999"),
         api_a.get("/v1/procedures/999999/history"),
         api_a.post("/v1/procedures/999999/outcomes", {"applied": True}, format="json"),
+        api_a.get("/v1/procedures/99999999999999999999999"),
+        api_a.post("/v1/procedures/99999999999999999999999/outcomes", {"applied": True}, format="json"),
     ):
         assert response.status_code == 404 and response["Content-Type"] == "application/problem+json"
 

@@ -149,3 +149,22 @@ def test_another_tenants_procedures_never_match(tenant_a, tenant_b, make_procedu
     make_procedure(tenant_b, name="b's rule")
     assert _match(tenant_a, message="deploy") == []
     assert _names(_match(tenant_b, message="deploy")) == ["b's rule"]
+
+
+def test_the_regex_budget_counts_regex_time_only(tenant_a, make_procedure, monkeypatch) -> None:
+    """Many rules evaluated before a regex rule must not use up its time; only regexes spend it."""
+    import time
+
+    from procedural import triggers
+
+    for i in range(30):
+        make_procedure(tenant_a, name=f"keyword {i}", trigger={"keywords": [f"word{i}"]})
+    make_procedure(tenant_a, name="regex", trigger={"regexes": [r"\bOPS-\d+\b"]})
+    real = triggers.trigger_evaluate
+
+    def slow(trigger, situation):  # every rule takes 5 ms outside regexes: 150 ms in all
+        time.sleep(0.005)
+        return real(trigger, situation)
+
+    monkeypatch.setattr("procedural.selectors.trigger_evaluate", slow)
+    assert [m.procedure.name for m in _match(tenant_a, message="see OPS-12")] == ["regex"]
