@@ -31,7 +31,9 @@ def _items(body: dict[str, Any], layer: str) -> list[dict[str, Any]]:
 
 def test_context_answers_the_contract_with_exact_token_accounting(tenant_a, ask) -> None:
     episodes = remember(tenant_a, HISTORY)
-    believe(tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=episodes[3:4])
+    believe(
+        tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=episodes[3:4]
+    )
     body = ask(query="what is the name of my dog?", max_tokens=2000)
     assert set(body) >= {"trace_id", "prompt", "tokens", "layers"}
     assert set(body["tokens"]) == {"total", "procedural", "semantic", "episodic", "working"}
@@ -53,7 +55,9 @@ def test_context_answers_the_contract_with_exact_token_accounting(tenant_a, ask)
 
 def test_an_event_said_by_a_chosen_fact_is_not_repeated(tenant_a, ask) -> None:
     episodes = remember(tenant_a, HISTORY)
-    believe(tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=episodes[3:4])
+    believe(
+        tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=episodes[3:4]
+    )
     body = ask(query="dog Biscuit", max_tokens=4000)
     episodic_ids = {i["id"] for i in _items(body, "episodic")}
     assert f"episode:{episodes[3].id}" not in episodic_ids
@@ -69,7 +73,9 @@ def test_sections_are_labelled_and_in_layer_order(tenant_a, ask) -> None:
         scratchpad_put(tenant=tenant_a, session_external_id="now", document={"plan": "reset the VPN", "step": 2})
     body = ask(query="printer office VPN", session="now", max_tokens=4000)
     prompt = body["prompt"]
-    positions = [prompt.index(h) for h in ("## Known facts", "## Recent activity", "## Relevant history", "## Working notes")]
+    positions = [
+        prompt.index(h) for h in ("## Known facts", "## Recent activity", "## Relevant history", "## Working notes")
+    ]
     assert positions == sorted(positions)
     assert "- plan: reset the VPN" in prompt
     assert body["layers"]["working"]["document"] == {"plan": "reset the VPN", "step": 2}
@@ -81,7 +87,13 @@ def test_sections_are_labelled_and_in_layer_order(tenant_a, ask) -> None:
 
 def test_superseded_and_pending_facts_are_never_offered(tenant_a, ask) -> None:
     believe(tenant_a, attribute="city", value="Porto", statement="Alice lives in Porto.", observed_at=T0)
-    believe(tenant_a, attribute="city", value="Lisbon", statement="Alice lives in Lisbon.", observed_at=T0 + timedelta(days=30))
+    believe(
+        tenant_a,
+        attribute="city",
+        value="Lisbon",
+        statement="Alice lives in Lisbon.",
+        observed_at=T0 + timedelta(days=30),
+    )
     believe(tenant_a, attribute="phone", value="555", statement="Alice's phone is 555.", confidence=0.2)
     body = ask(query="where does Alice live? phone", max_tokens=4000)
     texts = " ".join(i["text"] for i in _items(body, "semantic"))
@@ -91,7 +103,13 @@ def test_superseded_and_pending_facts_are_never_offered(tenant_a, ask) -> None:
 
 def test_as_of_gives_the_facts_believed_then(tenant_a, ask) -> None:
     believe(tenant_a, attribute="city", value="Porto", statement="Alice lives in Porto.", observed_at=T0)
-    believe(tenant_a, attribute="city", value="Lisbon", statement="Alice lives in Lisbon.", observed_at=T0 + timedelta(days=30))
+    believe(
+        tenant_a,
+        attribute="city",
+        value="Lisbon",
+        statement="Alice lives in Lisbon.",
+        observed_at=T0 + timedelta(days=30),
+    )
     then = ask(query="where does Alice live?", as_of=(T0 + timedelta(days=10)).isoformat())
     assert "Porto" in then["prompt"] and "Lisbon" not in then["prompt"]
     now = ask(query="where does Alice live?")
@@ -155,7 +173,9 @@ def test_every_request_leaves_a_trace(tenant_a, ask) -> None:
     assert trace.subject == "alice" and trace.session == "s-1" and trace.agent == "helpdesk"
     assert trace.request["query"] == "printer"
     assert trace.total_tokens == body["tokens"]["total"]
-    assert trace.offered_ids == [i["id"] for layer in ("procedural", "semantic", "episodic") for i in body["layers"][layer]]
+    assert trace.offered_ids == [
+        i["id"] for layer in ("procedural", "semantic", "episodic") for i in body["layers"][layer]
+    ]
     assert all({"id", "tokens", "score_parts"} <= set(item) for item in trace.offered)
     assert trace.latency_ms > 0
     assert trace.policy == "heuristic-v1"
