@@ -185,19 +185,19 @@ def procedure_stats(*, tenant: Tenant) -> ProcedureStats:
         .values_list("status", "n")
     )
     totals = ProcedureOutcome.objects.for_tenant(tenant).aggregate(
-        outcomes=Count("id"),
-        applied=Count("id", filter=Q(applied=True)),
-        successes=Count("id", filter=Q(applied=True, success=True)),
-        failures=Count("id", filter=Q(applied=True, success=False)),
+        n_outcomes=Count("id"),
+        n_applied=Count("id", filter=Q(applied=True)),
+        n_successes=Count("id", filter=Q(applied=True, success=True)),
+        n_failures=Count("id", filter=Q(applied=True, success=False)),
     )
-    judged = totals["successes"] + totals["failures"]
+    judged = totals["n_successes"] + totals["n_failures"]
     return ProcedureStats(
         active=by_status.get(ProcedureStatus.ACTIVE, 0),
         candidates=by_status.get(ProcedureStatus.CANDIDATE, 0),
         deprecated=by_status.get(ProcedureStatus.DEPRECATED, 0),
-        outcomes=totals["outcomes"],
-        applied=totals["applied"],
-        successes=totals["successes"],
-        failures=totals["failures"],
-        success_rate=round(totals["successes"] / judged, 4) if judged else None,
+        outcomes=totals["n_outcomes"],
+        applied=totals["n_applied"],
+        successes=totals["n_successes"],
+        failures=totals["n_failures"],
+        success_rate=round(totals["n_successes"] / judged, 4) if judged else None,
     )

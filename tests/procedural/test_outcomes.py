@@ -165,3 +165,28 @@ def test_status_transitions_are_checked(tenant_a, make_procedure) -> None:
         procedure_set_status(tenant=tenant_a, procedure_id=procedure.pk, status="candidate", actor="op")
     with tenant_scope(tenant_a), pytest.raises(ValidationProblem):
         procedure_set_status(tenant=tenant_a, procedure_id=procedure.pk, status="archived", actor="op")
+
+
+def test_stats_count_current_procedures_and_all_outcomes(tenant_a, tenant_b, make_procedure) -> None:
+    from procedural.selectors import procedure_stats
+    from procedural.services import procedure_update
+
+    kept = make_procedure(tenant_a, name="kept")
+    make_procedure(tenant_a, name="candidate", status=ProcedureStatus.CANDIDATE)
+    make_procedure(tenant_b, name="b's")
+    _record(tenant_a, kept.pk, success=True)
+    _record(tenant_a, kept.pk, success=False)
+    _record(tenant_a, kept.pk, applied=False, success=None)
+    with tenant_scope(tenant_a):
+        procedure_update(tenant=tenant_a, procedure_id=kept.pk, actor="op", changes={"name": "kept, v2"})
+        stats = procedure_stats(tenant=tenant_a)
+    assert stats == {
+        "active": 1,
+        "candidates": 1,
+        "deprecated": 0,
+        "outcomes": 3,
+        "applied": 2,
+        "successes": 1,
+        "failures": 1,
+        "success_rate": 0.5,
+    }
