@@ -36,6 +36,8 @@ WORDS = (
     "restore migration schema index vector search ranking cache queue worker celery cron deploy docker "
     "kubernetes terraform aws gcp azure monitoring alert incident support ticket refund"
 ).split()
+NOISE = 0.15
+CENTROIDS: list[list[float]] = []
 CATEGORIES = ("preferences", "technical_environment", "known_issues", "contact_info", "business_context", "other")
 
 
@@ -83,9 +85,11 @@ def _insert_sql(words: list[str]) -> str:
             || {word_array}[1 + (g * 31) %% {n}] || ' note ' || g,
         {cat_array}[1 + g %% 6], 'single', 0.5 + (g %% 50) / 100.0, 'active',
         now() - ((g %% 365) || ' days')::interval, now(), now() - ((g %% 90) || ' days')::interval, 0, 1, 'api',
-        l2_normalize((SELECT array_agg(random()::real - 0.5) FROM generate_series(1, 384) WHERE g IS NOT NULL)::vector),
+        l2_normalize(c.v + (SELECT array_agg((random()::real - 0.5) * %(noise)s) FROM generate_series(1, 384)
+            WHERE g IS NOT NULL)::vector),
         now()
     FROM generate_series(%(start)s::int, %(stop)s::int) AS g
+    JOIN bench_centroid c ON c.i = (g * 7919) %% %(clusters)s
     """
 
 
@@ -111,6 +115,17 @@ def generate(args: argparse.Namespace) -> dict[str, str]:
                 ).fetchone()
             assert row is not None
             ids[slug] = str(row[0])
+        # Embeddings of real text cluster by topic; uniformly random 384-dimensional vectors are all
+        # nearly equidistant, which no approximate index navigates well. Facts are drawn around
+        # --clusters random centroids (cosine to their centroid about 0.75).
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_centroid (i int PRIMARY KEY, v vector(384))")
+        if conn.execute("SELECT count(*) FROM bench_centroid").fetchone() != (args.clusters,):
+            conn.execute("TRUNCATE bench_centroid")
+            conn.execute(
+                "INSERT INTO bench_centroid SELECT i, l2_normalize((SELECT array_agg(random()::real - 0.5) "
+                "FROM generate_series(1, 384) WHERE i IS NOT NULL)::vector) FROM generate_series(0, %s - 1) AS i",
+                [args.clusters],
+            )
         counts = dict(conn.execute("SELECT tenant_id::text, count(*) FROM semantic_fact GROUP BY 1").fetchall())
         todo = [(slug, n) for slug, n in plan if counts.get(ids[slug], 0) != n]
         if todo:
@@ -120,7 +135,16 @@ def generate(args: argparse.Namespace) -> dict[str, str]:
                 conn.execute("DELETE FROM semantic_fact WHERE tenant_id = %s", [ids[slug]])
                 started = time.perf_counter()
                 for start in range(1, n + 1, 50_000):
-                    conn.execute(sql, {"tenant": ids[slug], "start": start, "stop": min(n, start + 49_999)})
+                    conn.execute(
+                        sql,
+                        {
+                            "tenant": ids[slug],
+                            "start": start,
+                            "stop": min(n, start + 49_999),
+                            "noise": NOISE,
+                            "clusters": args.clusters,
+                        },
+                    )
                 print(f"loaded {n:,} facts for {slug} in {time.perf_counter() - started:.0f} s", flush=True)
         has_index = conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'fact_embedding_hnsw'").fetchone()
         if not has_index:
@@ -134,12 +158,17 @@ def generate(args: argparse.Namespace) -> dict[str, str]:
             print(f"built the HNSW index in {time.perf_counter() - started:.0f} s", flush=True)
             conn.execute("VACUUM ANALYZE semantic_fact")
         total = conn.execute("SELECT count(*) FROM semantic_fact").fetchone()
+        centroids = [
+            [float(x) for x in v.strip("[]").split(",")]
+            for (v,) in conn.execute("SELECT v::text FROM bench_centroid ORDER BY i").fetchall()
+        ]
         sizes = conn.execute(
             "SELECT pg_size_pretty(pg_table_size('semantic_fact')), "
             "pg_size_pretty(pg_relation_size('fact_embedding_hnsw'))"
         ).fetchone()
     assert total is not None and sizes is not None
     ids["_total"] = str(total[0])
+    CENTROIDS[:] = centroids
     ids["_sizes"] = f"table {sizes[0]}, HNSW index {sizes[1]}"
     return ids
 
@@ -187,7 +216,8 @@ def measure(args: argparse.Namespace, ids: dict[str, str]) -> list[dict[str, obj
         recalls: list[float] = []
         returned: list[int] = []
         for i in range(args.queries + args.warmup):
-            vector = rng.standard_normal(384).astype(np.float32)
+            centre = np.asarray(CENTROIDS[int(rng.integers(len(CENTROIDS)))], dtype=np.float32)
+            vector = centre + (rng.random(384, dtype=np.float32) - 0.5) * NOISE
             vector = (vector / np.linalg.norm(vector)).tolist()
             words = rng.choice(WORDS, size=2, replace=False)
             query = f"{words[0]} {words[1]}"
@@ -307,6 +337,7 @@ def report(args: argparse.Namespace, ids: dict[str, str], rows: list[dict[str, o
         f"facts in table: {int(ids['_total']):,}; big tenant: {args.tenant_facts:,}; "
         f"1% tenant: {max(1, args.total // 100):,}; {ids['_sizes']}; k={args.k}; "
         f"hnsw.ef_search={args.ef_search_used}, iterative_scan=relaxed_order; "
+        f"vectors around {args.clusters} random centroids; "
         f"{args.queries} queries per scenario after {args.warmup} warm-up; recall over {args.recall_queries}."
     )
     return f"{header}\n\n{table}\n\nCommand: `{command}`\n"
@@ -322,6 +353,7 @@ def main() -> None:
     parser.add_argument("--recall-queries", type=int, default=50)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--clusters", type=int, default=1000)
     parser.add_argument("--maintenance-work-mem", default="3GB")
     parser.add_argument("--build-workers", type=int, default=1)
     parser.add_argument("--ef-search", type=int, default=None, help="override semantic.selectors.HNSW_EF_SEARCH")

@@ -34,6 +34,7 @@ MAX_K = 100
 # The HNSW candidate list: the first batch of an iterative scan. Below ~100, recall on 384-dimensional
 # embeddings drops quickly (docs/benchmarks/semantic.md).
 HNSW_EF_SEARCH = 100
+TEXT_MATCH_CAP = 500
 GRAPH_MAX_DEPTH = 3
 GRAPH_MAX_NODES = 50
 GRAPH_MAX_FACTS = 200
@@ -299,11 +300,13 @@ def search_sql(
         )
         cte_params += [*params, literal, pool]
     if query.strip():
+        # Ranking reads every match from the heap; a query of common words can match a large share
+        # of a big tenant, so at most TEXT_MATCH_CAP matches are ranked (the vector part still sees all).
         ctes.append(
-            f"t AS (SELECT id FROM semantic_fact WHERE {filters} AND search_vector @@ {_TSQUERY} "  # noqa: S608
-            f"ORDER BY ts_rank_cd(search_vector, {_TSQUERY}) DESC LIMIT %s)"
+            f"t AS (SELECT id FROM (SELECT id, search_vector FROM semantic_fact WHERE {filters} "  # noqa: S608
+            f"AND search_vector @@ {_TSQUERY} LIMIT %s) m ORDER BY ts_rank_cd(search_vector, {_TSQUERY}) DESC LIMIT %s)"
         )
-        cte_params += [*params, query, query, pool]
+        cte_params += [*params, query, TEXT_MATCH_CAP, query, pool]
     if not ctes:
         # No query at all: the most confident facts that match the filters.
         ctes.append(
