@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, FloatField, Q, QuerySet, TextField, Value
+from django.db.models.functions import Cast
 from pgvector.django import CosineDistance
 
 from procedural.models import Procedure, ProcedureEvent, ProcedureOutcome, ProcedureStatus
-from procedural.triggers import SEMANTIC_WEIGHT, ConditionHit, Situation, Trigger, combine, trigger_evaluate
+from procedural.triggers import SEMANTIC_WEIGHT, ConditionHit, Situation, combine, trigger_evaluate, trigger_from_text
 from tenants.embedding import embed_one
 from tenants.errors import NotFound
 from tenants.models import Tenant
@@ -100,60 +101,70 @@ def procedure_match(
     Strength combines the conditions that hold (noisy-or of their weights, see procedural.triggers)
     with the similarity of the message to the trigger description when that reaches the tenant's
     `procedure_semantic_threshold`. Procedures scoped to an agent apply to that agent only. Ties are
-    broken by id, so the same state and request give the same answer."""
+    broken by id, so the same state and request give the same answer.
+
+    Two queries (three when rules have descriptions and no `query_embedding` is given): the trigger
+    columns of every candidate, then the full rows of the matches returned."""
     limit = max(1, min(limit, MAX_MATCH_LIMIT))
     situation = Situation.build(
         message=message, tool_events=tool_events, entities=entities, topics=topics, session_kind=session_kind
     )
     agents = ["", agent] if agent else [""]
-    candidates = list(
+    semantic = bool(message.strip())
+    qs = (
         Procedure.objects.for_tenant(tenant)
         .filter(is_current=True, status=ProcedureStatus.ACTIVE, agent__in=agents)
-        .defer("trigger_embedding")
+        .annotate(trigger_json=Cast("trigger", TextField()), has_text=~Q(trigger_text=""))
         .order_by("id")
     )
-    similarities = _similarities(tenant=tenant, candidates=candidates, message=message, embedding=query_embedding)
+    if semantic and query_embedding is not None:
+        qs = qs.annotate(distance=CosineDistance("trigger_embedding", query_embedding))
+    else:
+        qs = qs.annotate(distance=Value(None, output_field=FloatField()))
+    rows = list(qs.values_list("id", "agent", "confidence", "trigger_json", "has_text", "distance"))
+    similarities = {pk: 1.0 - float(d) for pk, *_, d in rows if d is not None}
+    if semantic and query_embedding is None and any(row[4] for row in rows):
+        similarities = _similarities(tenant=tenant, ids=[row[0] for row in rows if row[4]], message=message)
     threshold = tenant.config.procedure_semantic_threshold
-    matches: list[ProcedureMatch] = []
-    for procedure in candidates:
-        hits: list[ConditionHit] = trigger_evaluate(Trigger.from_json(procedure.trigger), situation)
-        similarity = similarities.get(procedure.pk)
+    scored: list[tuple[int, float, float, float, list[ConditionHit], str]] = []
+    for pk, scope, confidence, trigger_json, _, _ in rows:
+        hits: list[ConditionHit] = trigger_evaluate(trigger_from_text(trigger_json), situation)
+        similarity = similarities.get(pk)
         if similarity is not None and similarity >= threshold:
             hits.append(
                 ConditionHit(
                     "semantic", SEMANTIC_WEIGHT * similarity, f"message resembles the trigger ({similarity:.2f})"
                 )
             )
-        if not hits:
-            continue
-        strength = combine(h.strength for h in hits)
+        if hits:
+            strength = combine(h.strength for h in hits)
+            scored.append((pk, round(strength * confidence, 6), round(strength, 6), confidence, hits, scope))
+    scored.sort(key=lambda m: (-m[1], -m[2], m[0]))
+    scored = scored[:limit]
+    procedures = Procedure.objects.for_tenant(tenant).defer("trigger_embedding").in_bulk([m[0] for m in scored])
+    matches: list[ProcedureMatch] = []
+    for pk, score, strength, confidence, hits, scope in scored:
         why = [h.why for h in hits]
-        if procedure.agent:
-            why.append(f'scoped to agent "{procedure.agent}"')
+        if scope:
+            why.append(f'scoped to agent "{scope}"')
         parts = {h.kind: round(h.strength, 4) for h in hits}
-        parts["strength"] = round(strength, 4)
-        parts["confidence"] = procedure.confidence
+        parts["strength"] = strength
+        parts["confidence"] = confidence
         matches.append(
             ProcedureMatch(
-                procedure=procedure,
-                score=round(strength * procedure.confidence, 6),
-                confidence=procedure.confidence,
+                procedure=procedures[pk],
+                score=score,
+                confidence=confidence,
                 why=why,
-                strength=round(strength, 6),
+                strength=strength,
                 score_parts=parts,
             )
         )
-    matches.sort(key=lambda m: (-m.score, -m.strength, m.procedure.pk))
-    return matches[:limit]
+    return matches
 
 
-def _similarities(
-    *, tenant: Tenant, candidates: Sequence[Procedure], message: str, embedding: list[float] | None
-) -> dict[int, float]:
-    ids = [p.pk for p in candidates if p.trigger_text]
-    if not ids or not message.strip():
-        return {}
-    vector = embedding if embedding is not None else embed_one(message)
+def _similarities(*, tenant: Tenant, ids: list[int], message: str) -> dict[int, float]:
+    vector = embed_one(message)
     # A handful of rows per tenant: exact distances on the candidates' ids, no vector index needed.
     rows = (
         Procedure.objects.for_tenant(tenant)

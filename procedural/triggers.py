@@ -15,6 +15,7 @@ event and a keyword is a stronger match than one matched by a keyword alone.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -208,6 +209,9 @@ def _strings(value: Any, at: str, name: str, errors: _Errors, *, lower: bool) ->
             errors.add(f"{at}/{index}", f"At most {MAX_ITEM_CHARS} characters.")
             continue
         text = item if name == "regexes" else " ".join(item.split())
+        if name == "keywords" and not _WORD.search(text):
+            errors.add(f"{at}/{index}", "A keyword needs at least one letter or digit (matching is by whole words).")
+            continue
         out.append(text.lower() if lower else text)
     return tuple(dict.fromkeys(out))
 
@@ -327,11 +331,13 @@ class Situation:
             entities=frozenset(" ".join(e.split()).lower() for e in entities if isinstance(e, str)),
             topics=frozenset(" ".join(t.split()).lower() for t in topics if isinstance(t, str)),
             session_kind=session_kind.strip().lower(),
-            _folded=" ".join(message.lower().split()),
+            _folded=f" {' '.join(_WORD.findall(message.lower()))} ",
         )
 
     def keyword_in_message(self, keyword: str) -> bool:
-        return _keyword_pattern(keyword).search(self._folded) is not None
+        # Whole words only ("log" is not in "login"): both sides are reduced to their words, padded.
+        words = _keyword_words(keyword)
+        return bool(words) and words in self._folded
 
     def regex_matches(self, pattern: str) -> bool:
         # The budget counts time spent in regexes only, so many cheap rules evaluated before this one
@@ -348,10 +354,20 @@ class Situation:
         return bool(result)
 
 
+_WORD = re.compile(r"\w+")
+
+
 @lru_cache(maxsize=10_000)
-def _keyword_pattern(keyword: str) -> re.Pattern[str]:
-    # A keyword matches whole words only ("log" is not in "login"); escaped, so it cannot backtrack.
-    return re.compile(r"(?<!\w)" + re.escape(keyword) + r"(?!\w)")
+def _keyword_words(keyword: str) -> str:
+    words = _WORD.findall(keyword.lower())
+    return f" {' '.join(words)} " if words else ""
+
+
+@lru_cache(maxsize=8_192)
+def trigger_from_text(text: str) -> Trigger:
+    """A stored trigger from its JSON text. Cached: a procedure row's trigger never changes (an edit
+    is a new row), and the same text always parses to the same trigger."""
+    return Trigger.from_json(json.loads(text))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from procedural.models import ProcedureStatus
 from procedural.selectors import procedure_match
 from procedural.services import procedure_outcome_record, procedure_set_status
+from tenants.embedding import embed_one
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db
@@ -62,9 +63,12 @@ def test_semantic_trigger_on_the_description(tenant_a, make_procedure) -> None:
         name="refunds",
         trigger={"description": "the customer asks for a refund of a duplicate charge"},
     )
-    [match] = _match(tenant_a, message="customer asks for a refund of a duplicate charge on the card")
+    message = "customer asks for a refund of a duplicate charge on the card"
+    [match] = _match(tenant_a, message=message)
     assert match.why[0].startswith("message resembles the trigger")
     assert match.score_parts["semantic"] > 0
+    [given] = _match(tenant_a, message=message, query_embedding=embed_one(message))
+    assert given.score == pytest.approx(match.score)
     assert _match(tenant_a, message="what is the weather in Paris") == []
 
 
@@ -133,16 +137,20 @@ def test_limit_is_respected(tenant_a, make_procedure) -> None:
     assert len(_match(tenant_a, message="deploy", limit=2)) == 2
 
 
-def test_matching_takes_one_query_without_descriptions_and_two_with(tenant_a, make_procedure) -> None:
+def test_matching_takes_two_queries_whatever_the_number_of_rules(tenant_a, make_procedure) -> None:
     for i in range(10):
         make_procedure(tenant_a, name=f"rule {i}")
     with tenant_scope(tenant_a), CaptureQueriesContext(connection) as ctx:
-        procedure_match(tenant=tenant_a, message="deploy")
-    assert len(ctx.captured_queries) == 1
-    make_procedure(tenant_a, name="semantic", trigger={"description": "deploying to production"})
+        assert len(procedure_match(tenant=tenant_a, message="deploy")) == 10
+    assert len(ctx.captured_queries) == 2  # the trigger columns of all, the full rows of the matches
+    for i in range(10):
+        make_procedure(tenant_a, name=f"semantic {i}", trigger={"description": f"deploying service {i}"})
     with tenant_scope(tenant_a), CaptureQueriesContext(connection) as ctx:
         procedure_match(tenant=tenant_a, message="deploy", query_embedding=[0.0] * 383 + [1.0])
-    assert len(ctx.captured_queries) == 2
+    assert len(ctx.captured_queries) == 2  # the distances come with the first query
+    with tenant_scope(tenant_a), CaptureQueriesContext(connection) as ctx:
+        procedure_match(tenant=tenant_a, message="deploy")
+    assert len(ctx.captured_queries) == 3  # the message is embedded, then the distances fetched
 
 
 def test_another_tenants_procedures_never_match(tenant_a, tenant_b, make_procedure) -> None:

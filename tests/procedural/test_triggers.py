@@ -58,6 +58,7 @@ def test_a_full_trigger_parses_and_round_trips() -> None:
         ({"tools": [{"name": "two words"}]}, "/trigger/tools/0/name"),
         ({"keywords": "deploy"}, "/trigger/keywords"),
         ({"keywords": ["ok", ""]}, "/trigger/keywords/1"),
+        ({"keywords": ["ok", "?!"]}, "/trigger/keywords/1"),
         ({"keywords": ["k"] * 51}, "/trigger/keywords"),
         ({"regexes": ["(a+)+$"]}, "/trigger/regexes/0"),
         ({"regexes": ["ok", "["]}, "/trigger/regexes/1"),
