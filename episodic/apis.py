@@ -18,6 +18,7 @@ from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS
 from episodic.models import EMBEDDING_DIM, Episode, EpisodeKind, Outcome, Session
 from episodic.selectors import ScoredEpisode, SessionDetail, episode_list, episode_search, session_detail
 from episodic.services import episodes_append, session_end
+from episodic.validation import vector_component_ok
 from tenants.api.idempotency import idempotent
 from tenants.api.pagination import CreatedCursorPagination
 from tenants.api.parsers import LimitedJSONParser
@@ -239,6 +240,8 @@ class EpisodeSearchApi(TenantAPIView):
                 raise serializers.ValidationError(
                     f"Wrong dimension: {len(value)}; the embedding dimension is {EMBEDDING_DIM}."
                 )
+            if not all(vector_component_ok(x) for x in value):
+                raise serializers.ValidationError("Every component must be a finite number of magnitude at most 1e30.")
             return value
 
     class OutputSerializer(serializers.Serializer):

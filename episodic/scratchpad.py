@@ -31,6 +31,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from episodic.models import Episode, EpisodeKind, Session
+from episodic.validation import check_session_id
 from tenants.errors import NotFound, PayloadTooLarge, PreconditionFailed, ValidationProblem
 from tenants.models import Tenant
 from tenants.redis import get_redis
@@ -141,6 +142,7 @@ def _decode(raw: Mapping[bytes | str, bytes | str], session: str) -> Scratchpad 
 
 
 def _require_session(tenant: Tenant, session_external_id: str) -> Session:
+    check_session_id(session_external_id)
     session = Session.objects.for_tenant(tenant).filter(external_id=session_external_id).first()
     if session is None:
         raise NotFound(f"No session {session_external_id!r}.")
@@ -151,6 +153,9 @@ def _encode_document(document: Any) -> str:
     if not isinstance(document, dict):
         raise ValidationProblem.at("/", "A scratchpad is a JSON object.")
     encoded = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    if "\x00" in encoded or "\\u0000" in encoded:
+        # It would become a summary episode, and PostgreSQL text cannot hold NUL.
+        raise ValidationProblem.at("/", "Null characters are not allowed.")
     limit = settings.ENGRAM["MAX_SCRATCHPAD_BYTES"]
     size = len(encoded.encode())
     if size > limit:

@@ -17,6 +17,7 @@ from pgvector.django import CosineDistance
 
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
 from episodic.models import EMBEDDING_DIM, Episode, Session, SessionStatus
+from episodic.validation import check_session_id
 from tenants.embedding import embed_one
 from tenants.errors import NotFound, ValidationProblem
 from tenants.models import Tenant
@@ -74,6 +75,7 @@ def episode_list(
 
 
 def session_get(*, tenant: Tenant, external_id: str) -> Session:
+    check_session_id(external_id)
     session = Session.objects.for_tenant(tenant).filter(external_id=external_id).first()
     if session is None:
         raise NotFound(f"No session {external_id!r}.")

@@ -14,7 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from episodic.models import Episode, Outcome, Session, SessionStatus
-from episodic.validation import EpisodeDraft, parse_items
+from episodic.validation import EpisodeDraft, check_session_id, parse_items
 from tenants.errors import Conflict, NotFound, ValidationProblem
 from tenants.models import Tenant
 
@@ -260,6 +260,7 @@ def session_end(*, tenant: Tenant, external_id: str, outcome: str | None, outcom
     from episodic.scratchpad import ScratchpadSummaryReason, scratchpad_summarise
 
     _check_outcome(outcome, outcome_signal)
+    check_session_id(external_id)
     session = Session.objects.for_tenant(tenant).select_for_update().filter(external_id=external_id).first()
     if session is None:
         raise NotFound(f"No session {external_id!r}.")
@@ -269,7 +270,11 @@ def session_end(*, tenant: Tenant, external_id: str, outcome: str | None, outcom
         raise Conflict(
             f"Session {external_id!r} already ended with outcome {session.outcome!r} ({session.outcome_signal})."
         )
-    scratchpad_summarise(tenant=tenant, session_external_id=external_id, reason=ScratchpadSummaryReason.SESSION_END)
+    summary = scratchpad_summarise(
+        tenant=tenant, session_external_id=external_id, reason=ScratchpadSummaryReason.SESSION_END
+    )
+    if summary is not None:
+        session.refresh_from_db(fields=["episode_count", "last_event_at", "started_at"])
     session.status = SessionStatus.ENDED
     session.ended_at = timezone.now()
     session.outcome = outcome

@@ -18,7 +18,7 @@ from django.conf import settings
 
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_with_config, normalise_terms
 from episodic.models import EMBEDDING_DIM, EpisodeKind, Outcome
-from tenants.errors import PayloadTooLarge, ValidationProblem
+from tenants.errors import NotFound, PayloadTooLarge, ValidationProblem
 from tenants.models import TenantSettings
 from tenants.tokens import count_tokens
 
@@ -93,6 +93,25 @@ def _summary(errors: list[dict[str, Any]]) -> str:
     return shown + more
 
 
+# pgvector stores 32-bit floats: anything bigger would overflow to infinity, which it refuses.
+MAX_COMPONENT = 1e30
+
+
+def vector_component_ok(x: float) -> bool:
+    return math.isfinite(x) and abs(x) <= MAX_COMPONENT
+
+
+def has_nul(value: Any) -> bool:
+    """Whether a JSON value holds a NUL character anywhere (in a key or a string)."""
+    return "\\u0000" in json.dumps(value, default=str)
+
+
+def check_session_id(external_id: str) -> None:
+    """A session id that cannot exist (NUL, too long) is simply not found, not a server error."""
+    if not external_id or "\x00" in external_id or len(external_id) > MAX_ID_CHARS:
+        raise NotFound(f"No session {external_id[:80]!r}.")
+
+
 def content_hash(content: str, payload: dict[str, Any]) -> str:
     """sha256 of the content, and of the canonical payload JSON when there is a payload."""
     digest = hashlib.sha256(content.encode())
@@ -112,6 +131,9 @@ def _string(item: dict[str, Any], key: str, at: str, errors: _Errors, *, require
         errors.add(f"{at}/{key}", "Must be a string.")
         return None
     value = value.strip()
+    if "\x00" in value:
+        errors.add(f"{at}/{key}", "Null characters are not allowed.")
+        return None
     if required and not value:
         errors.add(f"{at}/{key}", "Must not be empty.")
         return None
@@ -150,6 +172,10 @@ def _terms(value: Any, pointer: str, errors: _Errors, *, max_chars: int) -> list
     if len(value) > MAX_TERMS:
         errors.add(pointer, f"At most {MAX_TERMS} items.")
         return None
+    with_nul = [i for i, v in enumerate(value) if "\x00" in v]
+    if with_nul:
+        errors.add(f"{pointer}/{with_nul[0]}", "Null characters are not allowed.")
+        return None
     too_long = [i for i, v in enumerate(value) if len(v.strip()) > max_chars]
     if too_long:
         errors.add(f"{pointer}/{too_long[0]}", f"At most {max_chars} characters.")
@@ -175,8 +201,8 @@ def _embedding(value: Any, pointer: str, errors: _Errors) -> list[float] | None:
     if len(value) != EMBEDDING_DIM:
         errors.add(pointer, f"Wrong dimension: {len(value)} numbers; the embedding dimension is {EMBEDDING_DIM}.")
         return None
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in value):
-        errors.add(pointer, "Every component must be a finite number.")
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and vector_component_ok(x) for x in value):
+        errors.add(pointer, f"Every component must be a finite number of magnitude at most {MAX_COMPONENT:g}.")
         return None
     return [float(x) for x in value]
 
@@ -215,12 +241,17 @@ def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes
         if not isinstance(content, str):
             errors.add(f"{at}/content", "Must be a string.")
             content = ""
+        elif "\x00" in content:
+            errors.add(f"{at}/content", "Null characters are not allowed.")
+            content = ""
         elif len(content) > max_text:
             errors.add(f"{at}/content", f"{len(content)} characters; the limit is {max_text}.", size=True)
         payload = item.get("payload") or {}
         if not isinstance(payload, dict):
             errors.add(f"{at}/payload", "Must be a JSON object.")
             payload = {}
+        elif has_nul(payload):
+            errors.add(f"{at}/payload", "Null characters are not allowed (PostgreSQL JSON cannot hold them).")
         if not content.strip() and not payload:
             errors.add(f"{at}/content", "An episode needs content or a payload.")
         outcome = item.get("outcome")

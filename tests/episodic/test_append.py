@@ -75,6 +75,7 @@ def test_session_counters_and_times_follow_the_events(append, tenant_a) -> None:
         (item(occurred_at="2024-05-01T12:00:00"), "/episodes/0/occurred_at", 400),
         (item(occurred_at="yesterday"), "/episodes/0/occurred_at", 400),
         (item(embedding=[0.1] * 12), "/episodes/0/embedding", 400),
+        (item(embedding=[1e300] * 384), "/episodes/0/embedding", 400),
         (item(content="x" * 40_000), "/episodes/0/content", 413),
         (item(subject=""), "/episodes/0/subject", 400),
         (item(session=None), "/episodes/0/session", 400),
@@ -84,6 +85,10 @@ def test_session_counters_and_times_follow_the_events(append, tenant_a) -> None:
         (item(payload=[1, 2]), "/episodes/0/payload", 400),
         (item(content=""), "/episodes/0/content", 400),
         (item(colour="blue"), "/episodes/0/colour", 400),
+        (item(content="nul \x00 byte"), "/episodes/0/content", 400),
+        (item(subject="a\x00b"), "/episodes/0/subject", 400),
+        (item(entities=["ok", "x\x00"]), "/episodes/0/entities/1", 400),
+        (item(payload={"k": "v\x00"}), "/episodes/0/payload", 400),
     ],
 )
 def test_bad_item_is_a_problem_naming_the_field_and_writes_nothing(api_a, tenant_a, episode, pointer, status) -> None:

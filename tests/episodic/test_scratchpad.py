@@ -113,6 +113,7 @@ def test_scratchpad_must_be_an_object_of_an_existing_session(api_a, session) -> 
     assert api_a.put(URL, [1, 2], format="json").status_code == 400
     assert api_a.put("/v1/sessions/unknown/scratchpad", {"a": 1}, format="json").status_code == 404
     assert api_a.put(URL, {"a": 1}, format="json", HTTP_IF_MATCH="abc").status_code == 400
+    assert api_a.put(URL, {"a": "nul\x00"}, format="json").status_code == 400
 
 
 def test_delete_with_summarise_keeps_the_content_as_a_summary_episode(

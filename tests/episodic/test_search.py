@@ -106,6 +106,8 @@ def test_search_api_validates(api_a, ctx_a) -> None:
     bad = api_a.post("/v1/episodes/search", {"query": "x", "query_embedding": [0.1, 0.2]}, format="json")
     assert bad.status_code == 400
     assert bad.json()["errors"][0]["pointer"] == "/query_embedding"
+    huge = api_a.post("/v1/episodes/search", {"query": "x", "query_embedding": [1e300] * 384}, format="json")
+    assert huge.status_code == 400
     assert api_a.post("/v1/episodes/search", {}, format="json").json()["errors"][0]["pointer"] == "/query"
     assert api_a.post("/v1/episodes/search", {"query": "x", "limit": 0}, format="json").status_code == 400
 

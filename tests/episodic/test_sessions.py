@@ -90,7 +90,9 @@ def test_end_turns_the_scratchpad_into_a_summary_episode(
         scratchpad_put(tenant=tenant_a, session_external_id="s-1", document={"plan": "refund", "step": 3})
     with mock.patch("consolidation.tasks.consolidate_session.delay"):
         with django_capture_on_commit_callbacks(execute=True):
-            assert api_a.post("/v1/sessions/s-1/end", {}, format="json").status_code == 200
+            response = api_a.post("/v1/sessions/s-1/end", {}, format="json")
+    assert response.status_code == 200
+    assert response.json()["episode_count"] == 2
     with tenant_scope(tenant_a):
         summary = Episode.objects.for_tenant(tenant_a).get(kind=EpisodeKind.SUMMARY)
         assert summary.payload["scratchpad"] == {"plan": "refund", "step": 3}
@@ -117,3 +119,11 @@ def test_another_tenant_cannot_end_a_session(api_b, append, tenant_a) -> None:
     assert api_b.post("/v1/sessions/s-1/end", {"outcome": "failure"}, format="json").status_code == 404
     with tenant_scope(tenant_a):
         assert Session.objects.for_tenant(tenant_a).get().status == SessionStatus.OPEN
+
+
+@pytest.mark.parametrize("session", ["a%00b", "x" * 300])
+def test_impossible_session_ids_are_404_not_500(api_a, session) -> None:
+    assert api_a.get(f"/v1/sessions/{session}").status_code == 404
+    assert api_a.post(f"/v1/sessions/{session}/end", {}, format="json").status_code == 404
+    assert api_a.get(f"/v1/sessions/{session}/scratchpad").status_code == 404
+    assert api_a.put(f"/v1/sessions/{session}/scratchpad", {"a": 1}, format="json").status_code == 404
