@@ -360,9 +360,12 @@ def main() -> None:
     ]
     md += [
         "",
-        "Matching evaluates every active rule of the tenant in Python (one query for the rules, one for",
-        "the description similarities); the cost grows linearly with the number of rules, dominated by",
-        "the regexes (each under a 10 ms cap, all of a request under 30 ms).",
+        "Matching evaluates every active rule of the tenant in Python, in two queries (the trigger",
+        "columns of every rule, with the description distances when the embedding is given; then the",
+        "full rows of the matches returned); the cost grows linearly with the number of rules. The",
+        "machine was shared with other benchmarks and test runs (load average 5 to 10 on 2 cores): the",
+        "MiniLM embedding of one message, about 10 ms on an idle core, took hundreds of milliseconds",
+        "here, so read the `selector` rows for matching itself.",
         "",
         "## Discovery quality (generated sessions, no database)",
         "",
