@@ -281,7 +281,9 @@ def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun 
         if session is None or session.status == SessionStatus.OPEN:
             return None
         episodes = list(Episode.objects.for_tenant(tenant).filter(session=session).order_by("occurred_at", "id"))
-        if any(e.kind == EpisodeKind.SUMMARY for e in episodes):
+        # Only this service's own summary counts: working notes summarised at session end are also
+        # `summary` episodes, and they are input here, not a reason to skip.
+        if any(e.external_id == SUMMARY_EXTERNAL_ID for e in episodes):
             return None
         if not episodes:
             return None

@@ -140,6 +140,18 @@ def test_summary_episode_is_written_once_and_never_extracted(tenant_a) -> None:
     assert sorted(f.attribute for f in _facts(tenant_a)) == ["deadline_date", "uses"]
 
 
+def test_a_session_whose_working_notes_were_summarised_still_gets_its_summary(tenant_a) -> None:
+    session = make_session(tenant_a, "s-notes", ended=True)
+    make_episode(tenant_a, session, "Our deadline is June 30. We use Terraform.")
+    make_episode(tenant_a, session, "Working notes: plan is to migrate the state file.", kind="summary", role="system")
+    consolidate_session.delay(str(tenant_a.id), session.id).get()
+    with tenant_scope(tenant_a):
+        summaries = list(Episode.objects.for_tenant(tenant_a).filter(kind="summary").order_by("id"))
+    assert len(summaries) == 2
+    assert summaries[1].external_id == services.SUMMARY_EXTERNAL_ID
+    assert "deadline is June 30" in summaries[1].content
+
+
 @hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     plan=st.lists(
