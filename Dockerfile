@@ -12,10 +12,12 @@ COPY semantic ./semantic
 COPY procedural ./procedural
 COPY router ./router
 COPY consolidation ./consolidation
+# The MCP server and the demo speak to the API through the project's own client.
+COPY clients ./clients
 # TORCH_INDEX_URL: an index serving PyTorch's CPU-only wheels, so the image does not carry CUDA.
 ARG TORCH_INDEX_URL=""
 RUN pip install --no-cache-dir "torch==2.13.0" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} \
- && pip install --no-cache-dir .
+ && pip install --no-cache-dir ./clients/python .
 COPY . .
 RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
     python manage.py collectstatic --no-input
