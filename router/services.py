@@ -112,7 +112,6 @@ def context_feedback_record(
     """What the caller used of a context: marks the facts used, records the outcome of the procedures
     offered (applied when used), and feeds the hit rates. One feedback per trace."""
     from procedural.services import procedure_outcome_record
-
     from semantic.services import fact_mark_used
 
     trace = trace_get(tenant=tenant, trace_id=trace_id)
