@@ -20,6 +20,7 @@ from django.utils.module_loading import import_string
 
 from router import selectors as router_selectors
 from router.rendering import format_day
+from router.rerank import bm25_scores
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
 from tenants.embedding import embed_one
 from tenants.models import Tenant
@@ -59,7 +60,9 @@ class HeuristicWeights:
     recent_limit: int = 40
     # Values are relevance raised to `sharpness`, so that per-token packing still prefers the most
     # relevant lines over short, weakly related ones.
-    sharpness: float = 2.0
+    sharpness: float = 4.0
+    fusion_lexical: float = 0.6
+    fusion_vector: float = 0.4
     recent_base: float = 1.2
     recent_decay: float = 0.85
     neighbour_factor: float = 0.35
@@ -257,8 +260,8 @@ class HeuristicPolicy:
             score_parts=parts,
             sources=[row.source()],
             occurred_at=row.occurred_at,
-            group=f"{row.session}|{row.occurred_at.date().isoformat()}",
-            group_header=f"{format_day(row.occurred_at)}, session {row.session}",
+            group=row.occurred_at.date().isoformat(),
+            group_header=format_day(row.occurred_at),
             order=(row.occurred_at.date(), row.session, row.occurred_at, row.id),
         )
 
@@ -300,12 +303,10 @@ class HeuristicPolicy:
         )
         if not hits:
             return out
-        top = max(h.score for h in hits) or 1.0
-        relevance: dict[int, float] = {}
-        for hit in hits:
-            relevance[hit.row.id] = max(hit.score, 0.0) / top
+        relevance = self.relevance(request.query, hits)
+        anchors = sorted(hits, key=lambda h: (-relevance[h.row.id], h.row.id))[: self.w.neighbour_hits]
         neighbours = router_selectors.episode_neighbours(
-            tenant=tenant, episode_ids=[h.row.id for h in hits[: self.w.neighbour_hits]], until=request.as_of
+            tenant=tenant, episode_ids=[h.row.id for h in anchors], until=request.as_of
         )
         for hit in hits:
             row = hit.row
@@ -320,7 +321,7 @@ class HeuristicPolicy:
                     section="Relevant history",
                     value=rel**self.w.sharpness + 1e-6,
                     score=hit.score,
-                    parts=hit.score_parts,
+                    parts={**hit.score_parts, "relevance": round(rel, 6)},
                 )
             )
         for anchor_id, row in neighbours:
@@ -340,6 +341,28 @@ class HeuristicPolicy:
             )
         out.extend(self._summaries(tenant=tenant, request=request, hits=hits, relevance=relevance))
         return out
+
+    def relevance(self, query: str, hits: Sequence[router_selectors.EpisodeHit]) -> dict[int, float]:
+        """Each hit's relevance in [0, 1]: BM25 over the pool (router.rerank) relative to the best,
+        plus the vector similarity scaled to the pool's range, weighted. Reciprocal rank fusion orders
+        the pool well enough to gather it, but flattens the scores, and ts_rank weighs every word alike;
+        packing by value per token needs values that fall as fast as relevance does."""
+        if not hits:
+            return {}
+        lexical = bm25_scores(query, [f"{h.row.role} {h.row.content}" for h in hits])
+        best_lexical = max(lexical) or 1.0
+        vectors = [h.score_parts.get("vector", 0.0) for h in hits]
+        low, high = min(vectors), max(vectors)
+        w = self.w
+        raw = {
+            h.row.id: w.fusion_lexical * lex / best_lexical
+            + w.fusion_vector * ((vec - low) / (high - low) if high > low else 0.0)
+            # The fused rank breaks ties between hits with the same parts.
+            + 1e-4 * h.score
+            for h, lex, vec in zip(hits, lexical, vectors, strict=True)
+        }
+        top = max(raw.values()) or 1.0
+        return {episode_id: max(value, 0.0) / top for episode_id, value in raw.items()}
 
     def _summaries(
         self,
@@ -373,8 +396,8 @@ class HeuristicPolicy:
                     score_parts={"session_relevance": best[session]},
                     sources=[first_hit[session].source()],
                     occurred_at=moment,
-                    group=f"{session}|{moment.date().isoformat()}",
-                    group_header=f"{format_day(moment)}, session {session}",
+                    group=moment.date().isoformat(),
+                    group_header=format_day(moment),
                     # Before the session's own lines in its block.
                     order=(moment.date(), session, moment, -1),
                 )

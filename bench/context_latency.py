@@ -1,0 +1,375 @@
+"""Latency of POST /v1/context at scale, over loopback, with the real MiniLM embedder for the query.
+
+    .venv/bin/python bench/context_latency.py                                   # the documented size
+    .venv/bin/python bench/context_latency.py --episodes 1000000 --facts 100000 # the full target
+
+Stages (the data is built once per size and reused):
+1. create the scratch database (default engram_bench_router) as the owner (DATABASE_OWNER_URL), migrate;
+2. load with COPY: --tenants tenants (one big one holding --episodes episodes and --facts facts over
+   --subjects subjects, the others --small-episodes and --small-facts each), random unit vectors,
+   content from a small vocabulary; the HNSW indexes are dropped for the load and built after it;
+3. start gunicorn on 127.0.0.1 (application role: row-level security in force) and measure the whole
+   request, client side: --requests sequential requests, then the same number from 8 concurrent clients;
+   every answer is checked to be within its budget.
+Prints a table and writes docs/benchmarks/context_latency.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import secrets
+import shlex
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = (
+    "database postgres billing invoice plan enterprise login timeout export dashboard latency region europe "
+    "python django react mobile android email slack webhook token backup restore migration schema index "
+    "vector search ranking cache queue worker deploy docker kubernetes monitoring alert incident support "
+    "ticket refund printer tray network vpn laptop password meeting holiday travel lisbon berlin tokyo dog "
+    "garden recipe concert guitar painting running marathon school exam project deadline budget report"
+).split()
+DIM = 384
+
+
+def _with_db(url: str, name: str) -> str:
+    return urlunparse(urlparse(url)._replace(path=f"/{name}"))
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        sys.exit(f"{name} is not set: run `set -a && . .data/engram.env && set +a` first.")
+    return value
+
+
+def prepare(db: str) -> None:
+    import psycopg
+
+    owner = _env("DATABASE_OWNER_URL")
+    with psycopg.connect(_with_db(owner, "postgres"), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db]).fetchone():
+            conn.execute(f'CREATE DATABASE "{db}"')
+            print(f"created database {db}")
+        app_user = urlparse(_env("DATABASE_URL")).username
+        conn.execute(f'GRANT CONNECT ON DATABASE "{db}" TO "{app_user}"')
+    env = {**os.environ, **_db_env(db)}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+
+
+def _db_env(db: str) -> dict[str, str]:
+    return {
+        "DATABASE_URL": _with_db(_env("DATABASE_URL"), db),
+        "DATABASE_OWNER_URL": _with_db(_env("DATABASE_OWNER_URL"), db),
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+    }
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _vectors(rng: np.random.Generator, n: int) -> list[str]:
+    v = rng.standard_normal((n, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return ["[" + ",".join(f"{x:.4f}" for x in row) + "]" for row in v]
+
+
+def _copy(cur, table: str, columns: list[str], rows) -> int:  # type: ignore[no-untyped-def]
+    count = 0
+    with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    return count
+
+
+HNSW = {
+    "episode_embedding_hnsw": "episodic_episode",
+    "fact_embedding_hnsw": "semantic_fact",
+}
+
+
+def build(args: argparse.Namespace) -> None:
+    import psycopg
+
+    owner = _with_db(_env("DATABASE_OWNER_URL"), args.db)
+    with psycopg.connect(owner, autocommit=True) as conn:
+        done = conn.execute("SELECT settings FROM tenants_tenant WHERE slug = 'bench-big'").fetchone()
+        if done and done[0].get("bench_size") == _size(args):
+            print("data already built for this size; reusing it")
+            return
+        if done:
+            sys.exit(f"{args.db} holds data of another size {done[0].get('bench_size')}: drop the database first.")
+        started = time.perf_counter()
+        cur = conn.cursor()
+        cur.execute("SET maintenance_work_mem = '512MB'")
+        for index in HNSW:
+            cur.execute(f"DROP INDEX IF EXISTS {index}")
+        rnd = random.Random(7)
+        nrng = np.random.default_rng(7)
+        now = datetime.now(UTC)
+        big = uuid.uuid4()
+        tenants = [
+            (
+                big,
+                "Bench big",
+                "bench-big",
+                True,
+                json.dumps({"rate_limit_per_minute": 0, "bench_size": _size(args)}),
+                now,
+            )
+        ]
+        tenants += [(uuid.uuid4(), f"Bench {i}", f"bench-{i:04d}", True, "{}", now) for i in range(1, args.tenants)]
+        _copy(cur, "tenants_tenant", ["id", "name", "slug", "active", "settings", "created_at"], tenants)
+
+        def owners():  # (tenant, subject, sessions, episodes, facts)
+            per = args.episodes // args.subjects
+            for s in range(args.subjects):
+                yield big, f"user-{s}", args.sessions_per_subject, per, args.facts // args.subjects
+            for t in tenants[1:]:
+                yield t[0], "user-0", 1, args.small_episodes, args.small_facts
+
+        plan = list(owners())
+        session_rows = []
+        for tenant_id, subject, n_sessions, _, _ in plan:
+            for k in range(n_sessions):
+                session_rows.append(
+                    (tenant_id, f"{subject}-s{k}", subject, "", "ended", now - timedelta(days=400), 0, "", now)
+                )
+        _copy(cur, "episodic_session",
+              ["tenant_id", "external_id", "subject", "agent", "status", "started_at", "episode_count", "summary", "created_at"],
+              session_rows)  # fmt: skip
+        ids = {
+            (t, e): i for i, t, e in cur.execute("SELECT id, tenant_id, external_id FROM episodic_session").fetchall()
+        }
+        print(f"tenants and {len(session_rows)} sessions in {time.perf_counter() - started:.0f}s", flush=True)
+
+        def episodes():
+            for tenant_id, subject, n_sessions, n, _ in plan:
+                vectors = _vectors(nrng, n)
+                for i in range(n):
+                    content = _sentence(rnd, rnd.randint(6, 30))
+                    session = ids[(tenant_id, f"{subject}-s{i * n_sessions // max(n, 1)}")]
+                    yield (tenant_id, session, subject, "", "message", rnd.choice(("user", "assistant")), content,
+                           "{}", "{}", "{}", now - timedelta(minutes=n - i), now, f"e{i}", len(content) // 4,
+                           hashlib.sha256(content.encode()).hexdigest(), vectors[i])  # fmt: skip
+
+        n = _copy(cur, "episodic_episode",
+                  ["tenant_id", "session_id", "subject", "agent", "kind", "role", "content", "payload", "entities",
+                   "topics", "occurred_at", "created_at", "external_id", "token_count", "content_hash", "embedding"],
+                  episodes())  # fmt: skip
+        print(f"{n} episodes loaded at {time.perf_counter() - started:.0f}s", flush=True)
+
+        def facts():
+            for tenant_id, subject, _, _, n in plan:
+                vectors = _vectors(nrng, n)
+                for i in range(n):
+                    value = _sentence(rnd, 3)
+                    statement = f"{subject} {_sentence(rnd, rnd.randint(5, 15))} {value}."
+                    yield (uuid.uuid4(), tenant_id, subject, subject, f"a{i}", value, value, statement, "other",
+                           "single", round(rnd.uniform(0.5, 1.0), 3), "active", now - timedelta(days=rnd.randint(1, 300)),
+                           now, now, 0, 1, "extracted", vectors[i], now)  # fmt: skip
+
+        n = _copy(cur, "semantic_fact",
+                  ["id", "tenant_id", "subject", "entity", "attribute", "value", "value_key", "statement", "category",
+                   "cardinality", "confidence", "status", "valid_from", "recorded_at", "last_confirmed_at",
+                   "use_count", "confirmation_count", "origin", "embedding", "updated_at"],
+                  facts())  # fmt: skip
+        print(f"{n} facts loaded at {time.perf_counter() - started:.0f}s", flush=True)
+        cur.execute(
+            "CREATE INDEX episode_embedding_hnsw ON episodic_episode USING hnsw (embedding vector_cosine_ops) "
+            "WITH (m = 16, ef_construction = 64)"
+        )
+        print(f"episode HNSW built at {time.perf_counter() - started:.0f}s", flush=True)
+        cur.execute(
+            "CREATE INDEX fact_embedding_hnsw ON semantic_fact USING hnsw (embedding vector_cosine_ops) "
+            "WITH (m = 16, ef_construction = 64)"
+        )
+        cur.execute("ANALYZE")
+        print(f"built in {time.perf_counter() - started:.0f}s", flush=True)
+
+
+def _size(args: argparse.Namespace) -> str:
+    return (f"t{args.tenants}-e{args.episodes}-f{args.facts}-s{args.subjects}-x{args.sessions_per_subject}"
+            f"-se{args.small_episodes}-sf{args.small_facts}")  # fmt: skip
+
+
+def api_key(db: str) -> str:
+    import psycopg
+
+    prefix = secrets.token_hex(6)
+    raw = f"eng_{prefix}_{secrets.token_urlsafe(32)}"
+    with psycopg.connect(_with_db(_env("DATABASE_OWNER_URL"), db), autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO tenants_apikey (tenant_id, name, prefix, key_hash, scopes, created_at, created_by) "
+            "SELECT id, 'bench', %s, %s, '[\"read\"]', now(), 'bench' FROM tenants_tenant WHERE slug = 'bench-big'",
+            [prefix, hashlib.sha256(raw.encode()).hexdigest()],
+        )
+    return raw
+
+
+def serve(db: str, port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, **_db_env(db), "DJANGO_DEBUG": "false", "ENGRAM_TORCH_THREADS": "1", "LOG_LEVEL": "WARNING"}
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "-b", f"127.0.0.1:{port}", "-w", str(workers),
+         "-k", "gthread", "--threads", str(threads), "--preload", "--log-level", "warning"],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+    import httpx
+
+    for _ in range(240):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    proc.terminate()
+    sys.exit("the server did not start")
+
+
+def measure(port: int, key: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    import httpx
+
+    rng = random.Random(11)
+    bodies = [
+        {
+            "subject": f"user-{rng.randrange(args.subjects)}",
+            "session": "",
+            "query": f"what did we say about {_sentence(rng, rng.randint(2, 6))}?",
+            "max_tokens": args.max_tokens,
+        }
+        for _ in range(args.requests)
+    ]
+    for body in bodies:
+        body["session"] = f"{body['subject']}-s{rng.randrange(args.sessions_per_subject)}"
+    headers = {"Authorization": f"Bearer {key}"}
+    local = threading.local()
+    over_budget = 0
+
+    def one(body: dict[str, object]) -> float:
+        nonlocal over_budget
+        client = getattr(local, "client", None)
+        if client is None:
+            client = local.client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60)
+        started = time.perf_counter()
+        response = client.post("/v1/context", json=body)
+        elapsed = (time.perf_counter() - started) * 1000
+        if response.status_code != 200:
+            raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+        data = response.json()
+        if data["tokens"]["total"] > body["max_tokens"]:  # type: ignore[operator]
+            over_budget += 1
+        return elapsed
+
+    for body in bodies[:20]:  # warm up: model loaded in every worker, caches filled
+        one(body)
+    out = {}
+    started = time.perf_counter()
+    sequential = [one(b) for b in bodies]
+    out["sequential"] = _stats(sequential, time.perf_counter() - started)
+    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+        started = time.perf_counter()
+        concurrent = list(pool.map(one, bodies))
+        out[f"{args.concurrency} concurrent clients"] = _stats(concurrent, time.perf_counter() - started)
+    out["over_budget"] = {"count": float(over_budget)}
+    return out
+
+
+def _stats(values: list[float], wall: float) -> dict[str, float]:
+    ordered = sorted(values)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+    return {"n": len(values), "p50": statistics.median(ordered), "p95": pct(0.95), "p99": pct(0.99),
+            "mean": statistics.fmean(ordered), "rps": len(values) / wall}  # fmt: skip
+
+
+def report(args: argparse.Namespace, results: dict[str, dict[str, float]], command: str) -> str:
+    lines = [
+        "# POST /v1/context latency at scale",
+        "",
+        f"Produced by `{command}` on {datetime.now(UTC):%Y-%m-%d} (2 shared CPU cores; other work was running).",
+        "",
+        f"Database `{args.db}`: {args.tenants} tenants; the measured tenant holds {args.episodes:,} episodes and "
+        f"{args.facts:,} facts over {args.subjects} subjects ({args.sessions_per_subject} sessions each); every "
+        f"other tenant holds {args.small_episodes} episodes and {args.small_facts} facts. Random unit vectors, "
+        "HNSW (m 16, ef_construction 64). Requests: a random subject and session of the big tenant, a query of "
+        f"2 to 6 words embedded with all-MiniLM-L6-v2 on the request path, max_tokens {args.max_tokens}, all "
+        f"layers. Served by gunicorn ({args.workers} workers x {args.threads} threads) over loopback, as the "
+        "application role with row-level security in force; times are client side, whole request.",
+        "",
+        "| run | requests | p50 ms | p95 ms | p99 ms | mean ms | requests/s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, s in results.items():
+        if name == "over_budget":
+            continue
+        lines.append(f"| {name} | {s['n']:.0f} | {s['p50']:.1f} | {s['p95']:.1f} | {s['p99']:.1f} | "
+                     f"{s['mean']:.1f} | {s['rps']:.1f} |")  # fmt: skip
+    lines += [
+        "",
+        f"Answers over budget: {results['over_budget']['count']:.0f}.",
+        "",
+        "The full target (1,000 tenants, one with 1,000,000 episodes and 100,000 facts):",
+        "",
+        "```sh",
+        "set -a && . .data/engram.env && set +a",
+        ".venv/bin/python bench/context_latency.py --db engram_bench_router_full --episodes 1000000 --facts 100000",
+        "```",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", default="engram_bench_router")
+    parser.add_argument("--tenants", type=int, default=1000)
+    parser.add_argument("--episodes", type=int, default=100_000)
+    parser.add_argument("--facts", type=int, default=10_000)
+    parser.add_argument("--subjects", type=int, default=100)
+    parser.add_argument("--sessions-per-subject", type=int, default=10)
+    parser.add_argument("--small-episodes", type=int, default=50)
+    parser.add_argument("--small-facts", type=int, default=10)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=4000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--port", type=int, default=8917)
+    parser.add_argument("--output", default=str(ROOT / "docs" / "benchmarks" / "context_latency.md"))
+    args = parser.parse_args()
+    command = "bench/context_latency.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    prepare(args.db)
+    build(args)
+    key = api_key(args.db)
+    server = serve(args.db, args.port, args.workers, args.threads)
+    try:
+        results = measure(args.port, key, args)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    text = report(args, results, command.strip())
+    Path(args.output).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
