@@ -28,6 +28,13 @@ FILL_ORDER: tuple[Layer, ...] = ("procedural", "semantic", "working", "episodic"
 SEPARATOR_TOKENS = count_tokens(SECTION_SEPARATOR)
 
 
+def line_tokens(item: Candidate) -> int:
+    """Tokens of the item's rendered line (without its newline), counted once per candidate."""
+    if item.line_tokens < 0:
+        item.line_tokens = count_tokens(item_line(item))
+    return item.line_tokens
+
+
 def _density(item: Candidate, cost: int) -> float:
     return item.value / max(cost, 1)
 
@@ -42,7 +49,7 @@ def pack_layer(
     """The chosen items of one layer, their rendered text and its exact token count (<= grant)."""
     if grant <= 0 or not candidates:
         return [], "", 0
-    line_cost = {c.id: count_tokens(item_line(c)) + 1 for c in candidates}
+    line_cost = {c.id: line_tokens(c) + 1 for c in candidates}
     section_cost: dict[str, int] = {}
     group_cost: dict[str, int] = {}
     ranked = sorted(candidates, key=lambda c: _rank_key(c, line_cost[c.id]))

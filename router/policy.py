@@ -46,7 +46,8 @@ def get_policy() -> ContextPolicy:
 
 
 def _clip(text: str, limit: int) -> str:
-    if count_tokens(text) <= limit:
+    # A token is at least one character, so a text no longer than the limit in characters fits.
+    if len(text) <= limit or count_tokens(text) <= limit:
         return text
     return truncate_to_tokens(text, limit - 1) + "…"
 

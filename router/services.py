@@ -12,13 +12,12 @@ from django.db import IntegrityError, transaction
 
 from router.budgets import budget_plan
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
+from router.packing import line_tokens
 from router.policy import get_policy
-from router.rendering import item_line
 from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
 from tenants.errors import Conflict, ValidationProblem
 from tenants.models import Tenant
-from tenants.tokens import count_tokens
 
 # How many left-out candidates a trace keeps (the best ones): enough to learn from, bounded in size.
 MAX_CONSIDERED_IN_TRACE = 200
@@ -35,7 +34,7 @@ def item_dict(item: Candidate, *, with_text: bool = True) -> dict[str, Any]:
         "id": item.id,
         "type": item.type,
         "layer": item.layer,
-        "tokens": count_tokens(item_line(item)),
+        "tokens": line_tokens(item),
         "score": round(item.score, 6),
         "value": round(item.value, 6),
         "score_parts": {k: round(float(v), 6) for k, v in sorted(item.score_parts.items())},

@@ -83,6 +83,8 @@ class Candidate:
     order: tuple[Any, ...] = ()
     # Item ids this one makes redundant when chosen (a fact stands in for its source episodes).
     covers: frozenset[str] = frozenset()
+    # Token count of the rendered line, filled once by router.packing.line_tokens.
+    line_tokens: int = -1
 
 
 @dataclasses.dataclass(frozen=True)
