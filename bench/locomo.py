@@ -57,7 +57,7 @@ def main() -> None:
     docs = ROOT / "docs" / "benchmarks"
     eval_args = [
         "memory_eval", "locomo", "--dataset", args.dataset, "--budgets", args.budgets,
-        "--json", str(docs / "locomo.json"), "--report", str(docs / "locomo.md"), "--chart", str(docs / "locomo.png"),
+        "--json", str(ROOT / ".data" / "locomo.json"), "--report", str(docs / "locomo.md"), "--chart", str(docs / "locomo.png"),
         "--command-line", command.strip(),
     ]  # fmt: skip
     if args.reuse:

@@ -294,6 +294,32 @@ def report_markdown(result: dict[str, Any], *, command: str, budgets: Sequence[i
         for b in budgets:
             vals = [rows.get((m, b, c), {}).get("recall_fraction") for c in cats]
             lines.append(f"| {m} | {b} | " + " | ".join(_fmt(v) for v in vals) + " |")
+    engram_4k = rows.get(("engram", 4000, "overall"))
+    lines += [
+        "",
+        "## How it was measured",
+        "",
+        "- The conversations were imported with `manage.py import_conversations --format locomo` (one subject per "
+        "conversation, `dia_id` as the episode's external_id, photo captions in the content) into a scratch "
+        "tenant, and embedded by the episodic embedding backlog with all-MiniLM-L6-v2.",
+        "- engram: `POST /v1/context` through the whole API stack in process (Django test client: "
+        "authentication, tenant scope, row-level security, serialisation), `subject` = the conversation, "
+        "`query` = the question, `max_tokens` = the budget and `budgets: {reserve: 0, episodic: <budget>}` "
+        "so that the whole budget is context, as for the baselines. Tokens are those of the returned prompt "
+        "(section headers and dated day headers included). Latency is the whole request, measured around "
+        "the client call, with the query embedded on the request path.",
+        "- bm25: rank-bm25 Okapi over single turns of the conversation, lowercase words; recent: the last "
+        "turns of the conversation; both rendered one turn per line with its date (`[8 May 2023] speaker: "
+        "text`) and packed in order into the same budget, counted with the same tokenizer.",
+        "- Peers at 1K / 2K / 4K from docs DESIGN (same protocol, not re-run here): mem0 0.430 / 0.552 / "
+        "0.716, LangGraph PostgresStore 0.375 / 0.407 / 0.408, BM25 0.557 / 0.618 / 0.677.",
+    ]
+    if engram_4k is not None and engram_4k["recall_all"] is not None:
+        verdict = "reached" if engram_4k["recall_all"] >= 0.85 else "not reached"
+        lines.append(
+            f"- Target recall_all >= 0.85 at 4,000 tokens: {verdict} ({engram_4k['recall_all']:.3f}, with "
+            f"{engram_4k['tokens_mean'] / result['full_replay_tokens_mean']:.0%} of the tokens of full replay)."
+        )
     if extra:
         lines += ["", extra.strip()]
     return "\n".join(lines) + "\n"
