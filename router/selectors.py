@@ -126,12 +126,12 @@ FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS h(anchor, pos)
 JOIN episodic_episode e ON e.id = h.anchor AND e.tenant_id = %(tenant)s
 CROSS JOIN LATERAL (
     (SELECT x.* FROM episodic_episode x
-     WHERE x.tenant_id = e.tenant_id AND x.session_id = e.session_id
+     WHERE x.session_id = e.session_id
        AND (x.occurred_at, x.id) < (e.occurred_at, e.id)
      ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1)
     UNION ALL
     (SELECT x.* FROM episodic_episode x
-     WHERE x.tenant_id = e.tenant_id AND x.session_id = e.session_id
+     WHERE x.session_id = e.session_id
        AND (x.occurred_at, x.id) > (e.occurred_at, e.id) AND x.occurred_at < %(until)s
      ORDER BY x.occurred_at, x.id LIMIT 1)
 ) n
@@ -144,7 +144,12 @@ def episode_neighbours(
     *, tenant: Tenant, episode_ids: Sequence[int], until: datetime | None = None
 ) -> list[tuple[int, EpisodeRow]]:
     """The turn before and the turn after each anchor in its session, as (anchor id, row), in the
-    anchors' order: a question's answer is often in the reply to the line that matched."""
+    anchors' order: a question's answer is often in the reply to the line that matched.
+
+    The anchors are filtered by tenant; their neighbours by the anchor's session alone (a session
+    belongs to one tenant, and row-level security holds as well): a tenant_id condition there lets the
+    planner AND the session index with a tenant-led GIN index and read the whole tenant (0.25 ms
+    against 7 ms per anchor on a tenant of 100,000 episodes)."""
     if not episode_ids:
         return []
     with connection.cursor() as cursor:
