@@ -24,7 +24,9 @@ def test_a_success_raises_confidence_and_a_failure_lowers_it(successes: int, fai
     for source in PRIORS:
         now = confidence_for(source=source, successes=successes, failures=failures)
         assert confidence_for(source=source, successes=successes + 1, failures=failures) > now
-        assert confidence_for(source=source, successes=successes, failures=failures + 1) < now
+        lower = confidence_for(source=source, successes=successes, failures=failures + 1)
+        # Confidence is stored to 6 decimals: near zero one more failure can round to the same value.
+        assert lower < now or (lower == now and now < 1e-3)
 
 
 @given(st.integers(min_value=1, max_value=200))
