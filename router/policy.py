@@ -9,7 +9,8 @@ the traces it is trained on come from `manage.py export_traces`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from router import selectors as router_selectors
+from router.packing import line_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
@@ -69,10 +71,42 @@ class HeuristicWeights:
     neighbour_factor: float = 0.35
     neighbour_hits: int = 40
     summary_factor: float = 0.6
+    # When the query names who said something (an episode's role, as a word of the query), lines of
+    # other speakers keep this share of their relevance: "What has Maria been to?" is answered by Maria.
+    other_speaker_factor: float = 0.3
+    # A session is judged by its best `session_top` hits; a line's relevance is scaled between
+    # (1 - session_weight) and 1 by its session's standing, so that the lines of the sessions about the
+    # topic beat stray matches elsewhere (multi-hop answers sit in the same few sessions).
+    session_weight: float = 0.5
+    session_top: int = 3
+    # Packing divides value by tokens; scaling an episode's value by tokens ** length_exponent softens
+    # that, so a long line that says more is not always passed over for a short one that says little.
+    length_exponent: float = 0.6
+    length_reference: int = 32
     # Search depth: about one candidate per this many tokens of episodic budget, within bounds.
     tokens_per_candidate: int = 12
     min_candidates: int = 30
     max_candidates: int = 400
+
+
+_QUERY_WORD = re.compile(r"\w+")
+
+
+def named_speakers(query: str, roles: Iterable[str]) -> frozenset[str]:
+    """The speakers (episode roles, case-folded) that the query names as one of its words."""
+    words = {w.casefold() for w in _QUERY_WORD.findall(query)}
+    return frozenset(r for r in (role.casefold() for role in roles) if r and r in words)
+
+
+def session_standing(scores: Iterable[tuple[str, float]], *, top: int) -> dict[str, float]:
+    """Per session, the sum of its `top` best scores, relative to the best session's (0 to 1): a session
+    with several matching lines stands above one with a single match of the same score."""
+    by_session: dict[str, list[float]] = {}
+    for session, score in scores:
+        by_session.setdefault(session, []).append(score)
+    means = {s: sum(sorted(v, reverse=True)[:top]) for s, v in by_session.items()}
+    best = max(means.values(), default=0.0) or 1.0
+    return {s: m / best for s, m in means.items()}
 
 
 class HeuristicPolicy:
@@ -275,6 +309,20 @@ class HeuristicPolicy:
         embedding: list[float] | None,
         recent: Sequence[router_selectors.EpisodeRow],
     ) -> list[Candidate]:
+        out = self._episodes(tenant=tenant, request=request, plan=plan, embedding=embedding, recent=recent)
+        for item in out:
+            item.value *= (line_tokens(item) / self.w.length_reference) ** self.w.length_exponent
+        return out
+
+    def _episodes(
+        self,
+        *,
+        tenant: Tenant,
+        request: ContextRequest,
+        plan: BudgetPlan,
+        embedding: list[float] | None,
+        recent: Sequence[router_selectors.EpisodeRow],
+    ) -> list[Candidate]:
         out: list[Candidate] = []
         seen_ids: set[int] = set()
         seen_hashes: set[str] = set()
@@ -344,10 +392,12 @@ class HeuristicPolicy:
         return out
 
     def relevance(self, query: str, hits: Sequence[router_selectors.EpisodeHit]) -> dict[int, float]:
-        """Each hit's relevance in [0, 1]: BM25 over the pool (router.rerank) relative to the best,
-        plus the vector similarity scaled to the pool's range, weighted. Reciprocal rank fusion orders
-        the pool well enough to gather it, but flattens the scores, and ts_rank weighs every word alike;
-        packing by value per token needs values that fall as fast as relevance does."""
+        """Each hit's relevance in [0, 1]. BM25 over the pool (router.rerank) relative to the best, plus
+        the vector similarity scaled to the pool's range, weighted; then scaled down for lines by other
+        speakers than the one the query names, and by the standing of the line's session. Reciprocal
+        rank fusion orders the pool well enough to gather it, but flattens the scores, and ts_rank
+        weighs every word alike; packing by value per token needs values that fall as fast as
+        relevance does."""
         if not hits:
             return {}
         lexical = bm25_scores(query, [f"{h.row.role} {h.row.content}" for h in hits])
@@ -355,15 +405,22 @@ class HeuristicPolicy:
         vectors = [h.score_parts.get("vector", 0.0) for h in hits]
         low, high = min(vectors), max(vectors)
         w = self.w
-        raw = {
-            h.row.id: w.fusion_lexical * lex / best_lexical
-            + w.fusion_vector * ((vec - low) / (high - low) if high > low else 0.0)
+        named = named_speakers(query, (h.row.role for h in hits))
+        raw: dict[int, float] = {}
+        for h, lex, vec in zip(hits, lexical, vectors, strict=True):
+            value = w.fusion_lexical * lex / best_lexical + w.fusion_vector * (
+                (vec - low) / (high - low) if high > low else 0.0
+            )
+            if named and h.row.role.casefold() not in named:
+                value *= w.other_speaker_factor
             # The fused rank breaks ties between hits with the same parts.
-            + 1e-4 * h.score
-            for h, lex, vec in zip(hits, lexical, vectors, strict=True)
-        }
+            raw[h.row.id] = max(value, 0.0) + 1e-4 * h.score
+        standing = session_standing(((h.row.session or f"#{h.row.id}", raw[h.row.id]) for h in hits), top=w.session_top)
+        for h in hits:
+            share = standing[h.row.session or f"#{h.row.id}"]
+            raw[h.row.id] *= 1.0 - w.session_weight + w.session_weight * share
         top = max(raw.values()) or 1.0
-        return {episode_id: max(value, 0.0) / top for episode_id, value in raw.items()}
+        return {episode_id: value / top for episode_id, value in raw.items()}
 
     def _summaries(
         self,

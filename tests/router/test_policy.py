@@ -1,0 +1,112 @@
+"""The heuristic policy's ranking of history: who said it, which session it is in, and line length."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from router.policy import HeuristicPolicy, named_speakers, session_standing
+from router.selectors import EpisodeHit, EpisodeRow
+from tests.router.conftest import T0, remember
+
+T = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def _hit(pk: int, role: str, content: str, *, session: str = "s-1", vector: float = 0.5) -> EpisodeHit:
+    row = EpisodeRow(
+        id=pk,
+        session=session,
+        kind="message",
+        role=role,
+        content=content,
+        payload={},
+        occurred_at=T + timedelta(minutes=pk),
+        external_id=f"e{pk}",
+        content_hash=f"h{pk}",
+    )
+    return EpisodeHit(row=row, score=0.5, score_parts={"vector": vector})
+
+
+def test_a_speaker_is_named_by_a_whole_word_of_the_query_whatever_the_case() -> None:
+    roles = ["Maria", "John", "", "user"]
+    assert named_speakers("What countries has maria been to?", roles) == {"maria"}
+    assert named_speakers("Did John or MARIA go?", roles) == {"john", "maria"}
+    # A role inside a longer word is not named.
+    assert named_speakers("Johnson's report", roles) == frozenset()
+    assert named_speakers("what did the user ask for?", roles) == {"user"}
+
+
+def test_a_session_with_several_matches_stands_above_one_stray_match() -> None:
+    standing = session_standing([("a", 0.9), ("a", 0.8), ("a", 0.7), ("b", 1.0), ("c", 0.1)], top=3)
+    assert standing["a"] == 1.0
+    assert standing["b"] == pytest.approx(1.0 / 2.4)
+    assert standing["c"] < standing["b"] < standing["a"]
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcde"), st.floats(0, 10)), min_size=1, max_size=40), st.integers(1, 5))
+def test_session_standing_is_a_share_of_the_best_session(scores, top) -> None:
+    standing = session_standing(scores, top=top)
+    assert set(standing) == {s for s, _ in scores}
+    assert all(0.0 <= v <= 1.0 for v in standing.values())
+    if any(score > 0 for _, score in scores):
+        assert max(standing.values()) == pytest.approx(1.0)
+
+
+def test_naming_a_speaker_puts_their_lines_first() -> None:
+    hits = [
+        _hit(1, "John", "Spain was lovely, we visited Spain and Portugal on our trip", vector=0.6),
+        _hit(2, "Maria", "I took this picture on my trip to Spain", vector=0.5),
+    ]
+    policy = HeuristicPolicy()
+    unnamed = policy.relevance("trip to Spain and Portugal", hits)
+    assert unnamed[1] > unnamed[2]
+    named = policy.relevance("Which countries has Maria visited on a trip, Spain and Portugal?", hits)
+    assert named[2] > named[1]
+    assert max(named.values()) == pytest.approx(1.0)
+
+
+def test_lines_of_the_session_about_the_topic_beat_a_stray_match_elsewhere() -> None:
+    hits = [
+        _hit(1, "user", "the garden needs new tomato plants", session="garden"),
+        _hit(2, "user", "tomato seedlings went in the garden beds", session="garden"),
+        _hit(3, "user", "garden tomato harvest was small this year", session="garden"),
+        _hit(4, "user", "tomato garden", session="elsewhere"),
+    ]
+    relevance = HeuristicPolicy().relevance("tomato garden", hits)
+    assert relevance[4] < max(relevance[1], relevance[2], relevance[3])
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["Maria", "John", "user", ""]), st.text("ab cd", max_size=30), st.floats(-1, 1)),
+        min_size=1,
+        max_size=20,
+    ),
+    st.sampled_from(["maria ab", "cd", "John cd ab", "nothing"]),
+)
+def test_relevance_is_between_zero_and_one(rows, query) -> None:
+    hits = [_hit(i, role, text, session=f"s{i % 3}", vector=v) for i, (role, text, v) in enumerate(rows)]
+    relevance = HeuristicPolicy().relevance(query, hits)
+    assert set(relevance) == {h.row.id for h in hits}
+    assert all(0.0 <= v <= 1.0 for v in relevance.values())
+
+
+@pytest.mark.django_db
+def test_the_context_prefers_the_named_speakers_line_at_a_tight_budget(tenant_a, ask) -> None:
+    remember(
+        tenant_a,
+        [
+            ("John", "We go on holiday to Spain, every holiday we go there"),
+            ("Maria", "My holiday in Spain was short but sunny"),
+            ("John", "Portugal has the best pastries"),
+        ],
+        start=T0,
+    )
+    budgets = {"reserve": 0, "procedural": 0, "semantic": 0, "working": 0, "episodic": 32}
+    body = ask(query="Where did Maria go on holiday?", max_tokens=100, budgets=budgets)
+    assert [item["text"] for item in body["layers"]["episodic"]] == ["Maria: My holiday in Spain was short but sunny"]
+    body = ask(query="Where did they go on holiday?", max_tokens=100, budgets=budgets)
+    assert [item["text"][:5] for item in body["layers"]["episodic"]] == ["John:"]
