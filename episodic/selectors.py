@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import Count, ExpressionWrapper, F, FloatField, Min, Q, QuerySet, Sum, Value
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, FloatField, Min, Q, QuerySet, Sum, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance
@@ -258,7 +258,14 @@ def episode_search(
         return []
     top = sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
     ids = [episode_id for episode_id, _ in top]
-    annotated = Episode.objects.for_tenant(tenant).filter(id__in=ids).select_related("session")
+    # The vectors stay in the database: parsing 384 floats a row costs more than the rest of the row.
+    annotated = (
+        Episode.objects.for_tenant(tenant)
+        .filter(id__in=ids)
+        .select_related("session")
+        .defer("embedding", "search_vector")
+        .annotate(has_embedding=ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField()))
+    )
     if search_query is not None:
         annotated = annotated.annotate(text_rank=SearchRank(F("search_vector"), search_query, normalization=32))
     else:

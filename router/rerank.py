@@ -12,6 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Common English function words: they carry no evidence and are in almost every event.
@@ -26,18 +27,20 @@ STOPWORDS = frozenset(
 )
 
 
+@lru_cache(maxsize=200_000)
+def _term(word: str) -> str:
+    """A word's index term: "" for a stopword, else the word with a light stemmer applied (plurals and
+    -ing/-ed forms meet their stem often enough to be worth it). Cached: vocabularies are small."""
+    if word in STOPWORDS:
+        return ""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
 def terms(text: str) -> list[str]:
-    out = []
-    for word in _WORD.findall(text.lower()):
-        if word in STOPWORDS:
-            continue
-        # A light stemmer: plurals and -ing/-ed forms meet their stem often enough to be worth it.
-        for suffix in ("ing", "ed", "es", "s"):
-            if len(word) > len(suffix) + 3 and word.endswith(suffix):
-                word = word[: -len(suffix)]
-                break
-        out.append(word)
-    return out
+    return [t for t in map(_term, _WORD.findall(text.lower())) if t]
 
 
 def bm25_scores(query: str, documents: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> list[float]:

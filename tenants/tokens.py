@@ -12,9 +12,20 @@ def encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding(ENCODING_NAME)
 
 
+# Lines of memory are counted again on every context request that offers them; a prompt is not.
+_SHORT = 2_000
+
+
+@lru_cache(maxsize=100_000)
+def _count_short(text: str) -> int:
+    return len(encoding().encode(text, disallowed_special=()))
+
+
 def count_tokens(text: str) -> int:
     if not text:
         return 0
+    if len(text) <= _SHORT:
+        return _count_short(text)
     return len(encoding().encode(text, disallowed_special=()))
 
 
