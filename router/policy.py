@@ -284,37 +284,29 @@ class HeuristicPolicy:
     ) -> Candidate:
         speaker = row.role or row.kind
         text = f"{speaker}: {row.content}" if speaker else row.content
-        return Candidate(
-            id=f"episode:{row.id}",
-            type="episode",
-            layer="episodic",
-            section=section,
-            text=_clip(" ".join(text.split()), self.w.episode_max_tokens),
-            value=value,
-            score=score,
-            score_parts=parts,
-            sources=[row.source()],
-            occurred_at=row.occurred_at,
-            group=row.occurred_at.date().isoformat(),
-            group_header=format_day(row.occurred_at),
-            order=(row.occurred_at.date(), row.session, row.occurred_at, row.id),
+        return self._length_scaled(
+            Candidate(
+                id=f"episode:{row.id}",
+                type="episode",
+                layer="episodic",
+                section=section,
+                text=_clip(" ".join(text.split()), self.w.episode_max_tokens),
+                value=value,
+                score=score,
+                score_parts=parts,
+                sources=[row.source()],
+                occurred_at=row.occurred_at,
+                group=row.occurred_at.date().isoformat(),
+                group_header=format_day(row.occurred_at),
+                order=(row.occurred_at.date(), row.session, row.occurred_at, row.id),
+            )
         )
 
-    def episodes(
-        self,
-        *,
-        tenant: Tenant,
-        request: ContextRequest,
-        plan: BudgetPlan,
-        embedding: list[float] | None,
-        recent: Sequence[router_selectors.EpisodeRow],
-    ) -> list[Candidate]:
-        out = self._episodes(tenant=tenant, request=request, plan=plan, embedding=embedding, recent=recent)
-        for item in out:
-            item.value *= (line_tokens(item) / self.w.length_reference) ** self.w.length_exponent
-        return out
+    def _length_scaled(self, item: Candidate) -> Candidate:
+        item.value *= (line_tokens(item) / self.w.length_reference) ** self.w.length_exponent
+        return item
 
-    def _episodes(
+    def episodes(
         self,
         *,
         tenant: Tenant,
@@ -443,21 +435,23 @@ class HeuristicPolicy:
             rel = best[session] * self.w.summary_factor
             moment: datetime = started_at
             out.append(
-                Candidate(
-                    id=f"summary:{session}",
-                    type="session_summary",
-                    layer="episodic",
-                    section="Relevant history",
-                    text=_clip(f"summary: {' '.join(summary.split())}", self.w.episode_max_tokens),
-                    value=rel**self.w.sharpness + 1e-6,
-                    score=rel,
-                    score_parts={"session_relevance": best[session]},
-                    sources=[first_hit[session].source()],
-                    occurred_at=moment,
-                    group=moment.date().isoformat(),
-                    group_header=format_day(moment),
-                    # Before the session's own lines in its block.
-                    order=(moment.date(), session, moment, -1),
+                self._length_scaled(
+                    Candidate(
+                        id=f"summary:{session}",
+                        type="session_summary",
+                        layer="episodic",
+                        section="Relevant history",
+                        text=_clip(f"summary: {' '.join(summary.split())}", self.w.episode_max_tokens),
+                        value=rel**self.w.sharpness + 1e-6,
+                        score=rel,
+                        score_parts={"session_relevance": best[session]},
+                        sources=[first_hit[session].source()],
+                        occurred_at=moment,
+                        group=moment.date().isoformat(),
+                        group_header=format_day(moment),
+                        # Before the session's own lines in its block.
+                        order=(moment.date(), session, moment, -1),
+                    )
                 )
             )
         return out

@@ -717,6 +717,30 @@ def fact_confirm(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
     return fact
 
 
+def _withdraw(
+    *, tenant: Tenant, fact: Fact, status: str, kind: str, actor: Actor, valid_to: datetime, now: datetime
+) -> Fact:
+    """Take a locked fact out of service with `status`, valid until `valid_to`, and log it as `kind`."""
+    old_status = fact.status
+    fact.status = status
+    fact.valid_to = valid_to
+    fact.updated_at = now
+    fact.save(update_fields=["status", "valid_to", "updated_at"])
+    _log(
+        tenant=tenant,
+        fact=fact,
+        kind=kind,
+        actor=actor,
+        old_value=fact.value,
+        old_status=old_status,
+        new_status=status,
+        old_confidence=fact.confidence,
+        new_confidence=fact.confidence,
+        at=now,
+    )
+    return fact
+
+
 @transaction.atomic
 def fact_retract(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> Fact:
     """The fact was wrong: it stops being served and drops out of history (as_of), but is kept."""
@@ -724,24 +748,15 @@ def fact_retract(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
     if fact.status == FactStatus.RETRACTED:
         return fact
     now = timezone.now()
-    old_status = fact.status
-    fact.status = FactStatus.RETRACTED
-    fact.valid_to = fact.valid_to or now
-    fact.updated_at = now
-    fact.save(update_fields=["status", "valid_to", "updated_at"])
-    _log(
+    return _withdraw(
         tenant=tenant,
         fact=fact,
+        status=FactStatus.RETRACTED,
         kind=FactChangeKind.RETRACTED,
         actor=actor,
-        old_value=fact.value,
-        old_status=old_status,
-        new_status=fact.status,
-        old_confidence=fact.confidence,
-        new_confidence=fact.confidence,
-        at=now,
+        valid_to=fact.valid_to or now,
+        now=now,
     )
-    return fact
 
 
 @transaction.atomic
@@ -753,24 +768,15 @@ def fact_expire(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor, at: d
     if fact.status not in LIVE:
         raise Conflict(f"Fact {fact.id} is {fact.status}; only active or pending facts can expire.")
     now = timezone.now()
-    old_status = fact.status
-    fact.status = FactStatus.EXPIRED
-    fact.valid_to = max(at or now, fact.valid_from)
-    fact.updated_at = now
-    fact.save(update_fields=["status", "valid_to", "updated_at"])
-    _log(
+    return _withdraw(
         tenant=tenant,
         fact=fact,
+        status=FactStatus.EXPIRED,
         kind=FactChangeKind.EXPIRED,
         actor=actor,
-        old_value=fact.value,
-        old_status=old_status,
-        new_status=fact.status,
-        old_confidence=fact.confidence,
-        new_confidence=fact.confidence,
-        at=now,
+        valid_to=max(at or now, fact.valid_from),
+        now=now,
     )
-    return fact
 
 
 @transaction.atomic
