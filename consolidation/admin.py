@@ -16,13 +16,7 @@ from django.utils.html import format_html
 
 from consolidation.erasure import erasure_request_create
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest
-from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin, operator_tenant_ids
-
-
-class SubjectFilter(InputFilter):
-    title = "subject"
-    parameter_name = "subject"
-    lookup = "subject"
+from tenants.admin import ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
 
 
 def pretty_json(value: Any) -> str:

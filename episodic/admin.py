@@ -15,13 +15,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from episodic.models import Episode, Session
-from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin, operator_tenant_ids
-
-
-class SubjectFilter(InputFilter):
-    title = "subject"
-    parameter_name = "subject"
-    lookup = "subject"
+from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
 
 
 class SessionFilter(InputFilter):

@@ -13,13 +13,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from router.models import ContextFeedback, ContextTrace
-from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin
-
-
-class SubjectFilter(InputFilter):
-    title = "subject"
-    parameter_name = "subject"
-    lookup = "subject"
+from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin
 
 
 class SessionFilter(InputFilter):

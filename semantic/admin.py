@@ -35,7 +35,7 @@ from semantic.services import (
     fact_review_decide,
 )
 from semantic.types import Actor
-from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin, operator_tenant_ids
+from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
 from tenants.errors import DomainError
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
@@ -87,12 +87,6 @@ class AttributeFilter(InputFilter):
     title = "attribute"
     parameter_name = "attribute"
     lookup = "attribute"
-
-
-class SubjectFilter(InputFilter):
-    title = "subject"
-    parameter_name = "subject"
-    lookup = "subject"
 
 
 class ChangeEntityFilter(EntityFilter):

@@ -88,6 +88,14 @@ class InputFilter(admin.SimpleListFilter):
         }
 
 
+class SubjectFilter(InputFilter):
+    """Every memory layer is read by subject."""
+
+    title = "subject"
+    parameter_name = "subject"
+    lookup = "subject"
+
+
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
