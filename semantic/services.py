@@ -15,9 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -48,7 +46,7 @@ from semantic.normalise import (
     value_key,
 )
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
-from tenants.embedding import get_embedder
+from tenants.embedding import embedding_cache
 from tenants.errors import Conflict, NotFound, ValidationProblem
 from tenants.models import Tenant
 
@@ -70,43 +68,6 @@ def _combine(old: float, new: float) -> float:
 
 
 # --- embeddings --------------------------------------------------------------------------------------
-
-
-class _EmbeddingCache:
-    """Statements repeat (re-extraction, confirmations, reverts): keep recent vectors per embedder."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._data: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        embedder = get_embedder()
-        out: dict[str, list[float]] = {}
-        with self._lock:
-            for text in texts:
-                hit = self._data.get((embedder.name, text))
-                if hit is not None:
-                    self._data.move_to_end((embedder.name, text))
-                    out[text] = hit
-        missing = list(dict.fromkeys(t for t in texts if t not in out))
-        if missing:
-            vectors = embedder.embed(missing)
-            with self._lock:
-                for text, vector in zip(missing, vectors, strict=True):
-                    as_list = [float(x) for x in vector]
-                    out[text] = as_list
-                    self._data[(embedder.name, text)] = as_list
-                while len(self._data) > self.size:
-                    self._data.popitem(last=False)
-        return [out[t] for t in texts]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
-embedding_cache = _EmbeddingCache()
 
 
 def embed_statements(texts: Sequence[str]) -> list[list[float]]:

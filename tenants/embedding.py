@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Protocol
@@ -95,5 +96,43 @@ def get_embedder() -> Embedder:
     return embedder
 
 
+class EmbeddingCache:
+    """Recent vectors per embedder and text. Texts repeat: an agent asks again with the same words
+    (retries, a loop over one task), statements are re-extracted, confirmed and reverted; a model call
+    costs 10-20 ms a text on a CPU. Kept as float32 arrays (1.5 KB each)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._data: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        embedder = get_embedder()
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for text in texts:
+                hit = self._data.get((embedder.name, text))
+                if hit is not None:
+                    self._data.move_to_end((embedder.name, text))
+                    out[text] = hit
+        missing = list(dict.fromkeys(t for t in texts if t not in out))
+        if missing:
+            vectors = np.asarray(embedder.embed(missing), dtype=np.float32)
+            with self._lock:
+                for text, vector in zip(missing, vectors, strict=True):
+                    out[text] = vector
+                    self._data[(embedder.name, text)] = vector
+                while len(self._data) > self.size:
+                    self._data.popitem(last=False)
+        return [out[t].tolist() for t in texts]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+embedding_cache = EmbeddingCache()
+
+
 def embed_one(text: str) -> list[float]:
-    return [float(x) for x in get_embedder().embed([text])[0]]
+    return embedding_cache.embed([text])[0]

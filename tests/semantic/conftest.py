@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from semantic.services import embedding_cache, fact_upsert
+from semantic.services import fact_upsert
 from semantic.types import Actor, FactCandidate, UpsertResult
-from tenants.embedding import get_embedder
+from tenants.embedding import embedding_cache, get_embedder
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 

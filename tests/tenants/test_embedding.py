@@ -1,0 +1,60 @@
+"""The embedding cache: a text already embedded is not sent to the model again."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from tenants import embedding
+from tenants.embedding import EmbeddingCache, HashingEmbedder
+
+
+class CountingEmbedder(HashingEmbedder):
+    name = "counting-test"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> CountingEmbedder:
+    counting = CountingEmbedder()
+    monkeypatch.setattr(embedding, "get_embedder", lambda: counting)
+    return counting
+
+
+def test_a_text_is_embedded_once_and_served_from_the_cache(model: CountingEmbedder) -> None:
+    cache = EmbeddingCache(size=10)
+    first = cache.embed(["where is my dog", "printer jam"])
+    again = cache.embed(["printer jam", "new text", "where is my dog", "new text"])
+    assert model.calls == [["where is my dog", "printer jam"], ["new text"]]
+    assert again[0] == first[1] and again[2] == first[0] and again[1] == again[3]
+    assert all(isinstance(x, float) for x in again[1])
+    assert np.allclose(again[1], HashingEmbedder().embed(["new text"])[0])
+
+
+def test_the_least_recently_used_text_is_dropped_first(model: CountingEmbedder) -> None:
+    cache = EmbeddingCache(size=2)
+    cache.embed(["a"])
+    cache.embed(["b"])
+    cache.embed(["a"])  # "a" is now the most recent
+    cache.embed(["c"])  # evicts "b"
+    model.calls.clear()
+    cache.embed(["a", "c"])
+    assert model.calls == []
+    cache.embed(["b"])
+    assert model.calls == [["b"]]
+
+
+def test_a_returned_vector_can_be_changed_without_touching_the_cache(model: CountingEmbedder) -> None:
+    cache = EmbeddingCache()
+    vector = cache.embed(["text"])[0]
+    vector[0] = 99.0
+    assert cache.embed(["text"])[0][0] != 99.0
