@@ -159,7 +159,8 @@ class EpisodeKind(models.TextChoices):
 class Episode(TenantModel):
     """One event. Append-only: corrections are new episodes; erasure is the only deletion."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="episodes")
+    # Indexed by episode_session_seq, which also serves the foreign key.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="episodes", db_index=False)
     subject = models.CharField(max_length=255)
     agent = models.CharField(max_length=255, blank=True, default="")
     kind = models.CharField(max_length=16, choices=EpisodeKind.choices)
@@ -196,6 +197,9 @@ class Episode(TenantModel):
         indexes = [
             models.Index(fields=("tenant", "subject", "-occurred_at"), name="episode_subject_time"),
             models.Index(fields=("tenant", "session", "occurred_at"), name="episode_session_time"),
+            # The turn before or after an episode in its session (the router's neighbours): one index
+            # step each, where the foreign key's own index made it sort the whole session.
+            models.Index(fields=("session", "occurred_at", "id"), name="episode_session_seq"),
             models.Index(fields=("tenant", "-created_at", "-id"), name="episode_created"),
             GinIndex(fields=("tenant", "entities"), name="episode_entities_gin"),
             GinIndex(fields=("tenant", "topics"), name="episode_topics_gin"),

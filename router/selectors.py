@@ -147,9 +147,10 @@ def episode_neighbours(
     anchors' order: a question's answer is often in the reply to the line that matched.
 
     The anchors are filtered by tenant; their neighbours by the anchor's session alone (a session
-    belongs to one tenant, and row-level security holds as well): a tenant_id condition there lets the
-    planner AND the session index with a tenant-led GIN index and read the whole tenant (0.25 ms
-    against 7 ms per anchor on a tenant of 100,000 episodes)."""
+    belongs to one tenant, and row-level security holds as well), which is one step in the index
+    episode_session_seq each: 1 ms for 40 anchors on a tenant of 1,000,000 episodes, against 36 ms
+    when the foreign key's index made it sort the session. A tenant_id condition there lets the planner
+    AND indexes and read the whole tenant instead (seconds)."""
     if not episode_ids:
         return []
     with connection.cursor() as cursor:

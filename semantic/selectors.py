@@ -238,9 +238,8 @@ def entity_graph(
 
 # Column list of the search's final query: everything but the vector and the tsvector, which the
 # caller does not need (they are loaded on access if it does).
-_FACT_COLUMNS = ", ".join(
-    f'f."{f.column}"' for f in Fact._meta.concrete_fields if f.name not in ("embedding", "search_vector")
-)
+# What the ranking needs of a candidate; the k chosen facts are loaded whole afterwards.
+_RANK_COLUMNS = "f.id, f.category, f.confidence, f.last_confirmed_at"
 # plainto_tsquery ANDs the words; OR them so that a fact matching some words still ranks.
 _TSQUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
 
@@ -321,7 +320,7 @@ def search_sql(
     select_params: list[Any] = ([literal] if literal is not None else []) + ([query] if query.strip() else [])
     sql = (
         f"WITH {', '.join(ctes)}, c AS ({union}) "  # noqa: S608
-        f"SELECT {_FACT_COLUMNS}, {distance} AS search_distance, {rank} AS search_rank "
+        f"SELECT {_RANK_COLUMNS}, {distance} AS search_distance, {rank} AS search_rank "
         "FROM semantic_fact f JOIN c ON c.id = f.id WHERE f.tenant_id = %s"
     )
     return _SearchSQL(sql=sql, params=[*cte_params, *select_params, tenant.id])
@@ -373,29 +372,33 @@ def fact_search(
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
         if vector is not None:
             configure_vector_scan(ef_search=pool)
-        rows = list(Fact.objects.raw(statement.sql, statement.params))
+        with connection.cursor() as cursor:
+            cursor.execute(statement.sql, statement.params)
+            rows = cursor.fetchall()
     if not rows:
         return []
 
     at = as_of or timezone.now()
     half_lives = tenant.config.decay_half_life_days
-    best_rank = max(float(getattr(f, "search_rank", 0.0) or 0.0) for f in rows)
-    scored: list[ScoredFact] = []
-    for fact in rows:
-        distance = getattr(fact, "search_distance", None)
-        rank = float(getattr(fact, "search_rank", 0.0) or 0.0)
-        age_days = max(0.0, (at - fact.last_confirmed_at).total_seconds() / 86400.0)
-        half_life = float(half_lives.get(fact.category, DEFAULT_HALF_LIFE_DAYS)) or DEFAULT_HALF_LIFE_DAYS
+    best_rank = max(float(row[5] or 0.0) for row in rows)
+    ranked: list[tuple[float, str, uuid.UUID, dict[str, float]]] = []
+    for fact_id, category, confidence, last_confirmed_at, distance, rank in rows:
+        age_days = max(0.0, (at - last_confirmed_at).total_seconds() / 86400.0)
+        half_life = float(half_lives.get(category, DEFAULT_HALF_LIFE_DAYS)) or DEFAULT_HALF_LIFE_DAYS
         parts = {
             "vector": max(0.0, 1.0 - float(distance)) if distance is not None and math.isfinite(distance) else 0.0,
-            "text": rank / best_rank if best_rank > 0 else 0.0,
-            "confidence": float(fact.confidence),
+            "text": float(rank or 0.0) / best_rank if best_rank > 0 else 0.0,
+            "confidence": float(confidence),
             "recency": 0.5 ** (age_days / half_life),
         }
         score = sum(WEIGHTS[name] * value for name, value in parts.items())
         if score >= min_score:
-            scored.append(
-                ScoredFact(fact=fact, score=round(score, 6), score_parts={n: round(v, 6) for n, v in parts.items()})
-            )
-    scored.sort(key=lambda s: (-s.score, str(s.fact.id)))
-    return scored[:k]
+            ranked.append((round(score, 6), str(fact_id), fact_id, {n: round(v, 6) for n, v in parts.items()}))
+    ranked.sort(key=lambda r: (-r[0], r[1]))
+    top = ranked[:k]
+    facts = Fact.objects.for_tenant(tenant).defer("embedding", "search_vector").in_bulk([r[2] for r in top])
+    return [
+        ScoredFact(fact=facts[fact_id], score=score, score_parts=parts)
+        for score, _, fact_id, parts in top
+        if fact_id in facts
+    ]

@@ -122,7 +122,8 @@ def test_search_counts_its_queries(upsert, tenant_a, django_assert_max_num_queri
     for n in range(5):
         upsert(attribute=f"attr_{n}", value=f"v{n}", statement=f"The user mentions topic {n}.")
     with tenant_scope(tenant_a):
-        with django_assert_max_num_queries(2):
+        # The scan settings, the ranked candidates, the k chosen facts.
+        with django_assert_max_num_queries(3):
             results = fact_search(tenant=tenant_a, query="topic", k=3)
     assert len(results) == 3
 
