@@ -26,6 +26,7 @@ from tenants.models import Tenant
 RRF_K = 60
 CHANNEL_WEIGHTS = {"text": 1.0, "vector": 1.0, "overlap": 1.0}
 CANDIDATES_PER_CHANNEL = 100
+TEXT_MATCH_CAP = 2000
 MAX_QUERY_TERMS = 32
 HNSW_EF_SEARCH = 100
 _TERM = re.compile(r"[\w]+", re.UNICODE)
@@ -215,12 +216,17 @@ def episode_search(
     tsquery = _or_tsquery(query)
     search_query = SearchQuery(tsquery, search_type="raw", config="english") if tsquery else None
     if search_query is not None:
-        text_ids = list(
-            base.filter(search_vector=search_query)
-            .annotate(rank=SearchRank(F("search_vector"), search_query, normalization=32))
-            .order_by("-rank", "-id")
-            .values_list("id", flat=True)[:pool]
-        )
+        # Ranking reads every match it ranks; a query of common words can match most of a subject's
+        # history, so the TEXT_MATCH_CAP most recent matches are ranked (the vector channel sees all).
+        matches = base.filter(search_vector=search_query).order_by("-occurred_at", "-id")
+        inner, params = matches.values("id", "search_vector")[:TEXT_MATCH_CAP].query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT m.id FROM ({inner}) m ORDER BY ts_rank(m.search_vector, "  # noqa: S608
+                "to_tsquery('english'::regconfig, %s), 32) DESC, m.id DESC LIMIT %s",
+                [*params, tsquery, pool],
+            )
+            text_ids = [row[0] for row in cursor.fetchall()]
         _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
 
     query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])

@@ -36,6 +36,8 @@ def main() -> int:
         "web": [
             str(BIN / "gunicorn"),
             "config.wsgi:application",
+            "--config",
+            "config/gunicorn_conf.py",
             "--bind",
             f"{HOST}:{PORT}",
             "--workers",
@@ -50,8 +52,10 @@ def main() -> int:
         "worker": [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", "2"],
         "beat": [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO"],
     }
+    # One thread per query embedding in the web process: its request threads already share the cores.
+    env = {"web": {**os.environ, "ENGRAM_TORCH_THREADS": os.environ.get("ENGRAM_WEB_TORCH_THREADS", "1")}}
     for name, cmd in commands.items():
-        procs[name] = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+        procs[name] = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, env=env.get(name))
     base = f"http://{HOST}:{PORT}"
     print(
         f"""
