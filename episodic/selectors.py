@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, FloatField, Min, Q, QuerySet, Sum, Value
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Min,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance
@@ -161,6 +175,14 @@ def _or_tsquery(text: str) -> str:
     return " | ".join(terms[:MAX_QUERY_TERMS])
 
 
+def _check_dimension(vector: list[float]) -> list[float]:
+    if len(vector) != EMBEDDING_DIM:
+        raise ValidationProblem.at(
+            "/query_embedding", f"Wrong dimension: {len(vector)}; the embedding dimension is {EMBEDDING_DIM}."
+        )
+    return vector
+
+
 def _rrf(ranked: Iterable[int], weight: float, into: dict[int, float]) -> None:
     for rank, episode_id in enumerate(ranked, start=1):
         into[episode_id] = into.get(episode_id, 0.0) + weight / (RRF_K + rank)
@@ -179,7 +201,7 @@ def episode_search(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 20,
-    query_embedding: list[float] | None = None,
+    query_embedding: list[float] | Future[list[float]] | None = None,
     exclude_ids: Iterable[int] | None = None,
     entity: str | None = None,
     topic: str | None = None,
@@ -189,13 +211,13 @@ def episode_search(
     query's own entities and topics, from the extractor, plus `entities`/`topics`), fused by
     reciprocal rank. `entity`/`topic` are hard filters as in episode_list; `entities`/`topics` only
     rank. score_parts: text, vector, overlap (each channel's raw value, 0 when absent) and fused.
-    Deterministic for the same stored state: ties break on the episode id."""
+    `query_embedding` may be a future: it is awaited when the vector channel runs, after the lexical
+    ones, so that the model call overlaps them. Deterministic for the same stored state: ties break on
+    the episode id."""
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
-    if query_embedding is not None and len(query_embedding) != EMBEDDING_DIM:
-        raise ValidationProblem.at(
-            "/query_embedding", f"Wrong dimension: {len(query_embedding)}; the embedding dimension is {EMBEDDING_DIM}."
-        )
+    if isinstance(query_embedding, list):
+        _check_dimension(query_embedding)
     base = episode_list(
         tenant=tenant,
         subject=subject,
@@ -245,20 +267,27 @@ def episode_search(
         )
         _rrf(overlap_ids, CHANNEL_WEIGHTS["overlap"], fused)
 
-    vector = query_embedding if query_embedding is not None else (embed_one(query) if query.strip() else None)
+    vector: list[float] | None
+    if isinstance(query_embedding, Future):
+        vector = _check_dimension(query_embedding.result())
+    else:
+        vector = query_embedding if query_embedding is not None else (embed_one(query) if query.strip() else None)
+    # Cosine similarity of the rows the vector channel found; the final fetch computes only the others'.
+    similarity: dict[int, float] = {}
     if vector is not None:
         with transaction.atomic():
             # Filtered HNSW scans must keep going until enough rows pass the filters (pgvector >= 0.8).
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, pool)])
-            vector_ids = list(
+            nearest = list(
                 base.filter(embedding__isnull=False)
                 .annotate(distance=CosineDistance("embedding", vector))
                 .order_by("distance", "-id")
-                .values_list("id", flat=True)[:pool]
+                .values_list("id", "distance")[:pool]
             )
-        _rrf(vector_ids, CHANNEL_WEIGHTS["vector"], fused)
+        similarity = {episode_id: 1 - distance for episode_id, distance in nearest}
+        _rrf((episode_id for episode_id, _ in nearest), CHANNEL_WEIGHTS["vector"], fused)
 
     if not fused:
         return []
@@ -276,8 +305,16 @@ def episode_search(
         annotated = annotated.annotate(text_rank=SearchRank(F("search_vector"), search_query, normalization=32))
     else:
         annotated = annotated.annotate(text_rank=Value(0.0, output_field=FloatField()))
-    if vector is not None:
-        annotated = annotated.annotate(similarity=Coalesce(1 - CosineDistance("embedding", vector), Value(0.0)))
+    unknown = [episode_id for episode_id in ids if episode_id not in similarity] if vector is not None else []
+    if unknown:
+        # Reading a vector back costs more than the rest of the row: only for the rows without one yet.
+        annotated = annotated.annotate(
+            similarity=Case(
+                When(id__in=unknown, then=Coalesce(1 - CosineDistance("embedding", vector), Value(0.0))),
+                default=Value(0.0),
+                output_field=FloatField(),
+            )
+        )
     else:
         annotated = annotated.annotate(similarity=Value(0.0, output_field=FloatField()))
     annotated = annotated.annotate(overlap=overlap_expr if overlap_expr is not None else Value(0.0))
@@ -294,7 +331,7 @@ def episode_search(
                 score=round(fused_score / best, 6),
                 score_parts={
                     "text": round(float(episode.text_rank or 0.0), 6),
-                    "vector": round(float(episode.similarity or 0.0), 6),
+                    "vector": round(float(similarity.get(episode_id, episode.similarity) or 0.0), 6),
                     "overlap": round(float(episode.overlap or 0.0), 6),
                     "fused": round(fused_score, 6),
                 },

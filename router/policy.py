@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -24,7 +25,7 @@ from router.packing import line_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
-from tenants.embedding import embed_one
+from tenants.embedding import embed_in_background
 from tenants.models import Tenant
 from tenants.tokens import count_tokens, truncate_to_tokens
 
@@ -123,7 +124,9 @@ class HeuristicPolicy:
         from episodic.extraction import extract_entities_topics
 
         query = request.query.strip()
-        embedding = embed_one(query) if query else None
+        # The query's vector is computed while the reads that do not need it run; the episodic
+        # search awaits it only for its vector channel.
+        pending = embed_in_background(query) if query else None
         entities, topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
         out = LayerCandidates()
         recent = (
@@ -133,18 +136,19 @@ class HeuristicPolicy:
             if request.session and (plan.episodic > 0 or plan.procedural > 0)
             else []
         )
+        if plan.working > 0 and request.session:
+            out.working, out.working_document, out.working_version = self.notes(
+                tenant=tenant, request=request, plan=plan
+            )
+        if plan.episodic > 0:
+            out.episodic = self.episodes(tenant=tenant, request=request, plan=plan, embedding=pending, recent=recent)
+        embedding = pending.result() if pending is not None else None
         if plan.procedural > 0:
             out.procedural = self.procedures(
                 tenant=tenant, request=request, entities=entities, topics=topics, recent=recent, embedding=embedding
             )
         if plan.semantic > 0:
             out.semantic = self.facts(tenant=tenant, request=request, embedding=embedding)
-        if plan.working > 0 and request.session:
-            out.working, out.working_document, out.working_version = self.notes(
-                tenant=tenant, request=request, plan=plan
-            )
-        if plan.episodic > 0:
-            out.episodic = self.episodes(tenant=tenant, request=request, plan=plan, embedding=embedding, recent=recent)
         return out
 
     # --- procedural -------------------------------------------------------------------------
@@ -312,7 +316,7 @@ class HeuristicPolicy:
         tenant: Tenant,
         request: ContextRequest,
         plan: BudgetPlan,
-        embedding: list[float] | None,
+        embedding: list[float] | Future[list[float]] | None,
         recent: Sequence[router_selectors.EpisodeRow],
     ) -> list[Candidate]:
         out: list[Candidate] = []

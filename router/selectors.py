@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -84,7 +85,7 @@ def episode_hits(
     subject: str,
     until: datetime | None,
     limit: int,
-    embedding: list[float] | None,
+    embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Sequence[int],
 ) -> list[EpisodeHit]:
     """The episodic layer's ranked search (episodic.selectors.episode_search), as rows."""

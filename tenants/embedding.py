@@ -10,6 +10,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -136,3 +137,17 @@ embedding_cache = EmbeddingCache()
 
 def embed_one(text: str) -> list[float]:
     return embedding_cache.embed([text])[0]
+
+
+_background: ThreadPoolExecutor | None = None
+_background_lock = threading.Lock()
+
+
+def embed_in_background(text: str) -> Future[list[float]]:
+    """embed_one on a worker thread. The model call releases the GIL, so it overlaps the caller's
+    database reads (a context request embeds its query while the lexical searches run)."""
+    global _background
+    with _background_lock:
+        if _background is None:
+            _background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-embed")
+    return _background.submit(embed_one, text)

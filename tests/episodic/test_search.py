@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from datetime import timedelta
+from unittest.mock import patch
 
+import numpy as np
 import pytest
 
 from episodic.selectors import episode_search
@@ -90,6 +93,30 @@ def test_filters_and_exclusions_hold(tenant_a, events, append) -> None:
 def test_same_state_same_answer(tenant_a, events) -> None:
     first = [(r.episode.id, r.score) for r in _search(tenant_a, "VPN call")]
     assert first == [(r.episode.id, r.score) for r in _search(tenant_a, "VPN call")]
+
+
+def test_a_future_query_vector_gives_the_same_answer(tenant_a, events) -> None:
+    query = "VPN dropped during the call"
+    vector = embed_one(query)
+    future: Future[list[float]] = Future()
+    future.set_result(vector)
+    now = [(r.episode.id, r.score, r.score_parts) for r in _search(tenant_a, query, query_embedding=vector)]
+    later = [(r.episode.id, r.score, r.score_parts) for r in _search(tenant_a, query, query_embedding=future)]
+    assert now == later
+
+
+def test_every_hit_carries_its_cosine_similarity(tenant_a, events) -> None:
+    # A vector pointing elsewhere than the words: the text channel's best hit is not among the vector
+    # channel's, so its similarity comes from the final fetch, the others' from the channel's distances.
+    query = "printer jammed on floor three"
+    vector = np.asarray(embed_one(EVENTS[2]))
+    exact = {e.id: float(np.dot(vector, embed_one(e.content))) for e in events}
+    nearest = sorted(exact, key=lambda pk: (-exact[pk], -pk))[:2]  # the vector channel's order
+    with patch("episodic.selectors.CANDIDATES_PER_CHANNEL", 1):
+        results = _search(tenant_a, query, limit=2, query_embedding=vector.tolist())
+    assert events[0].id not in nearest and events[0].id in {r.episode.id for r in results}
+    for r in results:
+        assert r.score_parts["vector"] == pytest.approx(exact[r.episode.id], abs=1e-5)
 
 
 def test_search_api_returns_ranked_episodes(api_a, events) -> None:

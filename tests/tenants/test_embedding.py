@@ -58,3 +58,10 @@ def test_a_returned_vector_can_be_changed_without_touching_the_cache(model: Coun
     vector = cache.embed(["text"])[0]
     vector[0] = 99.0
     assert cache.embed(["text"])[0][0] != 99.0
+
+
+def test_a_background_embedding_is_the_same_vector(model: CountingEmbedder) -> None:
+    embedding.embedding_cache.clear()
+    future = embedding.embed_in_background("where did I park")
+    assert future.result(timeout=10) == embedding.embed_one("where did I park")
+    assert model.calls == [["where did I park"]]
