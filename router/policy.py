@@ -74,7 +74,8 @@ class HeuristicWeights:
     summary_factor: float = 0.6
     # When the query names who said something (an episode's role, as a word of the query), lines of
     # other speakers keep this share of their relevance: "What has Maria been to?" is answered by Maria.
-    other_speaker_factor: float = 0.3
+    # Not lower: a question with a wrong premise ("What did Maria do?" when John did it) needs John's line.
+    other_speaker_factor: float = 0.5
     # A session is judged by its best `session_top` hits; a line's relevance is scaled between
     # (1 - session_weight) and 1 by its session's standing, so that the lines of the sessions about the
     # topic beat stray matches elsewhere (multi-hop answers sit in the same few sessions).
