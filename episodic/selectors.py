@@ -188,47 +188,70 @@ def _rrf(ranked: Iterable[int], weight: float, into: dict[int, float]) -> None:
         into[episode_id] = into.get(episode_id, 0.0) + weight / (RRF_K + rank)
 
 
-def episode_search(
+@dataclass(frozen=True)
+class _Ranking:
+    """The fused order of the pool, and what is needed to report each hit's raw channel values."""
+
+    top: list[tuple[int, float]]
+    search_query: SearchQuery | None
+    vector: list[float] | None
+    # Cosine similarity of the rows the vector channel found; the final fetch computes only the others'.
+    similarity: dict[int, float]
+    overlap_expr: Any
+
+    @property
+    def ids(self) -> list[int]:
+        return [episode_id for episode_id, _ in self.top]
+
+    def annotate(self, qs: QuerySet[Episode]) -> QuerySet[Episode]:
+        """text_rank, similarity and overlap of the ranked rows, for the final fetch."""
+        if self.search_query is not None:
+            qs = qs.annotate(text_rank=SearchRank(F("search_vector"), self.search_query, normalization=32))
+        else:
+            qs = qs.annotate(text_rank=Value(0.0, output_field=FloatField()))
+        unknown = [i for i in self.ids if i not in self.similarity] if self.vector is not None else []
+        if unknown:
+            # Reading a vector back costs more than the rest of the row: only for the rows without one yet.
+            qs = qs.annotate(
+                similarity=Case(
+                    When(id__in=unknown, then=Coalesce(1 - CosineDistance("embedding", self.vector), Value(0.0))),
+                    default=Value(0.0),
+                    output_field=FloatField(),
+                )
+            )
+        else:
+            qs = qs.annotate(similarity=Value(0.0, output_field=FloatField()))
+        return qs.annotate(overlap=self.overlap_expr if self.overlap_expr is not None else Value(0.0))
+
+    def scored(
+        self, fused: float, episode_id: int, text_rank: float | None, similarity: float | None, overlap: float | None
+    ) -> tuple[float, dict[str, float]]:
+        best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
+        parts = {
+            "text": round(float(text_rank or 0.0), 6),
+            "vector": round(float(self.similarity.get(episode_id, similarity or 0.0)), 6),
+            "overlap": round(float(overlap or 0.0), 6),
+            "fused": round(fused, 6),
+        }
+        return round(fused / best, 6), parts
+
+
+def _rank(
     *,
     tenant: Tenant,
+    base: QuerySet[Episode],
     query: str,
-    subject: str | None = None,
-    session: str | Session | None = None,
-    agent: str | None = None,
-    kinds: Sequence[str] | None = None,
-    entities: Sequence[str] | None = None,
-    topics: Sequence[str] | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int = 20,
-    query_embedding: list[float] | Future[list[float]] | None = None,
-    exclude_ids: Iterable[int] | None = None,
-    entity: str | None = None,
-    topic: str | None = None,
-) -> list[ScoredEpisode]:
-    """Hybrid ranking of the episodes that pass the filters: full-text (ts_rank over the tsvector),
-    vector (cosine similarity of the stored embedding to the query's), and entity/topic overlap (the
-    query's own entities and topics, from the extractor, plus `entities`/`topics`), fused by
-    reciprocal rank. `entity`/`topic` are hard filters as in episode_list; `entities`/`topics` only
-    rank. score_parts: text, vector, overlap (each channel's raw value, 0 when absent) and fused.
-    `query_embedding` may be a future: it is awaited when the vector channel runs, after the lexical
-    ones, so that the model call overlaps them. Deterministic for the same stored state: ties break on
-    the episode id."""
+    entities: Sequence[str] | None,
+    topics: Sequence[str] | None,
+    limit: int,
+    query_embedding: list[float] | Future[list[float]] | None,
+    exclude_ids: Iterable[int] | None,
+) -> _Ranking:
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
     if isinstance(query_embedding, list):
         _check_dimension(query_embedding)
-    base = episode_list(
-        tenant=tenant,
-        subject=subject,
-        session=session,
-        agent=agent,
-        kind=kinds,
-        entity=entity,
-        topic=topic,
-        since=since,
-        until=until,
-    ).order_by()
+    base = base.order_by()
     excluded = set(exclude_ids or ())
     if excluded:
         base = base.exclude(id__in=excluded)
@@ -272,7 +295,6 @@ def episode_search(
         vector = _check_dimension(query_embedding.result())
     else:
         vector = query_embedding if query_embedding is not None else (embed_one(query) if query.strip() else None)
-    # Cosine similarity of the rows the vector channel found; the final fetch computes only the others'.
     similarity: dict[int, float] = {}
     if vector is not None:
         with transaction.atomic():
@@ -289,54 +311,116 @@ def episode_search(
         similarity = {episode_id: 1 - distance for episode_id, distance in nearest}
         _rrf((episode_id for episode_id, _ in nearest), CHANNEL_WEIGHTS["vector"], fused)
 
-    if not fused:
-        return []
     top = sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
-    ids = [episode_id for episode_id, _ in top]
+    return _Ranking(top=top, search_query=search_query, vector=vector, similarity=similarity, overlap_expr=overlap_expr)
+
+
+def episode_search(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None = None,
+    session: str | Session | None = None,
+    agent: str | None = None,
+    kinds: Sequence[str] | None = None,
+    entities: Sequence[str] | None = None,
+    topics: Sequence[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 20,
+    query_embedding: list[float] | Future[list[float]] | None = None,
+    exclude_ids: Iterable[int] | None = None,
+    entity: str | None = None,
+    topic: str | None = None,
+) -> list[ScoredEpisode]:
+    """Hybrid ranking of the episodes that pass the filters: full-text (ts_rank over the tsvector),
+    vector (cosine similarity of the stored embedding to the query's), and entity/topic overlap (the
+    query's own entities and topics, from the extractor, plus `entities`/`topics`), fused by
+    reciprocal rank. `entity`/`topic` are hard filters as in episode_list; `entities`/`topics` only
+    rank. score_parts: text, vector, overlap (each channel's raw value, 0 when absent) and fused.
+    `query_embedding` may be a future: it is awaited when the vector channel runs, after the lexical
+    ones, so that the model call overlaps them. Deterministic for the same stored state: ties break on
+    the episode id."""
+    base = episode_list(
+        tenant=tenant,
+        subject=subject,
+        session=session,
+        agent=agent,
+        kind=kinds,
+        entity=entity,
+        topic=topic,
+        since=since,
+        until=until,
+    )
+    ranking = _rank(
+        tenant=tenant,
+        base=base,
+        query=query,
+        entities=entities,
+        topics=topics,
+        limit=limit,
+        query_embedding=query_embedding,
+        exclude_ids=exclude_ids,
+    )
     # The vectors stay in the database: parsing 384 floats a row costs more than the rest of the row.
-    annotated = (
+    rows = ranking.annotate(
         Episode.objects.for_tenant(tenant)
-        .filter(id__in=ids)
+        .filter(id__in=ranking.ids)
         .select_related("session")
         .defer("embedding", "search_vector")
         .annotate(has_embedding=ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField()))
     )
-    if search_query is not None:
-        annotated = annotated.annotate(text_rank=SearchRank(F("search_vector"), search_query, normalization=32))
-    else:
-        annotated = annotated.annotate(text_rank=Value(0.0, output_field=FloatField()))
-    unknown = [episode_id for episode_id in ids if episode_id not in similarity] if vector is not None else []
-    if unknown:
-        # Reading a vector back costs more than the rest of the row: only for the rows without one yet.
-        annotated = annotated.annotate(
-            similarity=Case(
-                When(id__in=unknown, then=Coalesce(1 - CosineDistance("embedding", vector), Value(0.0))),
-                default=Value(0.0),
-                output_field=FloatField(),
-            )
-        )
-    else:
-        annotated = annotated.annotate(similarity=Value(0.0, output_field=FloatField()))
-    annotated = annotated.annotate(overlap=overlap_expr if overlap_expr is not None else Value(0.0))
-    by_id = {e.id: e for e in annotated}
-    best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
+    by_id = {e.id: e for e in rows}
     out: list[ScoredEpisode] = []
-    for episode_id, fused_score in top:
-        episode = by_id.get(episode_id)
-        if episode is None:
-            continue
-        out.append(
-            ScoredEpisode(
-                episode=episode,
-                score=round(fused_score / best, 6),
-                score_parts={
-                    "text": round(float(episode.text_rank or 0.0), 6),
-                    "vector": round(float(similarity.get(episode_id, episode.similarity) or 0.0), 6),
-                    "overlap": round(float(episode.overlap or 0.0), 6),
-                    "fused": round(fused_score, 6),
-                },
-            )
-        )
+    for episode_id, fused in ranking.top:
+        if (e := by_id.get(episode_id)) is not None:
+            # The annotations of ranking.annotate.
+            raw = [getattr(e, name) for name in ("text_rank", "similarity", "overlap")]
+            score, parts = ranking.scored(fused, episode_id, *raw)
+            out.append(ScoredEpisode(episode=e, score=score, score_parts=parts))
+    return out
+
+
+@dataclass(frozen=True)
+class ScoredRow:
+    values: tuple[Any, ...]
+    score: float
+    score_parts: dict[str, float]
+
+
+def episode_search_rows(
+    *,
+    tenant: Tenant,
+    query: str,
+    fields: Sequence[str],
+    subject: str | None = None,
+    until: datetime | None = None,
+    limit: int = 20,
+    query_embedding: list[float] | Future[list[float]] | None = None,
+    exclude_ids: Iterable[int] | None = None,
+) -> list[ScoredRow]:
+    """episode_search for a reader that needs a few columns (`fields`, as for values_list) and not model
+    instances: the context router takes hundreds of hits a request, and building them as instances
+    cost more than the query that reads them."""
+    ranking = _rank(
+        tenant=tenant,
+        base=episode_list(tenant=tenant, subject=subject, until=until),
+        query=query,
+        entities=None,
+        topics=None,
+        limit=limit,
+        query_embedding=query_embedding,
+        exclude_ids=exclude_ids,
+    )
+    rows = ranking.annotate(Episode.objects.for_tenant(tenant).filter(id__in=ranking.ids)).values_list(
+        "id", "text_rank", "similarity", "overlap", *fields
+    )
+    by_id = {row[0]: row for row in rows}
+    out: list[ScoredRow] = []
+    for episode_id, fused in ranking.top:
+        if (row := by_id.get(episode_id)) is not None:
+            score, parts = ranking.scored(fused, episode_id, row[1], row[2], row[3])
+            out.append(ScoredRow(values=tuple(row[4:]), score=score, score_parts=parts))
     return out
 
 

@@ -88,35 +88,20 @@ def episode_hits(
     embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Sequence[int],
 ) -> list[EpisodeHit]:
-    """The episodic layer's ranked search (episodic.selectors.episode_search), as rows."""
-    from episodic.selectors import episode_search
+    """The episodic layer's ranked search (episodic.selectors.episode_search_rows), as rows."""
+    from episodic.selectors import episode_search_rows
 
-    scored = episode_search(
+    scored = episode_search_rows(
         tenant=tenant,
         query=query,
+        fields=_ROW_FIELDS,
         subject=subject,
         until=until,
         limit=limit,
         query_embedding=embedding,
         exclude_ids=list(exclude_ids),
     )
-    out = []
-    for s in scored:
-        e = s.episode
-        row = EpisodeRow(
-            id=e.id,
-            # episode_search selects the session with the episode.
-            session=e.session.external_id,
-            kind=e.kind,
-            role=e.role,
-            content=e.content,
-            payload=e.payload or {},
-            occurred_at=e.occurred_at,
-            external_id=e.external_id,
-            content_hash=e.content_hash,
-        )
-        out.append(EpisodeHit(row=row, score=float(s.score), score_parts=dict(s.score_parts)))
-    return out
+    return [EpisodeHit(row=_row(s.values), score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
 
 
 _FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
