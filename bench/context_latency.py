@@ -339,16 +339,16 @@ def _stats(values: list[float], wall: float) -> dict[str, float]:
 
 
 NOTE = """Where the time goes, sequential (in-process timings of one request on the 1,000,000-episode
-tenant, 10,000 episodes per subject, 8GB prewarmed): the episodic search about 43 ms, of which 22 ms in
-PostgreSQL (the exact vector scan over the subject's 10,000 episodes 15 ms, the final fetch of the
-pool 4 ms, the full-text channel over the 2,000 most recent matches 3 ms) and 20 ms in Python (the
-pool's 266 episodes and their sessions built as model instances, dates parsed, queries compiled);
-the fact search 17 ms (9 ms in PostgreSQL); the session's recent events 4 ms; re-ranking, packing,
-the trace insert and the response about 15 ms. The query embedding (7 ms) runs on a worker thread
-while the lexical reads run. With 8 concurrent clients the two cores are saturated, so latency there
-is queueing: requests/s is the capacity of this machine (about 15). The 50 ms p95 target is not
-met: next are the row fetch of the pool without model instances, and vectors stored inline (STORAGE
-PLAIN: the exact scan reads each vector from TOAST today)."""
+tenant, 10,000 episodes per subject, 8GB prewarmed, about 84 ms in all): the episodic layer about 46
+ms, of which the search takes about 29 ms (22 ms in PostgreSQL: the exact vector scan over the
+subject's 10,000 episodes 15 ms, the final fetch of the pool 4 ms, the full-text channel over the
+2,000 most recent matches 3 ms; 6 ms in Python), the turn before and after the best hits, session
+summaries and the re-ranking of the pool the rest; the fact search 15 ms (9 ms in PostgreSQL); the
+session's recent events 4 ms; packing, the trace insert and the response about 13 ms. The query
+embedding (7 ms) runs on a worker thread while the lexical reads run. With 8 concurrent clients the
+two cores are saturated, so latency there is queueing: requests/s is the capacity of this machine.
+The 50 ms p95 target is not met; next would be vectors stored inline (STORAGE PLAIN: the exact scan
+reads each vector from TOAST today; 26 -> 20 ms on a copy of three subjects) and a leaner fact search."""
 
 
 def _condition(args: argparse.Namespace, db: str) -> str:
