@@ -106,9 +106,9 @@ def session_standing(scores: Iterable[tuple[str, float]], *, top: int) -> dict[s
     by_session: dict[str, list[float]] = {}
     for session, score in scores:
         by_session.setdefault(session, []).append(score)
-    means = {s: sum(sorted(v, reverse=True)[:top]) for s, v in by_session.items()}
-    best = max(means.values(), default=0.0) or 1.0
-    return {s: m / best for s, m in means.items()}
+    sums = {s: sum(sorted(v, reverse=True)[:top]) for s, v in by_session.items()}
+    best = max(sums.values(), default=0.0) or 1.0
+    return {s: m / best for s, m in sums.items()}
 
 
 class HeuristicPolicy:
