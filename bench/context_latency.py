@@ -338,7 +338,7 @@ def _stats(values: list[float], wall: float) -> dict[str, float]:
             "mean": statistics.fmean(ordered), "rps": len(values) / wall}  # fmt: skip
 
 
-NOTE = """Where the time goes, sequential (in-process timings of one request on the 1,000,000-episode
+NOTE = """Where the time went on 2026-11-30, sequential (in-process timings of one request on the 1,000,000-episode
 tenant, 10,000 episodes per subject, 8GB prewarmed, about 84 ms in all): the episodic layer about 46
 ms, of which the search takes about 29 ms (22 ms in PostgreSQL: the exact vector scan over the
 subject's 10,000 episodes 15 ms, the final fetch of the pool 4 ms, the full-text channel over the

@@ -333,8 +333,8 @@ def episode_search(
     entity: str | None = None,
     topic: str | None = None,
 ) -> list[ScoredEpisode]:
-    """Hybrid ranking of the episodes that pass the filters: full-text (ts_rank over the tsvector),
-    vector (cosine similarity of the stored embedding to the query's), and entity/topic overlap (the
+    """Hybrid ranking of the episodes that pass the filters: full-text (ts_rank over the tsvector, of
+    the TEXT_MATCH_CAP most recent matches), vector (cosine similarity of the stored embedding to the query's), and entity/topic overlap (the
     query's own entities and topics, from the extractor, plus `entities`/`topics`), fused by
     reciprocal rank. `entity`/`topic` are hard filters as in episode_list; `entities`/`topics` only
     rank. score_parts: text, vector, overlap (each channel's raw value, 0 when absent) and fused.

@@ -236,9 +236,7 @@ def entity_graph(
 
 # --- hybrid search -----------------------------------------------------------------------------------
 
-# Column list of the search's final query: everything but the vector and the tsvector, which the
-# caller does not need (they are loaded on access if it does).
-# What the ranking needs of a candidate; the k chosen facts are loaded whole afterwards.
+# What the ranking needs of a candidate; only the k facts kept are loaded, as model instances.
 _RANK_COLUMNS = "f.id, f.category, f.confidence, f.last_confirmed_at"
 # plainto_tsquery ANDs the words; OR them so that a fact matching some words still ranks.
 _TSQUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"

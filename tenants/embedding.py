@@ -143,6 +143,15 @@ _background: ThreadPoolExecutor | None = None
 _background_lock = threading.Lock()
 
 
+def _forget_background_after_fork() -> None:
+    # A forked child (a gunicorn or Celery worker) inherits the executor but not its threads.
+    global _background
+    _background = None
+
+
+os.register_at_fork(after_in_child=_forget_background_after_fork)
+
+
 def embed_in_background(text: str) -> Future[list[float]]:
     """embed_one on a worker thread. The model call releases the GIL, so it overlaps the caller's
     database reads (a context request embeds its query while the lexical searches run)."""

@@ -9,7 +9,7 @@ from unittest.mock import patch
 import numpy as np
 import pytest
 
-from episodic.selectors import episode_search
+from episodic.selectors import episode_search, episode_search_rows
 from episodic.tasks import embed_pending
 from tenants.embedding import embed_one
 from tenants.scope import tenant_scope
@@ -117,6 +117,30 @@ def test_every_hit_carries_its_cosine_similarity(tenant_a, events) -> None:
     assert events[0].id not in nearest and events[0].id in {r.episode.id for r in results}
     for r in results:
         assert r.score_parts["vector"] == pytest.approx(exact[r.episode.id], abs=1e-5)
+
+
+def test_the_row_projection_ranks_and_scores_as_the_search(tenant_a, events) -> None:
+    query = "VPN printer release"
+    searched = _search(tenant_a, query, limit=4, exclude_ids=[events[1].id])
+    with tenant_scope(tenant_a):
+        rows = episode_search_rows(
+            tenant=tenant_a, query=query, fields=("content", "external_id"), limit=4, exclude_ids=[events[1].id]
+        )
+    assert [(r.episode.content, r.episode.external_id) for r in searched] == [r.values for r in rows]
+    assert [(r.score, r.score_parts) for r in searched] == [(r.score, r.score_parts) for r in rows]
+    assert events[1].content not in {r.values[0] for r in rows}
+
+
+def test_full_text_ranks_only_the_most_recent_matches(tenant_a, events) -> None:
+    # Both VPN events match the words and the older one matches more of them: it is the text channel's
+    # best, unless the cap leaves only the most recent match to rank. The other channels are silenced.
+    def best(query: str) -> str:
+        return _search(tenant_a, query, limit=1)[0].episode.content
+
+    with patch.dict("episodic.selectors.CHANNEL_WEIGHTS", {"overlap": 0.0, "vector": 0.0}):
+        assert best("renewed certificate vpn") == EVENTS[1]
+        with patch("episodic.selectors.TEXT_MATCH_CAP", 1):
+            assert best("renewed certificate vpn") == EVENTS[4]
 
 
 def test_search_api_returns_ranked_episodes(api_a, events) -> None:

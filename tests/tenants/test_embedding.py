@@ -1,7 +1,8 @@
-"""The embedding cache: a text already embedded is not sent to the model again."""
+"""The embedding cache (a text already embedded is not sent to the model again) and background embedding."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -65,3 +66,14 @@ def test_a_background_embedding_is_the_same_vector(model: CountingEmbedder) -> N
     future = embedding.embed_in_background("where did I park")
     assert future.result(timeout=10) == embedding.embed_one("where did I park")
     assert model.calls == [["where did I park"]]
+
+
+def test_a_forked_worker_starts_its_own_embedding_threads(model: CountingEmbedder) -> None:
+    embedding.embed_in_background("before the fork").result(timeout=10)
+    assert embedding._background is not None
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's executor has no threads here, so it must be forgotten
+        os._exit(0 if embedding._background is None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert embedding._background is not None
