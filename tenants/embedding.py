@@ -56,8 +56,14 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
+        # No progress bar: tqdm's bars take a process-wide lock, and a bar collected on another thread
+        # while a background embedding holds it hangs that thread (seen with INFO logging).
         vectors = model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
 
@@ -160,3 +166,19 @@ def embed_in_background(text: str) -> Future[list[float]]:
         if _background is None:
             _background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-embed")
     return _background.submit(embed_one, text)
+
+
+def keep_vectors_inline(table: str, column: str = "embedding") -> Any:
+    """A migration operation that keeps a searched row whole in its heap page. An exact vector scan
+    reads the vector of every row it ranks and the text channel reads the tsvector of every match; a
+    value moved out of line costs a TOAST index lookup per row. pgvector declares its types EXTERNAL, and
+    PostgreSQL toasts any row over 2 kB, which a 384-dimension vector (1,544 bytes) beside a few
+    hundred bytes of text and tsvector already is. So: rows are toasted only above half a page
+    (toast_tuple_target), and the vector's storage is MAIN, so that when a long text does push a row
+    over, the text goes out of line first. Applies to rows written afterwards."""
+    from django.db import migrations
+
+    return migrations.RunSQL(
+        f'ALTER TABLE "{table}" ALTER COLUMN "{column}" SET STORAGE MAIN, SET (toast_tuple_target = 4080)',
+        reverse_sql=f'ALTER TABLE "{table}" ALTER COLUMN "{column}" SET STORAGE EXTERNAL, RESET (toast_tuple_target)',
+    )
