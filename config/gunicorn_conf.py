@@ -10,3 +10,10 @@ def post_worker_init(worker: Any) -> None:
     from tenants.embedding import embed_one
 
     embed_one("warm up")
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    # The helper threads' connections would otherwise be dropped without a goodbye to PostgreSQL.
+    from tenants.readers import close_readers
+
+    close_readers()

@@ -27,6 +27,7 @@ from router.rerank import bm25_scores
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
 from tenants.embedding import embed_in_background
 from tenants.models import Tenant
+from tenants.readers import read_beside
 from tenants.tokens import count_tokens, truncate_to_tokens
 
 
@@ -137,20 +138,49 @@ class HeuristicPolicy:
             if request.session and (plan.episodic > 0 or plan.procedural > 0)
             else []
         )
+        # Procedures and facts do not depend on the episodes: they are read beside them, on a second
+        # connection (tenants.readers), while this thread reads the scratchpad and the history.
+        rules_and_facts = read_beside(
+            self.rules_and_facts,
+            tenant=tenant,
+            request=request,
+            plan=plan,
+            entities=entities,
+            topics=topics,
+            recent=recent,
+            embedding=pending,
+        )
         if plan.working > 0 and request.session:
             out.working, out.working_document, out.working_version = self.notes(
                 tenant=tenant, request=request, plan=plan
             )
         if plan.episodic > 0:
             out.episodic = self.episodes(tenant=tenant, request=request, plan=plan, embedding=pending, recent=recent)
-        embedding = pending.result() if pending is not None else None
-        if plan.procedural > 0:
-            out.procedural = self.procedures(
-                tenant=tenant, request=request, entities=entities, topics=topics, recent=recent, embedding=embedding
-            )
-        if plan.semantic > 0:
-            out.semantic = self.facts(tenant=tenant, request=request, embedding=embedding)
+        out.procedural, out.semantic = rules_and_facts.result()
         return out
+
+    def rules_and_facts(
+        self,
+        *,
+        tenant: Tenant,
+        request: ContextRequest,
+        plan: BudgetPlan,
+        entities: Sequence[str],
+        topics: Sequence[str],
+        recent: Sequence[router_selectors.EpisodeRow],
+        embedding: Future[list[float]] | None,
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The procedural and the semantic layers' candidates, once the query's vector is ready."""
+        vector = embedding.result() if embedding is not None else None
+        procedural = (
+            self.procedures(
+                tenant=tenant, request=request, entities=entities, topics=topics, recent=recent, embedding=vector
+            )
+            if plan.procedural > 0
+            else []
+        )
+        semantic = self.facts(tenant=tenant, request=request, embedding=vector) if plan.semantic > 0 else []
+        return procedural, semantic
 
     # --- procedural -------------------------------------------------------------------------
     def procedures(

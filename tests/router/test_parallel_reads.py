@@ -1,0 +1,118 @@
+"""Reads beside the request (tenants.readers): the procedures and facts of a context are read on a
+helper thread with its own connection. The data here is committed (transactional tests), since a
+helper's connection cannot see a test's open transaction."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from episodic.models import Episode
+from semantic.models import Fact
+from tenants.readers import close_readers, read_beside
+from tenants.scope import active_tenant_ids, tenant_scope
+from tests.router.conftest import believe, remember
+from tests.router.test_context_api import HISTORY
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def readers(settings: Any) -> Iterator[int]:
+    close_readers()
+    settings.ENGRAM = {**settings.ENGRAM, "PARALLEL_READERS": 2}
+    yield 2
+    close_readers()
+
+
+def _where() -> tuple[str, frozenset[Any] | None, list[str], bool]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('app.tenant_id', true)")
+        setting = cursor.fetchone()[0]
+    # No tenant filter in the query: only row-level security can hide another tenant's facts.
+    facts = sorted(Fact.objects.values_list("subject", flat=True))
+    return threading.current_thread().name, active_tenant_ids(), [setting, *facts], connection.in_atomic_block
+
+
+def test_a_read_beside_runs_on_a_helper_in_the_callers_tenant_scope(tenant_a, tenant_b, readers) -> None:
+    believe(tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog.", subject="alice")
+    believe(tenant_b, attribute="pet", value="Rex", statement="Bob has a dog.", subject="bob")
+    for tenant, subject in ((tenant_a, "alice"), (tenant_b, "bob"), (tenant_a, "alice")):
+        with tenant_scope(tenant):
+            name, ids, (setting, *subjects), atomic = read_beside(_where).result(timeout=10)
+        assert name.startswith("engram-read")
+        assert ids == frozenset({tenant.id}) and setting == str(tenant.id)
+        assert subjects == [subject]
+        assert atomic
+
+
+def test_a_read_beside_needs_a_scope_and_hands_back_its_errors(tenant_a, readers) -> None:
+    with pytest.raises(RuntimeError, match="tenant scope"):
+        read_beside(_where)
+
+    def fails() -> None:
+        raise LookupError("from the helper")
+
+    with tenant_scope(tenant_a), pytest.raises(LookupError, match="from the helper"):
+        read_beside(fails).result(timeout=10)
+
+
+def test_close_readers_closes_the_helpers_connections(tenant_a, readers) -> None:
+    with tenant_scope(tenant_a):
+        futures = [read_beside(_where) for _ in range(6)]
+        names = {f.result(timeout=10)[0] for f in futures}
+    from tenants import readers as module
+
+    wrappers = list(module._wrappers.values())
+    assert names and len(wrappers) == len(names)
+    assert all(w.connection is not None for w in wrappers)
+    close_readers()
+    assert all(w.connection is None for w in wrappers)
+    assert module._wrappers == {}
+
+
+def test_in_line_when_no_helpers_are_configured(tenant_a) -> None:
+    close_readers()
+    with override_settings(ENGRAM={"PARALLEL_READERS": 0}), tenant_scope(tenant_a):
+        name, ids, _, _ = read_beside(_where).result()
+    assert name == threading.current_thread().name and ids == frozenset({tenant_a.id})
+
+
+def test_a_context_read_beside_equals_the_one_read_in_line(tenant_a, tenant_b, api_a, settings) -> None:
+    episodes = remember(tenant_a, HISTORY)
+    believe(
+        tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=episodes[3:4]
+    )
+    believe(tenant_a, attribute="city", value="Lisbon", statement="Alice works in Lisbon.", sources=episodes[2:3])
+    believe(tenant_b, attribute="pet", value="Rex", statement="Alice has a dog called Rex.", subject="alice")
+    remember(tenant_b, ["My dog Rex chews the printer cables"])
+    body = {"subject": "alice", "session": "s-1", "query": "what is my dog called and where is the office?"}
+
+    def ask() -> dict[str, Any]:
+        response = api_a.post("/v1/context", {**body, "max_tokens": 1500}, format="json")
+        assert response.status_code == 200, response.content
+        out = response.json()
+        out.pop("trace_id")
+        return out
+
+    close_readers()
+    settings.ENGRAM = {**settings.ENGRAM, "PARALLEL_READERS": 0}
+    in_line = ask()
+    settings.ENGRAM = {**settings.ENGRAM, "PARALLEL_READERS": 2}
+    try:
+        beside = ask()
+        from tenants import readers as module
+
+        assert module._wrappers, "the facts were not read on a helper"
+    finally:
+        close_readers()
+    assert beside == in_line
+    facts = [item["text"] for item in beside["layers"]["semantic"]]
+    assert any("Biscuit" in text for text in facts) and "Rex" not in beside["prompt"]
+    with tenant_scope(tenant_a):
+        assert Episode.objects.for_tenant(tenant_a).count() == len(HISTORY)
