@@ -237,7 +237,6 @@ def entity_graph(
 # --- hybrid search -----------------------------------------------------------------------------------
 
 # What the ranking needs of a candidate; only the k facts kept are loaded, as model instances.
-_RANK_COLUMNS = "f.id, f.category, f.confidence, f.last_confirmed_at"
 # plainto_tsquery ANDs the words; OR them so that a fact matching some words still ranks.
 _TSQUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
 
@@ -287,38 +286,43 @@ def search_sql(
         params.append(category)
     filters = " AND ".join(where)
 
+    # Each part's measure is computed where the part ranks by it and carried out with the id; the
+    # outer select computes only the measures a candidate lacks (the text rank of one found by vector
+    # alone, and the other way round).
     ctes: list[str] = []
     cte_params: list[Any] = []
     literal = _vector_literal(vector) if vector is not None else None
     if literal is not None:
         ctes.append(
-            f"v AS (SELECT id FROM semantic_fact WHERE {filters} AND embedding IS NOT NULL "  # noqa: S608
-            "ORDER BY embedding <=> %s::vector LIMIT %s)"
+            f"v AS (SELECT id, embedding <=> %s::vector AS d, NULL::float4 AS r FROM semantic_fact "  # noqa: S608
+            f"WHERE {filters} AND embedding IS NOT NULL ORDER BY 2 LIMIT %s)"
         )
-        cte_params += [*params, literal, pool]
+        cte_params += [literal, *params, pool]
     if query.strip():
         # Ranking reads every match from the heap; a query of common words can match a large share
         # of a big tenant, so at most TEXT_MATCH_CAP matches are ranked (the vector part still sees all).
         ctes.append(
-            f"t AS (SELECT id FROM (SELECT id, search_vector FROM semantic_fact WHERE {filters} "  # noqa: S608
-            f"AND search_vector @@ {_TSQUERY} LIMIT %s) m ORDER BY ts_rank_cd(search_vector, {_TSQUERY}) DESC LIMIT %s)"
+            f"t AS (SELECT id, NULL::float8 AS d, ts_rank_cd(search_vector, {_TSQUERY}) AS r FROM ("  # noqa: S608
+            f"SELECT id, search_vector FROM semantic_fact WHERE {filters} AND search_vector @@ {_TSQUERY} LIMIT %s"
+            ") m ORDER BY 3 DESC LIMIT %s)"
         )
-        cte_params += [*params, query, TEXT_MATCH_CAP, query, pool]
+        cte_params += [query, *params, query, TEXT_MATCH_CAP, pool]
     if not ctes:
         # No query at all: the most confident facts that match the filters.
         ctes.append(
-            f"b AS (SELECT id FROM semantic_fact WHERE {filters} "  # noqa: S608
+            f"b AS (SELECT id, NULL::float8 AS d, NULL::float4 AS r FROM semantic_fact WHERE {filters} "  # noqa: S608
             "ORDER BY confidence DESC, last_confirmed_at DESC LIMIT %s)"
         )
         cte_params += [*params, pool]
     names = [cte.split(" ", 1)[0] for cte in ctes]
-    union = " UNION ".join(f"SELECT id FROM {n}" for n in names)  # noqa: S608
-    distance = "f.embedding <=> %s::vector" if literal is not None else "NULL::float8"
-    rank = f"ts_rank_cd(f.search_vector, {_TSQUERY})" if query.strip() else "0::float4"
-    select_params: list[Any] = ([literal] if literal is not None else []) + ([query] if query.strip() else [])
+    union = " UNION ALL ".join(f"SELECT id, d, r FROM {n}" for n in names)  # noqa: S608
+    distance = "coalesce(c.d, f.embedding <=> %s::vector)" if literal is not None else "NULL::float8"
+    rank = f"coalesce(c.r, ts_rank_cd(f.search_vector, {_TSQUERY}))" if query.strip() else "0::float4"
+    select_params: list[Any] = [at] + ([literal] if literal is not None else []) + ([query] if query.strip() else [])
     sql = (
-        f"WITH {', '.join(ctes)}, c AS ({union}) "  # noqa: S608
-        f"SELECT {_RANK_COLUMNS}, {distance} AS search_distance, {rank} AS search_rank "
+        f"WITH {', '.join(ctes)}, c AS (SELECT id, min(d) AS d, max(r) AS r FROM ({union}) u GROUP BY id) "  # noqa: S608
+        f"SELECT f.id, f.category, f.confidence, extract(epoch FROM %s - f.last_confirmed_at)::float8 AS age, "
+        f"{distance} AS search_distance, {rank} AS search_rank "
         "FROM semantic_fact f JOIN c ON c.id = f.id WHERE f.tenant_id = %s"
     )
     return _SearchSQL(sql=sql, params=[*cte_params, *select_params, tenant.id])
@@ -380,8 +384,8 @@ def fact_search(
     half_lives = tenant.config.decay_half_life_days
     best_rank = max(float(row[5] or 0.0) for row in rows)
     ranked: list[tuple[float, str, uuid.UUID, dict[str, float]]] = []
-    for fact_id, category, confidence, last_confirmed_at, distance, rank in rows:
-        age_days = max(0.0, (at - last_confirmed_at).total_seconds() / 86400.0)
+    for fact_id, category, confidence, age_seconds, distance, rank in rows:
+        age_days = max(0.0, age_seconds / 86400.0)
         half_life = float(half_lives.get(category, DEFAULT_HALF_LIFE_DAYS)) or DEFAULT_HALF_LIFE_DAYS
         parts = {
             "vector": max(0.0, 1.0 - float(distance)) if distance is not None and math.isfinite(distance) else 0.0,
