@@ -380,7 +380,6 @@ def fact_search(
     if not rows:
         return []
 
-    at = as_of or timezone.now()
     half_lives = tenant.config.decay_half_life_days
     best_rank = max(float(row[5] or 0.0) for row in rows)
     ranked: list[tuple[float, str, uuid.UUID, dict[str, float]]] = []
