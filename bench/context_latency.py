@@ -338,17 +338,24 @@ def _stats(values: list[float], wall: float) -> dict[str, float]:
             "mean": statistics.fmean(ordered), "rps": len(values) / wall}  # fmt: skip
 
 
-NOTE = """Where the time went on 2026-11-30, sequential (in-process timings of one request on the 1,000,000-episode
-tenant, 10,000 episodes per subject, 8GB prewarmed, about 84 ms in all): the episodic layer about 46
-ms, of which the search takes about 29 ms (22 ms in PostgreSQL: the exact vector scan over the
-subject's 10,000 episodes 15 ms, the final fetch of the pool 4 ms, the full-text channel over the
-2,000 most recent matches 3 ms; 6 ms in Python), the turn before and after the best hits, session
-summaries and the re-ranking of the pool the rest; the fact search 15 ms (9 ms in PostgreSQL); the
-session's recent events 4 ms; packing, the trace insert and the response about 13 ms. The query
-embedding (7 ms) runs on a worker thread while the lexical reads run. With 8 concurrent clients the
-two cores are saturated, so latency there is queueing: requests/s is the capacity of this machine.
-The 50 ms p95 target is not met; next would be vectors stored inline (STORAGE PLAIN: the exact scan
-reads each vector from TOAST today; 26 -> 20 ms on a copy of three subjects) and a leaner fact search."""
+NOTE = """Where the time went on 2026-12-01 (in-process timings on the 1,000,000-episode tenant, 10,000 episodes
+per subject, 8GB prewarmed; this machine ran slower than on 2026-11-30, when the code of commit 5c314c8
+gave p50 81 ms against 153 ms on this day, so compare runs of one day only). CPU per request: about 87
+ms in the Python process (the query embedding, 14-25 ms, on a worker thread included) and 45 ms in
+PostgreSQL, so about 130 ms of CPU on 2 cores: even with every part overlapped a request cannot finish
+in under about 65 ms here, and with 8 clients the cores are saturated (requests/s is the capacity,
+latency is queueing). On the request thread the episodic layer takes most of the time (its search about
+55 ms, of which the three channels 36 ms; the neighbouring turns, the re-ranking of the pool and the
+session summaries the rest); beside it, on a second connection, the procedures and the facts (the fact
+search 15-40 ms, depending on how busy the cores are) once the query's vector is ready; the trace insert
+7-8 ms; packing and the response about 5 ms. Rows stay whole in their page (no TOAST), so the exact
+vector scan over the subject's 10,000 episodes is 8-10 ms. Same-day comparison with the code before the
+helper reads and the leaner fact search (commit 5c314c8), three interleaved runs of 100 requests each,
+8GB prewarmed: sequential p50 152.9 -> 134.5 ms (medians of the three runs), 8-client requests/s 10.0 ->
+9.6 (the cores were saturated in both). With shared_buffers 1GB the table shown is the second run after
+the restart; the first, with every buffer cold, gave sequential p50 145.6 / p95 744.8 ms (the episode
+table is 2.6 GB now that its rows keep their vectors, against 2.0 GB of heap and 0.2 GB of TOAST
+before). The 50 ms p95 target is not met: it needs the CPU per request halved, not more overlap."""
 
 
 def _condition(args: argparse.Namespace, db: str) -> str:
