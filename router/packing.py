@@ -94,6 +94,9 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
     remaining = plan.memory
     chosen: dict[Layer, list[Candidate]] = {layer: [] for layer in LAYERS}
     texts: dict[Layer, str] = {layer: "" for layer in LAYERS}
+    # Each layer's exact count, kept from packing: a layer's text runs to thousands of tokens, and
+    # counting it again costs as much as counting it the first time.
+    counts: dict[Layer, int] = {layer: 0 for layer in LAYERS}
     granted: dict[str, int] = {}
     rollover = 0
     covered: set[str] = set()
@@ -110,7 +113,7 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
         items, text, used = pack_layer(
             layer=layer, candidates=offered.of(layer), grant=grant, fmt=fmt, skip=frozenset(covered)
         )
-        chosen[layer], texts[layer] = items, text
+        chosen[layer], texts[layer], counts[layer] = items, text, used
         for item in items:
             covered.update(item.covers)
         if used:
@@ -124,9 +127,10 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
         layer = next(lay for lay in reversed(FILL_ORDER) if chosen[lay])
         chosen[layer].remove(min(chosen[layer], key=lambda c: (c.value, c.id)))
         texts[layer] = render_layer(layer, chosen[layer], fmt)
+        counts[layer] = count_tokens(texts[layer])
         prompt = render_prompt(texts[layer] for layer in LAYERS)
         total = count_tokens(prompt)
-    tokens: dict[str, int] = {layer: count_tokens(texts[layer]) for layer in LAYERS}
+    tokens: dict[str, int] = dict(counts)
     tokens["total"] = total
     chosen_ids = {c.id for items in chosen.values() for c in items}
     considered = [c for layer in LAYERS for c in offered.of(layer) if c.id not in chosen_ids]

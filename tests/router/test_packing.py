@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from router.budgets import budget_plan
 from router.packing import assemble, pack_layer
-from router.rendering import format_day
+from router.rendering import format_day, render_layer
 from router.types import LAYERS, BudgetPlan, Candidate, LayerCandidates, Source
 from tenants.errors import ValidationProblem
 from tenants.models import TenantSettings
@@ -95,6 +95,8 @@ def test_prompt_tokens_are_exact_and_never_over_budget(store: LayerCandidates, p
     assert built.tokens["total"] <= plan.memory <= plan.max_tokens
     for layer in LAYERS:
         assert built.tokens[layer] <= built.granted[layer]
+        # Each layer's count is that of its rendered text, also after the whole prompt was trimmed.
+        assert built.tokens[layer] == count_tokens(render_layer(layer, built.chosen[layer], fmt))
         for item in built.chosen[layer]:
             assert item.text in built.prompt
     # Same input, same output.
