@@ -130,7 +130,7 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
         counts[layer] = count_tokens(texts[layer])
         prompt = render_prompt(texts[layer] for layer in LAYERS)
         total = count_tokens(prompt)
-    tokens: dict[str, int] = dict(counts)
+    tokens: dict[str, int] = {layer: counts[layer] for layer in LAYERS}
     tokens["total"] = total
     chosen_ids = {c.id for items in chosen.values() for c in items}
     considered = [c for layer in LAYERS for c in offered.of(layer) if c.id not in chosen_ids]
