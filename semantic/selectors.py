@@ -236,7 +236,6 @@ def entity_graph(
 
 # --- hybrid search -----------------------------------------------------------------------------------
 
-# What the ranking needs of a candidate; only the k facts kept are loaded, as model instances.
 # plainto_tsquery ANDs the words; OR them so that a fact matching some words still ranks.
 _TSQUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
 
@@ -288,7 +287,8 @@ def search_sql(
 
     # Each part's measure is computed where the part ranks by it and carried out with the id; the
     # outer select computes only the measures a candidate lacks (the text rank of one found by vector
-    # alone, and the other way round).
+    # alone, and the other way round), and returns what the ranking needs: fact_search then loads only
+    # the k facts it keeps, as model instances.
     ctes: list[str] = []
     cte_params: list[Any] = []
     literal = _vector_literal(vector) if vector is not None else None
