@@ -140,15 +140,19 @@ class HeuristicPolicy:
         )
         # Procedures and facts do not depend on the episodes: they are read beside them, on a second
         # connection (tenants.readers), while this thread reads the scratchpad and the history.
-        rules_and_facts = read_beside(
-            self.rules_and_facts,
-            tenant=tenant,
-            request=request,
-            plan=plan,
-            entities=entities,
-            topics=topics,
-            recent=recent,
-            embedding=pending,
+        rules_and_facts = (
+            read_beside(
+                self.rules_and_facts,
+                tenant=tenant,
+                request=request,
+                plan=plan,
+                entities=entities,
+                topics=topics,
+                recent=recent,
+                embedding=pending,
+            )
+            if plan.procedural > 0 or plan.semantic > 0
+            else None
         )
         if plan.working > 0 and request.session:
             out.working, out.working_document, out.working_version = self.notes(
@@ -156,7 +160,8 @@ class HeuristicPolicy:
             )
         if plan.episodic > 0:
             out.episodic = self.episodes(tenant=tenant, request=request, plan=plan, embedding=pending, recent=recent)
-        out.procedural, out.semantic = rules_and_facts.result()
+        if rules_and_facts is not None:
+            out.procedural, out.semantic = rules_and_facts.result()
         return out
 
     def rules_and_facts(

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.test import override_settings
 
 from episodic.models import Episode
 from semantic.models import Fact
@@ -76,11 +75,26 @@ def test_close_readers_closes_the_helpers_connections(tenant_a, readers) -> None
     assert module._wrappers == {}
 
 
-def test_in_line_when_no_helpers_are_configured(tenant_a) -> None:
+def test_in_line_when_no_helpers_are_configured(tenant_a, settings: Any) -> None:
     close_readers()
-    with override_settings(ENGRAM={"PARALLEL_READERS": 0}), tenant_scope(tenant_a):
+    settings.ENGRAM = {**settings.ENGRAM, "PARALLEL_READERS": 0}
+    with tenant_scope(tenant_a):
         name, ids, _, _ = read_beside(_where).result()
     assert name == threading.current_thread().name and ids == frozenset({tenant_a.id})
+
+
+def test_no_helper_is_used_when_neither_procedures_nor_facts_are_asked_for(tenant_a, api_a, readers) -> None:
+    remember(tenant_a, HISTORY)
+    response = api_a.post(
+        "/v1/context",
+        {"subject": "alice", "session": "s-1", "query": "my dog", "layers": ["episodic", "working"]},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["layers"]["episodic"]
+    from tenants import readers as module
+
+    assert module._wrappers == {}
 
 
 def test_a_context_read_beside_equals_the_one_read_in_line(tenant_a, tenant_b, api_a, settings) -> None:
