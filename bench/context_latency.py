@@ -355,7 +355,19 @@ helper reads and the leaner fact search (commit 5c314c8), three interleaved runs
 9.6 (the cores were saturated in both). With shared_buffers 1GB the table shown is the second run after
 the restart; the first, with every buffer cold, gave sequential p50 145.6 / p95 744.8 ms (the episode
 table is 2.6 GB now that its rows keep their vectors, against 2.0 GB of heap and 0.2 GB of TOAST
-before). The 50 ms p95 target is not met: it needs the CPU per request halved, not more overlap."""
+before). The 50 ms p95 target is not met: it needs the CPU per request halved, not more overlap.
+
+Tried afterwards on 2026-12-01, on rebuilt data, and not kept (in-process timings, 45 requests a run,
+two interleaved runs per side; the machine was slower again, about 167 ms of Python CPU and 200 ms wall
+per request in process, so only the ratios carry over). Half the episodic search pool (one candidate
+per 24 tokens instead of 12: 133 hits instead of 266 at 4,000 tokens) cut the Python CPU per request by
+17% (167 -> 140 ms) and the wall time by 13% (201 -> 173 ms), but LoCoMo recall_all fell at small
+budgets (1,000 tokens 0.730 -> 0.685, 2,000 0.811 -> 0.781; 4,000 0.878 -> 0.876, 8,000 unchanged;
+`bench/locomo.py --reuse` with the changed weight): packing takes short lines from deep in the pool
+(the lowest-ranked hit chosen was 181st of 266 in one bench request), so the pool is not cut. Passing
+id lists as one array parameter (`= ANY(%s)`) rather than one placeholder per id made no measurable
+difference. Torch on 2 threads embeds a query in 26 ms against 29 ms on 1 but burns 54 ms of CPU against
+29, so the web process keeps 1 thread (ENGRAM_WEB_TORCH_THREADS)."""
 
 
 def _condition(args: argparse.Namespace, db: str) -> str:
