@@ -27,7 +27,7 @@ from django.db.models import (
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
-from pgvector.django import CosineDistance
+from pgvector.django import CosineDistance, VectorField
 
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
 from episodic.models import EMBEDDING_DIM, Episode, Session, SessionStatus
@@ -197,7 +197,9 @@ class _Ranking:
     vector: list[float] | None
     # Cosine similarity of the rows the vector channel found; the final fetch computes only the others'.
     similarity: dict[int, float]
-    overlap_expr: Any
+    tsquery: str
+    # The overlap of the query's entities and topics (_overlap_sql), or None when it has none.
+    overlap: tuple[list[str], list[str]] | None
 
     @property
     def ids(self) -> list[int]:
@@ -221,7 +223,29 @@ class _Ranking:
             )
         else:
             qs = qs.annotate(similarity=Value(0.0, output_field=FloatField()))
-        return qs.annotate(overlap=self.overlap_expr if self.overlap_expr is not None else Value(0.0))
+        expr = _overlap_expression(*self.overlap) if self.overlap is not None else None
+        return qs.annotate(overlap=expr if expr is not None else Value(0.0))
+
+    def row_scores_sql(self, table: str) -> tuple[str, list[Any]]:
+        """The same three values (text_rank, similarity, overlap) as SQL over `table`, with its params."""
+        params: list[Any] = []
+        text_rank = "0::float8"
+        if self.tsquery:
+            text_rank = f"ts_rank({table}.search_vector, to_tsquery('english'::regconfig, %s), 32)"
+            params.append(self.tsquery)
+        similarity = "0::float8"
+        unknown = [i for i in self.ids if i not in self.similarity] if self.vector is not None else []
+        if unknown:
+            similarity = (
+                f"CASE WHEN {table}.id = ANY(%s::bigint[]) THEN COALESCE(1 - ({table}.embedding <=> %s::vector), 0) ELSE 0 END"
+            )
+            params += [unknown, VectorField().get_prep_value(self.vector)]
+        overlap_sql = _overlap_sql(*self.overlap, table=table) if self.overlap is not None else None
+        overlap = "0::float8"
+        if overlap_sql is not None:
+            overlap, overlap_params = overlap_sql
+            params += overlap_params
+        return f"{text_rank}, {similarity}, {overlap}", params
 
     def scored(
         self, fused: float, episode_id: int, text_rank: float | None, similarity: float | None, overlap: float | None
@@ -278,6 +302,7 @@ def _rank(
     wanted_entities = normalise_terms([*query_entities, *(entities or ())], max_chars=MAX_ENTITY_CHARS)
     wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
     overlap_expr = _overlap_expression(wanted_entities, wanted_topics)
+    overlap = (wanted_entities, wanted_topics) if overlap_expr is not None else None
     if overlap_expr is not None:
         carries = Q(entities__overlap=wanted_entities) if wanted_entities else Q(pk__in=[])
         if wanted_topics:
@@ -312,7 +337,9 @@ def _rank(
         _rrf((episode_id for episode_id, _ in nearest), CHANNEL_WEIGHTS["vector"], fused)
 
     top = sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
-    return _Ranking(top=top, search_query=search_query, vector=vector, similarity=similarity, overlap_expr=overlap_expr)
+    return _Ranking(
+        top=top, search_query=search_query, vector=vector, similarity=similarity, tsquery=tsquery, overlap=overlap
+    )
 
 
 def episode_search(
@@ -392,16 +419,17 @@ def episode_search_rows(
     *,
     tenant: Tenant,
     query: str,
-    fields: Sequence[str],
+    columns: str,
     subject: str | None = None,
     until: datetime | None = None,
     limit: int = 20,
     query_embedding: list[float] | Future[list[float]] | None = None,
     exclude_ids: Iterable[int] | None = None,
 ) -> list[ScoredRow]:
-    """episode_search for a reader that needs a few columns (`fields`, as for values_list) and not model
-    instances: the context router takes hundreds of hits a request, and building them as instances
-    cost more than the query that reads them."""
+    """episode_search for a reader that needs a few columns and not model instances: `columns` is an
+    SQL select list over `episodic_episode e` and its session `episodic_session s`. The context router
+    takes hundreds of hits a request; building them as instances, or through a queryset with one
+    placeholder per id, cost more than the query that reads them."""
     ranking = _rank(
         tenant=tenant,
         base=episode_list(tenant=tenant, subject=subject, until=until),
@@ -412,10 +440,16 @@ def episode_search_rows(
         query_embedding=query_embedding,
         exclude_ids=exclude_ids,
     )
-    rows = ranking.annotate(Episode.objects.for_tenant(tenant).filter(id__in=ranking.ids)).values_list(
-        "id", "text_rank", "similarity", "overlap", *fields
-    )
-    by_id = {row[0]: row for row in rows}
+    if not ranking.top:
+        return []
+    scores, params = ranking.row_scores_sql("e")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT e.id, {scores}, {columns} FROM episodic_episode e"  # noqa: S608
+            " JOIN episodic_session s ON s.id = e.session_id WHERE e.tenant_id = %s AND e.id = ANY(%s::bigint[])",
+            [*params, tenant.id, ranking.ids],
+        )
+        by_id = {row[0]: row for row in cursor.fetchall()}
     out: list[ScoredRow] = []
     for episode_id, fused in ranking.top:
         if (row := by_id.get(episode_id)) is not None:
@@ -424,21 +458,28 @@ def episode_search_rows(
     return out
 
 
-_INTERSECTION = "cardinality(ARRAY(SELECT unnest(episodic_episode.{column}) INTERSECT SELECT unnest(%s::varchar[])))"
+_INTERSECTION = "cardinality(ARRAY(SELECT unnest({table}.{column}) INTERSECT SELECT unnest(%s::varchar[])))"
 
 
-def _overlap_expression(entities: list[str], topics: list[str]) -> Any:
-    """The share of the query's entities and topics that an episode carries (0 to 1), in SQL."""
+def _overlap_sql(entities: list[str], topics: list[str], *, table: str) -> tuple[str, list[Any]] | None:
+    """The share of the query's entities and topics that an episode of `table` carries (0 to 1), in SQL."""
     total = len(entities) + len(topics)
     if total == 0:
         return None
     parts = []
     params: list[Any] = []
     if entities:
-        parts.append(_INTERSECTION.format(column="entities"))
+        parts.append(_INTERSECTION.format(table=table, column="entities"))
         params.append(entities)
     if topics:
-        parts.append(_INTERSECTION.format(column="topics"))
+        parts.append(_INTERSECTION.format(table=table, column="topics"))
         params.append(topics)
-    sql = f"(({' + '.join(parts)})::float / {total})"
+    return f"(({' + '.join(parts)})::float / {total})", params
+
+
+def _overlap_expression(entities: list[str], topics: list[str]) -> Any:
+    overlap = _overlap_sql(entities, topics, table="episodic_episode")
+    if overlap is None:
+        return None
+    sql, params = overlap
     return ExpressionWrapper(RawSQL(sql, params), output_field=FloatField())  # noqa: S611

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,17 +25,18 @@ from tenants.models import Tenant
 
 @dataclass(frozen=True)
 class EpisodeRow:
-    """The few columns of an episode that a context line and its source need."""
+    """The few columns of an episode that a context line and its source need. `payload` is read for
+    the recent events only (procedure matching looks at their tool calls)."""
 
     id: int
     session: str
     kind: str
     role: str
     content: str
-    payload: dict[str, Any]
     occurred_at: datetime
     external_id: str | None
     content_hash: str
+    payload: dict[str, Any] = field(default_factory=dict)
 
     def source(self) -> Source:
         return Source(
@@ -49,33 +51,54 @@ class EpisodeHit:
     score_parts: dict[str, float]
 
 
-_ROW_FIELDS = ("id", "session__external_id", "kind", "role", "content", "payload", "occurred_at", "external_id",
-               "content_hash")  # fmt: skip
+# An EpisodeRow's columns over `episodic_episode e` and its session `episodic_session s`. occurred_at
+# comes as microseconds since the epoch: Django's loader for timestamptz runs in Python, and a context
+# request reads hundreds of rows.
+ROW_COLUMNS = (
+    "e.id, s.external_id, e.kind, e.role, e.content, (extract(epoch FROM e.occurred_at) * 1000000)::bigint,"
+    " e.external_id, e.content_hash"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _row(values: Sequence[Any]) -> EpisodeRow:
+def _row(values: Sequence[Any], payload: Any = None) -> EpisodeRow:
+    if isinstance(payload, str):
+        payload = json.loads(payload)
     return EpisodeRow(
         id=values[0],
         session=values[1] or "",
         kind=values[2],
         role=values[3],
         content=values[4],
-        payload=values[5] or {},
-        occurred_at=values[6],
-        external_id=values[7],
-        content_hash=values[8],
+        occurred_at=_EPOCH + timedelta(microseconds=values[5]),
+        external_id=values[6],
+        content_hash=values[7],
+        payload=payload or {},
     )
+
+
+_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
+# The session's id first, so that its latest events are one backward step in episode_session_seq
+# rather than the whole session sorted.
+_RECENT_SQL = f"""
+SELECT {ROW_COLUMNS}, e.payload
+FROM episodic_episode e JOIN episodic_session s ON s.id = e.session_id
+WHERE e.session_id = (SELECT id FROM episodic_session WHERE tenant_id = %(tenant)s AND external_id = %(session)s)
+  AND e.tenant_id = %(tenant)s AND e.occurred_at < %(until)s
+ORDER BY e.occurred_at DESC, e.id DESC
+LIMIT %(limit)s
+"""  # noqa: S608
 
 
 def recent_episodes(
     *, tenant: Tenant, session: str, until: datetime | None = None, limit: int = 40
 ) -> list[EpisodeRow]:
     """The latest events of a session, newest first."""
-    qs = Episode.objects.for_tenant(tenant).filter(session__tenant_id=tenant.id, session__external_id=session)
-    if until is not None:
-        qs = qs.filter(occurred_at__lt=until)
-    rows = qs.order_by("-occurred_at", "-id").values_list(*_ROW_FIELDS)[:limit]
-    return [_row(r) for r in rows]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _RECENT_SQL, {"tenant": tenant.id, "session": session, "until": until or _FAR_FUTURE, "limit": limit}
+        )
+        return [_row(values, payload) for *values, payload in cursor.fetchall()]
 
 
 def episode_hits(
@@ -94,7 +117,7 @@ def episode_hits(
     scored = episode_search_rows(
         tenant=tenant,
         query=query,
-        fields=_ROW_FIELDS,
+        columns=ROW_COLUMNS,
         subject=subject,
         until=until,
         limit=limit,
@@ -104,26 +127,24 @@ def episode_hits(
     return [EpisodeHit(row=_row(s.values), score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
 
 
-_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
-_NEIGHBOURS_SQL = """
-SELECT h.anchor, n.id, s.external_id, n.kind, n.role, n.content, n.payload, n.occurred_at, n.external_id,
-       n.content_hash
+_NEIGHBOURS_SQL = f"""
+SELECT h.anchor, {ROW_COLUMNS}
 FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS h(anchor, pos)
-JOIN episodic_episode e ON e.id = h.anchor AND e.tenant_id = %(tenant)s
+JOIN episodic_episode a ON a.id = h.anchor AND a.tenant_id = %(tenant)s
 CROSS JOIN LATERAL (
     (SELECT x.* FROM episodic_episode x
-     WHERE x.session_id = e.session_id
-       AND (x.occurred_at, x.id) < (e.occurred_at, e.id)
+     WHERE x.session_id = a.session_id
+       AND (x.occurred_at, x.id) < (a.occurred_at, a.id)
      ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1)
     UNION ALL
     (SELECT x.* FROM episodic_episode x
-     WHERE x.session_id = e.session_id
-       AND (x.occurred_at, x.id) > (e.occurred_at, e.id) AND x.occurred_at < %(until)s
+     WHERE x.session_id = a.session_id
+       AND (x.occurred_at, x.id) > (a.occurred_at, a.id) AND x.occurred_at < %(until)s
      ORDER BY x.occurred_at, x.id LIMIT 1)
-) n
-JOIN episodic_session s ON s.id = n.session_id AND s.tenant_id = n.tenant_id
-ORDER BY h.pos, n.occurred_at, n.id
-"""
+) e
+JOIN episodic_session s ON s.id = e.session_id AND s.tenant_id = e.tenant_id
+ORDER BY h.pos, e.occurred_at, e.id
+"""  # noqa: S608
 
 
 def episode_neighbours(

@@ -124,7 +124,7 @@ def test_the_row_projection_ranks_and_scores_as_the_search(tenant_a, events) -> 
     searched = _search(tenant_a, query, limit=4, exclude_ids=[events[1].id])
     with tenant_scope(tenant_a):
         rows = episode_search_rows(
-            tenant=tenant_a, query=query, fields=("content", "external_id"), limit=4, exclude_ids=[events[1].id]
+            tenant=tenant_a, query=query, columns="e.content, e.external_id", limit=4, exclude_ids=[events[1].id]
         )
     assert [(r.episode.content, r.episode.external_id) for r in searched] == [r.values for r in rows]
     assert [(r.score, r.score_parts) for r in searched] == [(r.score, r.score_parts) for r in rows]

@@ -22,7 +22,6 @@ def _hit(pk: int, role: str, content: str, *, session: str = "s-1", vector: floa
         kind="message",
         role=role,
         content=content,
-        payload={},
         occurred_at=T + timedelta(minutes=pk),
         external_id=f"e{pk}",
         content_hash=f"h{pk}",
