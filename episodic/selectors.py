@@ -236,9 +236,7 @@ class _Ranking:
         similarity = "0::float8"
         unknown = [i for i in self.ids if i not in self.similarity] if self.vector is not None else []
         if unknown:
-            similarity = (
-                f"CASE WHEN {table}.id = ANY(%s::bigint[]) THEN COALESCE(1 - ({table}.embedding <=> %s::vector), 0) ELSE 0 END"
-            )
+            similarity = f"CASE WHEN {table}.id = ANY(%s::bigint[]) THEN COALESCE(1 - ({table}.embedding <=> %s::vector), 0) ELSE 0 END"
             params += [unknown, VectorField().get_prep_value(self.vector)]
         overlap_sql = _overlap_sql(*self.overlap, table=table) if self.overlap is not None else None
         overlap = "0::float8"

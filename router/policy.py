@@ -247,6 +247,7 @@ class HeuristicPolicy:
                 k=50,
                 as_of=request.as_of,
                 query_embedding=embedding,
+                fields=("statement", "valid_from", "confidence"),
             )
             scored = [(r.fact, r.score, dict(r.score_parts)) for r in results]
         else:

@@ -7,7 +7,8 @@ token counts in the answer are those of the text the caller receives.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import date, datetime
+from functools import lru_cache
 
 from router.types import Candidate, Layer
 
@@ -20,8 +21,14 @@ SECTIONS: dict[Layer, tuple[str, ...]] = {
 SECTION_SEPARATOR = "\n\n"
 
 
+@lru_cache(maxsize=4096)
+def _day(year: int, month: int, day: int) -> str:
+    return f"{day} {date(year, month, day):%b %Y}"
+
+
 def format_day(moment: datetime) -> str:
-    return f"{moment.day} {moment:%b %Y}"
+    # strftime costs more than the rest of a line, and a context holds hundreds of lines over few days.
+    return _day(moment.year, moment.month, moment.day)
 
 
 def section_header(name: str, fmt: str) -> str:

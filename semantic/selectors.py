@@ -350,10 +350,12 @@ def fact_search(
     min_score: float = 0.0,
     as_of: datetime | None = None,
     query_embedding: list[float] | None = None,
+    fields: Sequence[str] | None = None,
 ) -> list[ScoredFact]:
     """Facts believed at `as_of` ranked by a fusion of vector similarity, full-text rank, confidence
     and recency (WEIGHTS). Each part is in [0, 1] and returned in `score_parts`; the text part is the
-    rank relative to the best text match among the candidates."""
+    rank relative to the best text match among the candidates. `fields`: load only these fields of
+    the facts returned (the rest deferred), for a reader that needs a few."""
     k = max(1, min(int(k), MAX_K))
     pool = max(4 * k, 40)
     query = query or ""
@@ -397,7 +399,9 @@ def fact_search(
             ranked.append((round(score, 6), str(fact_id), fact_id, {n: round(v, 6) for n, v in parts.items()}))
     ranked.sort(key=lambda r: (-r[0], r[1]))
     top = ranked[:k]
-    facts = Fact.objects.for_tenant(tenant).defer("embedding", "search_vector").in_bulk([r[2] for r in top])
+    qs = Fact.objects.for_tenant(tenant)
+    qs = qs.only(*fields) if fields else qs.defer("embedding", "search_vector")
+    facts = qs.in_bulk([r[2] for r in top])
     return [
         ScoredFact(fact=facts[fact_id], score=score, score_parts=parts)
         for score, _, fact_id, parts in top
