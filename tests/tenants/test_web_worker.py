@@ -19,12 +19,15 @@ def _hooks():  # type: ignore[no-untyped-def]
     return module
 
 
-def test_a_worker_freezes_what_it_loads_before_its_first_request() -> None:
+def test_a_worker_freezes_what_it_loads_and_collects_young_objects_less_often() -> None:
     # A full collection would otherwise walk the model and the framework on some request's time.
     hooks = _hooks()
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     try:
         hooks.post_worker_init(worker=None)
         assert gc.get_freeze_count() > 10_000
+        assert gc.get_threshold()[0] > thresholds[0]
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
