@@ -213,12 +213,18 @@ def test_missing_subject_is_a_problem(api_a) -> None:
 
 @pytest.mark.isolation("context")
 def test_another_tenants_memories_never_reach_the_context(tenant_a, tenant_b, api_a, api_b) -> None:
-    remember(tenant_b, ["the secret launch code is tangerine"], subject="alice")
+    remember(tenant_b, ["the secret launch code is tangerine", "and the backup code is mandarin"], subject="alice")
     believe(tenant_b, attribute="code", value="tangerine", statement="Alice's launch code is tangerine.")
     mine = api_a.post("/v1/context", {"subject": "alice", "query": "launch code tangerine"}, format="json").json()
     assert mine["prompt"] == "" and "tangerine" not in str(mine)
-    theirs = api_b.post("/v1/context", {"subject": "alice", "query": "launch code tangerine"}, format="json").json()
-    assert "tangerine" in theirs["prompt"]
+    # The same session name in both tenants: the recent events and the neighbouring turns stay apart.
+    remember(tenant_a, ["my launch code is lemon"], subject="alice", session="s-1")
+    body = {"subject": "alice", "session": "s-1", "query": "launch code tangerine"}
+    mine = api_a.post("/v1/context", body, format="json").json()
+    assert "lemon" in mine["prompt"]
+    assert "tangerine" not in str(mine) and "mandarin" not in str(mine)
+    theirs = api_b.post("/v1/context", body, format="json").json()
+    assert "tangerine" in theirs["prompt"] and "mandarin" in theirs["prompt"] and "lemon" not in str(theirs)
 
 
 def test_context_request_query_count_is_pinned(tenant_a, api_a, django_assert_max_num_queries) -> None:
