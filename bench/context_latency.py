@@ -338,36 +338,62 @@ def _stats(values: list[float], wall: float) -> dict[str, float]:
             "mean": statistics.fmean(ordered), "rps": len(values) / wall}  # fmt: skip
 
 
-NOTE = """Where the time went on 2026-12-01 (in-process timings on the 1,000,000-episode tenant, 10,000 episodes
-per subject, 8GB prewarmed; this machine ran slower than on 2026-11-30, when the code of commit 5c314c8
-gave p50 81 ms against 153 ms on this day, so compare runs of one day only). CPU per request: about 87
-ms in the Python process (the query embedding, 14-25 ms, on a worker thread included) and 45 ms in
-PostgreSQL, so about 130 ms of CPU on 2 cores: even with every part overlapped a request cannot finish
-in under about 65 ms here, and with 8 clients the cores are saturated (requests/s is the capacity,
-latency is queueing). On the request thread the episodic layer takes most of the time (its search about
-55 ms, of which the three channels 36 ms; the neighbouring turns, the re-ranking of the pool and the
-session summaries the rest); beside it, on a second connection, the procedures and the facts (the fact
-search 15-40 ms, depending on how busy the cores are) once the query's vector is ready; the trace insert
-7-8 ms; packing and the response about 5 ms. Rows stay whole in their page (no TOAST), so the exact
-vector scan over the subject's 10,000 episodes is 8-10 ms. Same-day comparison with the code before the
-helper reads and the leaner fact search (commit 5c314c8), three interleaved runs of 100 requests each,
-8GB prewarmed: sequential p50 152.9 -> 134.5 ms (medians of the three runs), 8-client requests/s 10.0 ->
-9.6 (the cores were saturated in both). With shared_buffers 1GB the table shown is the second run after
-the restart; the first, with every buffer cold, gave sequential p50 145.6 / p95 744.8 ms (the episode
-table is 2.6 GB now that its rows keep their vectors, against 2.0 GB of heap and 0.2 GB of TOAST
-before). The 50 ms p95 target is not met: it needs the CPU per request halved, not more overlap.
+NOTE = """This machine's speed swings within a day as well as between days: a plain Python loop
+(`python -m timeit "sum(i*i for i in range(1000000))"`) took 54 to 101 ms during the runs of 2026-12-01,
+and the 8GB row above was measured in a slow stretch. Only runs interleaved in one sitting are compared.
 
-Tried afterwards on 2026-12-01, on rebuilt data, and not kept (in-process timings, 45 requests a run,
-two interleaved runs per side; the machine was slower again, about 167 ms of Python CPU and 200 ms wall
-per request in process, so only the ratios carry over). Half the episodic search pool (one candidate
-per 24 tokens instead of 12: 133 hits instead of 266 at 4,000 tokens) cut the Python CPU per request by
-17% (167 -> 140 ms) and the wall time by 13% (201 -> 173 ms), but LoCoMo recall_all fell at small
-budgets (1,000 tokens 0.730 -> 0.685, 2,000 0.811 -> 0.781; 4,000 0.878 -> 0.876, 8,000 unchanged;
-`bench/locomo.py --reuse` with the changed weight): packing takes short lines from deep in the pool
-(the lowest-ranked hit chosen was 181st of 266 in one bench request), so the pool is not cut. Passing
-id lists as one array parameter (`= ANY(%s)`) rather than one placeholder per id made no measurable
-difference. Torch on 2 threads embeds a query in 26 ms against 29 ms on 1 but burns 54 ms of CPU against
-29, so the web process keeps 1 thread (ENGRAM_WEB_TORCH_THREADS)."""
+Same-day comparison on 2026-12-01 (second session), the code before the session (commit 620daf1)
+against the code after it, five interleaved pairs of runs (`bench/context_latency.py --db
+engram_bench_router_full --episodes 1000000 --facts 100000 --requests 80 --output <scratch>`, run in
+turn from a worktree of 620daf1 and from this one), 8GB prewarmed, medians of the five: sequential p50 162.0 -> 140.1 ms, p95 214.7 -> 173.5 ms, p99 229 -> 186 ms; 8-client
+throughput 8.9 -> 9.5 requests/s. In process (a scratch harness timing services.context_build on the
+bench tenant, 60 requests a run, two interleaved runs a side), where the noise is smaller: wall p50 112.5/106.6 -> 89.5/81.3 ms, CPU of the Python
+process per request 93.5/86.9 -> 72.4/64.1 ms. The answers are the same: 30 requests gave the same
+prompt hashes and chosen items before and after, and LoCoMo recall is unchanged at every budget.
+What changed:
+- The episode rows of a context (the ranked hits, the neighbouring turns, the recent events) are read
+  with plain SQL: the ids as one array parameter, occurred_at as microseconds since the epoch (Django's
+  loader for timestamptz runs in Python, once per value), the payload only for the recent events. The
+  final fetch of 266 ranked rows went from 10.7 ms through the queryset to 3.1 ms. The recent events
+  of a session take one backward step in episode_session_seq, where the join made PostgreSQL sort the
+  whole session (1,000 rows) for 40.
+- The fact layer loads only the statement, date and confidence of the 50 facts it offers, not 24
+  fields each; a day's label is formatted once per day.
+- A gunicorn worker freezes what it has loaded (gc.freeze after the warm-up) and collects young
+  objects every 10,000 allocations: a full collection walked about 518,000 objects (torch,
+  transformers, Django) in 247 ms, about once per 60 requests per worker, on some request's time.
+
+Where the time goes now (in process, on a fast stretch of the day): about 65-70 ms of CPU per request
+in the Python process (the request thread 33-37 ms; the query embedding 14-15 ms on its worker thread,
+MiniLM on one torch thread, close to the arithmetic of the model on one core; the facts and procedures
+on the helper thread about 15 ms) and about 35 ms in PostgreSQL (run alone: the text channel 5 ms, the
+exact vector scan over the subject's 10,000 episodes 7 ms, the fact search's one statement 9 ms, the
+trace insert 6-8 ms, the rest 1-3 ms each). The HTTP layer (authentication, DRF, the answer's JSON) adds
+about 7 ms on the request thread. About 110 ms of CPU on 2 cores per request: the 50 ms p95 target is
+not met, and with 8 clients the cores are saturated (requests/s is the capacity, latency is queueing).
+On the critical path: the embedding (from the start), the vector channel, the final fetch, then
+about 25 ms of Python (re-ranking, neighbours, about 380 candidate lines with their token counts,
+packing) and the trace insert.
+
+Tried on 2026-12-01 and not kept:
+- Half the episodic search pool (one candidate per 24 tokens of budget instead of 12): Python CPU -17%,
+  wall -13%, but LoCoMo recall_all fell at small budgets (1,000 tokens 0.730 -> 0.685, 2,000 0.811 ->
+  0.781; 4,000 0.878 -> 0.876): packing takes short lines from deep in the pool (the lowest-ranked hit
+  chosen was 181st of 266 in one bench request).
+- The neighbouring turns and the session summaries read on helper threads while the request thread
+  builds the lines: paired in one process, 160 requests alternating, inline p50 112.9/97.8 ms against
+  beside 118.5/102.5 ms. Python threads contend for the interpreter; overlap only pays for waits.
+- Dynamic int8 quantisation of the embedder's linear layers: 7.6 ms a query against 14, but the
+  vectors' cosine to the float32 ones is 0.93-0.95, and the stored vectors are float32.
+- Trace columns stored uncompressed (STORAGE EXTERNAL): the insert 9.5 -> 7.8 ms, for 100 kB a trace
+  on disk; lz4 is not built into the embedded server.
+- Torch on 2 threads: a query in 26 ms against 29 on 1, for 54 ms of CPU against 29, so the web process
+  keeps 1 thread (ENGRAM_WEB_TORCH_THREADS).
+
+Earlier days: on 2026-11-30 the code of commit 5c314c8 gave a sequential p50 of 81 ms here, and 153 ms
+on the slow morning of 2026-12-01. With shared_buffers 1GB the table shows the second run after the
+restart; the first, with every buffer cold, gave p50 145.6 / p95 744.8 ms (the episode table is 2.6 GB
+now that its rows keep their vectors in the page)."""
 
 
 def _condition(args: argparse.Namespace, db: str) -> str:
