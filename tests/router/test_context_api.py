@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from episodic.scratchpad import scratchpad_put
+from episodic.services import episodes_append
+from procedural.seeds import seed_procedures
 from router.models import ContextTrace
 from tenants.scope import tenant_scope
 from tenants.tokens import count_tokens
@@ -63,6 +65,30 @@ def test_an_event_said_by_a_chosen_fact_is_not_repeated(tenant_a, ask) -> None:
     assert f"episode:{episodes[3].id}" not in episodic_ids
     assert f"episode:{episodes[4].id}" in episodic_ids
     assert "I adopted a dog called Biscuit" not in body["prompt"]
+
+
+def test_a_tool_result_of_the_session_brings_the_procedure_it_triggers(tenant_a, ask) -> None:
+    # The recent events are read with their payloads: a rate-limited tool call calls for backing off.
+    with tenant_scope(tenant_a):
+        seed_procedures(tenant=tenant_a)
+        episodes_append(
+            tenant=tenant_a,
+            items=[
+                {
+                    "subject": "alice",
+                    "session": "s-9",
+                    "kind": "tool_result",
+                    "role": "tool",
+                    "content": "crm lookup failed",
+                    "payload": {"tool": "crm_api", "status_code": 429},
+                    "occurred_at": T0.isoformat(),
+                }
+            ],
+        )
+    body = ask(session="s-9", query="look up her account again")
+    assert [i["text"] for i in _items(body, "procedural")][0].startswith("Back off exponentially after HTTP 429")
+    other = ask(session="s-1", query="look up her account again")
+    assert not any("HTTP 429" in i["text"] for i in _items(other, "procedural"))
 
 
 def test_sections_are_labelled_and_in_layer_order(tenant_a, ask) -> None:
