@@ -161,6 +161,10 @@ def build(args: argparse.Namespace) -> None:
         }
         print(f"tenants and {len(session_rows)} sessions in {time.perf_counter() - started:.0f}s", flush=True)
 
+        # The token count the API stores (episodic.validation): the router prices its lines with it.
+        sys.path.insert(0, str(ROOT))
+        from tenants.tokens import count_tokens
+
         def episodes():
             for tenant_id, subject, n_sessions, n, _ in plan:
                 vectors = _vectors(nrng, n)
@@ -168,7 +172,7 @@ def build(args: argparse.Namespace) -> None:
                     content = _sentence(rnd, rnd.randint(6, 30))
                     session = ids[(tenant_id, f"{subject}-s{i * n_sessions // max(n, 1)}")]
                     yield (tenant_id, session, subject, "", "message", rnd.choice(("user", "assistant")), content,
-                           "{}", "{}", "{}", now - timedelta(minutes=n - i), now, f"e{i}", len(content) // 4,
+                           "{}", "{}", "{}", now - timedelta(minutes=n - i), now, f"e{i}", count_tokens(content),
                            hashlib.sha256(content.encode()).hexdigest(), vectors[i])  # fmt: skip
 
         n = _copy(cur, "episodic_episode",
@@ -240,7 +244,8 @@ def prewarm(db: str) -> None:
 
 
 def _size(args: argparse.Namespace) -> str:
-    return (f"t{args.tenants}-e{args.episodes}-f{args.facts}-s{args.subjects}-x{args.sessions_per_subject}"
+    # "v2": episodes carry their real token counts (the first loads stored a quarter of the length).
+    return (f"v2-t{args.tenants}-e{args.episodes}-f{args.facts}-s{args.subjects}-x{args.sessions_per_subject}"
             f"-se{args.small_episodes}-sf{args.small_facts}")  # fmt: skip
 
 

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from router import selectors as router_selectors
-from router.packing import line_tokens
+from router.packing import line_tokens, said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
@@ -324,14 +324,22 @@ class HeuristicPolicy:
         parts: dict[str, float],
     ) -> Candidate:
         speaker = row.role or row.kind
-        text = f"{speaker}: {row.content}" if speaker else row.content
+        raw = f"{speaker}: {row.content}" if speaker else row.content
+        text = " ".join(raw.split())
+        # Stored content that needs no normalising is priced from its stored count; other lines are counted.
+        counts = said_tokens(speaker, row.content, row.token_count) if text == raw else None
+        if counts is None or counts[0] > self.w.episode_max_tokens:
+            text, line_count = _clip(text, self.w.episode_max_tokens), -1
+        else:
+            line_count = counts[1]
         return self._length_scaled(
             Candidate(
                 id=f"episode:{row.id}",
                 type="episode",
                 layer="episodic",
                 section=section,
-                text=_clip(" ".join(text.split()), self.w.episode_max_tokens),
+                text=text,
+                line_tokens=line_count,
                 value=value,
                 score=score,
                 score_parts=parts,

@@ -19,6 +19,7 @@ SECTIONS: dict[Layer, tuple[str, ...]] = {
     "working": ("Working notes",),
 }
 SECTION_SEPARATOR = "\n\n"
+LINE_PREFIX = "- "
 
 
 @lru_cache(maxsize=4096)
@@ -46,7 +47,7 @@ def group_header(label: str, fmt: str) -> str:
 
 
 def item_line(item: Candidate) -> str:
-    return f"- {item.text}"
+    return LINE_PREFIX + item.text
 
 
 def render_section(name: str, items: Sequence[Candidate], fmt: str) -> str:

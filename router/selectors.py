@@ -36,6 +36,8 @@ class EpisodeRow:
     occurred_at: datetime
     external_id: str | None
     content_hash: str
+    # Tokens of `content` (cl100k), counted at ingestion: the line's cost (router.packing.said_tokens).
+    token_count: int = 0
     payload: dict[str, Any] = field(default_factory=dict)
 
     def source(self) -> Source:
@@ -56,7 +58,7 @@ class EpisodeHit:
 # request reads hundreds of rows.
 ROW_COLUMNS = (
     "e.id, s.external_id, e.kind, e.role, e.content, (extract(epoch FROM e.occurred_at) * 1000000)::bigint,"
-    " e.external_id, e.content_hash"
+    " e.external_id, e.content_hash, e.token_count"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -73,6 +75,7 @@ def _row(values: Sequence[Any], payload: Any = None) -> EpisodeRow:
         occurred_at=_EPOCH + timedelta(microseconds=values[5]),
         external_id=values[6],
         content_hash=values[7],
+        token_count=values[8],
         payload=payload or {},
     )
 

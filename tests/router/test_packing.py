@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from router.budgets import budget_plan
-from router.packing import assemble, pack_layer
-from router.rendering import format_day, render_layer
+from router.packing import assemble, pack_layer, said_tokens
+from router.rendering import format_day, item_line, render_layer
 from router.types import LAYERS, BudgetPlan, Candidate, LayerCandidates, Source
 from tenants.errors import ValidationProblem
 from tenants.models import TenantSettings
@@ -184,3 +184,26 @@ def test_bad_budgets_name_the_field(max_tokens: int, overrides: dict[str, int], 
     with pytest.raises(ValidationProblem) as exc:
         budget_plan(config=TenantSettings(), max_tokens=max_tokens, overrides=overrides, layers=LAYERS)
     assert exc.value.errors[0]["pointer"] == pointer
+
+
+# Content as agents store it: words of letters (several scripts), digits, punctuation, apostrophes and
+# emoji, joined by single spaces (what said_tokens requires; anything else is counted line by line).
+said_words = st.lists(
+    st.text(alphabet=st.sampled_from("abcXYZ'’sdtm0123456789.,:;!?-_()[]\"#@/éü日本ß€😀\u0301"), min_size=1, max_size=12),
+    min_size=1,
+    max_size=25,
+).map(" ".join)
+speakers = st.sampled_from(["user", "assistant", "Caroline", "tool_result", "agent 2", "o'brien", "Ünal", "x1", ""])
+
+
+@settings(max_examples=400, deadline=None)
+@given(speaker=speakers, content=said_words)
+def test_said_tokens_match_the_tokeniser_on_the_rendered_line(speaker: str, content: str) -> None:
+    text = f"{speaker}: {content}" if speaker else content
+    counts = said_tokens(speaker, content, count_tokens(content))
+    assert counts == (count_tokens(text), count_tokens(item_line(_flat("procedural", 0, text, 1.0))))
+
+
+def test_said_tokens_decline_a_missing_count() -> None:
+    assert said_tokens("user", "hello there", 0) is None
+    assert said_tokens("user", "", 3) is None
