@@ -18,6 +18,7 @@ from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
 from tenants.errors import Conflict, ValidationProblem
 from tenants.models import Tenant
+from tenants.readers import write_after_commit
 
 # How many left-out candidates a trace keeps (the best ones): enough to learn from, bounded in size.
 MAX_CONSIDERED_IN_TRACE = 200
@@ -71,6 +72,8 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     chosen = [item for layer in LAYERS for item in built.chosen[layer]]
     considered = sorted(built.considered, key=lambda c: (-c.value, c.id))[:MAX_CONSIDERED_IN_TRACE]
     latency_ms = (time.perf_counter() - started) * 1000
+    # What feedback needs (the ids offered, subject, session) is written with the answer; the items'
+    # details (tens of kilobytes of JSON, most of the cost of the row) just after it, off the client's time.
     trace = ContextTrace.objects.create(
         tenant=tenant,
         subject=request.subject,
@@ -82,12 +85,21 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
         budgets={**plan.as_dict(), "granted": built.granted},
         tokens=built.tokens,
         total_tokens=built.tokens["total"],
-        offered=[item_dict(item) for item in chosen],
         offered_ids=[item.id for item in chosen],
-        considered=[item_dict(item, with_text=False) for item in considered],
         latency_ms=round(latency_ms, 3),
     )
+    trace.offered = [item_dict(item) for item in chosen]
+    write_after_commit(trace_items_record, tenant=tenant, trace_id=trace.id, offered=trace.offered, considered=considered)
     return ContextResult(trace=trace, built=built)
+
+
+def trace_items_record(
+    *, tenant: Tenant, trace_id: uuid.UUID, offered: list[dict[str, Any]], considered: Sequence[Candidate]
+) -> None:
+    """The items of a trace: those offered as the answer showed them, and the best of those left out."""
+    ContextTrace.objects.for_tenant(tenant).filter(id=trace_id).update(
+        offered=offered, considered=[item_dict(item, with_text=False) for item in considered]
+    )
 
 
 def _procedure_success(outcome: str) -> bool | None:

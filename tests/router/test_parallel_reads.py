@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 
 from episodic.models import Episode
+from router.models import ContextTrace
 from semantic.models import Fact
-from tenants.readers import close_readers, read_beside
+from tenants.readers import close_readers, read_beside, write_after_commit
 from tenants.scope import active_tenant_ids, tenant_scope
 from tests.router.conftest import believe, remember
 from tests.router.test_context_api import HISTORY
@@ -36,6 +37,12 @@ def _where() -> tuple[str, frozenset[Any] | None, list[str], bool]:
     # No tenant filter in the query: only row-level security can hide another tenant's facts.
     facts = sorted(Fact.objects.values_list("subject", flat=True))
     return threading.current_thread().name, active_tenant_ids(), [setting, *facts], connection.in_atomic_block
+
+
+def _read_helpers() -> list[str]:
+    from tenants import readers as module
+
+    return [name for name, _ in module._wrappers.values() if name.startswith("engram-read")]
 
 
 def test_a_read_beside_runs_on_a_helper_in_the_callers_tenant_scope(tenant_a, tenant_b, readers) -> None:
@@ -67,7 +74,7 @@ def test_close_readers_closes_the_helpers_connections(tenant_a, readers) -> None
         names = {f.result(timeout=10)[0] for f in futures}
     from tenants import readers as module
 
-    wrappers = list(module._wrappers.values())
+    wrappers = [wrapper for _, wrapper in module._wrappers.values()]
     assert names and len(wrappers) == len(names)
     assert all(w.connection is not None for w in wrappers)
     close_readers()
@@ -92,9 +99,7 @@ def test_no_helper_is_used_when_neither_procedures_nor_facts_are_asked_for(tenan
     )
     assert response.status_code == 200, response.content
     assert response.json()["layers"]["episodic"]
-    from tenants import readers as module
-
-    assert module._wrappers == {}
+    assert _read_helpers() == []
 
 
 def test_a_context_read_beside_equals_the_one_read_in_line(tenant_a, tenant_b, api_a, settings) -> None:
@@ -127,9 +132,7 @@ def test_a_context_read_beside_equals_the_one_read_in_line(tenant_a, tenant_b, a
     settings.ENGRAM = {**settings.ENGRAM, "PARALLEL_READERS": 2}
     try:
         beside = ask()
-        from tenants import readers as module
-
-        assert module._wrappers, "the facts were not read on a helper"
+        assert _read_helpers(), "the facts were not read on a helper"
     finally:
         close_readers()
     assert beside == in_line
@@ -137,3 +140,60 @@ def test_a_context_read_beside_equals_the_one_read_in_line(tenant_a, tenant_b, a
     assert any("Biscuit" in text for text in facts) and "Rex" not in beside["prompt"]
     with tenant_scope(tenant_a):
         assert Episode.objects.for_tenant(tenant_a).count() == len(HISTORY)
+
+
+def _record(into: list[tuple[str, frozenset[Any] | None, bool]]) -> None:
+    into.append((threading.current_thread().name, active_tenant_ids(), connection.in_atomic_block))
+
+
+def test_a_write_after_commit_runs_on_the_writer_once_the_transaction_commits(tenant_a, readers) -> None:
+    done: list[tuple[str, frozenset[Any] | None, bool]] = []
+    with tenant_scope(tenant_a):
+        write_after_commit(_record, done)
+        assert done == []
+    close_readers()  # waits for the writer
+    assert done == [(done[0][0], frozenset({tenant_a.id}), True)]
+    assert done[0][0].startswith("engram-write")
+
+
+def test_a_write_after_commit_is_dropped_with_a_rolled_back_transaction(tenant_a, readers) -> None:
+    from django.db import transaction
+
+    done: list[Any] = []
+    with tenant_scope(tenant_a):
+        write_after_commit(_record, done)
+        transaction.set_rollback(True)
+    close_readers()
+    assert done == []
+    with pytest.raises(RuntimeError, match="tenant scope"):
+        write_after_commit(_record, done)
+
+
+def test_writes_run_in_line_after_the_commit_when_the_writer_is_behind(tenant_a, readers, monkeypatch) -> None:
+    from tenants import readers as module
+
+    monkeypatch.setattr(module, "MAX_PENDING_WRITES", 0)
+    done: list[tuple[str, frozenset[Any] | None, bool]] = []
+    with tenant_scope(tenant_a):
+        write_after_commit(_record, done)
+        assert done == []
+    assert done == [(threading.current_thread().name, frozenset({tenant_a.id}), True)]
+
+
+def test_a_contexts_trace_items_are_written_after_the_answer(tenant_a, tenant_b, api_a, readers) -> None:
+    remember(tenant_a, HISTORY)
+    # A small window, so that some candidates are left out.
+    body = {"subject": "alice", "session": "s-1", "query": "my dog", "max_tokens": 100}
+    response = api_a.post("/v1/context", body, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    close_readers()  # the writer has written what it held
+    with tenant_scope(tenant_a):
+        trace = ContextTrace.objects.for_tenant(tenant_a).get(id=body["trace_id"])
+    shown = [item for layer in ("procedural", "semantic", "episodic") for item in body["layers"][layer]]
+    assert trace.offered_ids == [item["id"] for item in shown] + [i["id"] for i in body["layers"]["working"]["items"]]
+    assert [item["id"] for item in trace.offered] == trace.offered_ids
+    assert {item["id"]: item["text"] for item in trace.offered}.items() >= {i["id"]: i["text"] for i in shown}.items()
+    assert trace.considered and all("text" not in item for item in trace.considered)
+    with tenant_scope(tenant_b):
+        assert not ContextTrace.objects.for_tenant(tenant_b).filter(id=body["trace_id"]).exists()
