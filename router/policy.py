@@ -236,34 +236,33 @@ class HeuristicPolicy:
 
     # --- semantic ---------------------------------------------------------------------------
     def facts(self, *, tenant: Tenant, request: ContextRequest, embedding: list[float] | None) -> list[Candidate]:
-        from semantic.selectors import fact_search, facts_for_subject
+        from semantic.selectors import fact_search_rows, facts_for_subject
 
         scored: list[tuple[Any, float, dict[str, float]]]
         if request.query.strip():
-            results = fact_search(
+            results = fact_search_rows(
                 tenant=tenant,
                 query=request.query,
                 subject=request.subject,
                 k=50,
                 as_of=request.as_of,
                 query_embedding=embedding,
-                fields=("statement", "valid_from", "confidence"),
             )
-            scored = [(r.fact, r.score, dict(r.score_parts)) for r in results]
+            scored = [(r, r.score, dict(r.score_parts)) for r in results]
         else:
             facts = facts_for_subject(tenant=tenant, subject=request.subject, as_of=request.as_of)
             scored = [(f, f.confidence, {"confidence": f.confidence}) for f in list(facts)[:50]]
         if not scored:
             return []
         top = max(s for _, s, _ in scored) or 1.0
-        sources = router_selectors.fact_sources(tenant=tenant, fact_ids=[f.pk for f, _, _ in scored])
+        sources = router_selectors.fact_sources(tenant=tenant, fact_ids=[f.id for f, _, _ in scored])
         out = []
         for rank, (fact, score, parts) in enumerate(scored):
             relevance = max(score, 0.0) / top
-            fact_sources = sources.get(fact.pk, [])
+            fact_sources = sources.get(fact.id, [])
             out.append(
                 Candidate(
-                    id=f"fact:{fact.pk}",
+                    id=f"fact:{fact.id}",
                     type="fact",
                     layer="semantic",
                     section="Known facts",

@@ -244,6 +244,10 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
+# Columns search_sql can return beside the ranking's: what the context router shows of a fact.
+CARRIED_COLUMNS = frozenset({"statement", "valid_from", "confidence"})
+
+
 @dataclasses.dataclass
 class _SearchSQL:
     sql: str
@@ -260,11 +264,13 @@ def search_sql(
     entity: str | None,
     category: str | None,
     as_of: datetime | None,
+    carry: Sequence[str] = (),
 ) -> _SearchSQL:
     """The one statement of fact_search: the top `pool` by cosine distance (HNSW) and the top `pool`
     by full-text rank (GIN), united, with both measures computed for every candidate. Values are
     bound client-side (Django's default), so PostgreSQL plans with the real vector and filters:
-    a custom plan, never a generic one that would lose the HNSW index."""
+    a custom plan, never a generic one that would lose the HNSW index. `carry`: columns of
+    CARRIED_COLUMNS returned after the ranking's six, for a reader that needs no model instances."""
     at = as_of or timezone.now()
     where = ["tenant_id = %s", "valid_from <= %s"]
     params: list[Any] = [tenant.id, at]
@@ -319,10 +325,14 @@ def search_sql(
     distance = "coalesce(c.d, f.embedding <=> %s::vector)" if literal is not None else "NULL::float8"
     rank = f"coalesce(c.r, ts_rank_cd(f.search_vector, {_TSQUERY}))" if query.strip() else "0::float4"
     select_params: list[Any] = [at] + ([literal] if literal is not None else []) + ([query] if query.strip() else [])
+    unknown = sorted(set(carry) - CARRIED_COLUMNS)
+    if unknown:
+        raise ValueError(f"not a carried column: {unknown}")
+    carried = "".join(f", f.{name}" for name in carry)
     sql = (
         f"WITH {', '.join(ctes)}, c AS (SELECT id, min(d) AS d, max(r) AS r FROM ({union}) u GROUP BY id) "  # noqa: S608
         f"SELECT f.id, f.category, f.confidence, extract(epoch FROM %s - f.last_confirmed_at)::float8 AS age, "
-        f"{distance} AS search_distance, {rank} AS search_rank "
+        f"{distance} AS search_distance, {rank} AS search_rank{carried} "
         "FROM semantic_fact f JOIN c ON c.id = f.id WHERE f.tenant_id = %s"
     )
     return _SearchSQL(sql=sql, params=[*cte_params, *select_params, tenant.id])
@@ -339,23 +349,20 @@ def configure_vector_scan(*, ef_search: int) -> None:
         )
 
 
-def fact_search(
+def _ranked_search(
     *,
     tenant: Tenant,
     query: str,
-    subject: str | None = None,
-    entity: str | None = None,
-    category: str | None = None,
-    k: int = 10,
-    min_score: float = 0.0,
-    as_of: datetime | None = None,
-    query_embedding: list[float] | None = None,
-    fields: Sequence[str] | None = None,
-) -> list[ScoredFact]:
-    """Facts believed at `as_of` ranked by a fusion of vector similarity, full-text rank, confidence
-    and recency (WEIGHTS). Each part is in [0, 1] and returned in `score_parts`; the text part is the
-    rank relative to the best text match among the candidates. `fields`: load only these fields of
-    the facts returned (the rest deferred), for a reader that needs a few."""
+    subject: str | None,
+    entity: str | None,
+    category: str | None,
+    k: int,
+    min_score: float,
+    as_of: datetime | None,
+    query_embedding: list[float] | None,
+    carry: Sequence[str] = (),
+) -> list[tuple[float, uuid.UUID, dict[str, float], tuple[Any, ...]]]:
+    """The top k of the search statement, ranked: (score, fact id, score parts, carried values)."""
     k = max(1, min(int(k), MAX_K))
     pool = max(4 * k, 40)
     query = query or ""
@@ -371,6 +378,7 @@ def fact_search(
         entity=entity,
         category=category,
         as_of=as_of,
+        carry=carry,
     )
     # The scan settings are transaction-local: open a transaction only when the caller has none.
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
@@ -384,10 +392,10 @@ def fact_search(
 
     half_lives = tenant.config.decay_half_life_days
     best_rank = max(float(row[5] or 0.0) for row in rows)
-    ranked: list[tuple[float, str, uuid.UUID, dict[str, float]]] = []
-    for fact_id, category, confidence, age_seconds, distance, rank in rows:
+    ranked: list[tuple[float, str, uuid.UUID, dict[str, float], tuple[Any, ...]]] = []
+    for fact_id, category_, confidence, age_seconds, distance, rank, *carried in rows:
         age_days = max(0.0, age_seconds / 86400.0)
-        half_life = float(half_lives.get(category, DEFAULT_HALF_LIFE_DAYS)) or DEFAULT_HALF_LIFE_DAYS
+        half_life = float(half_lives.get(category_, DEFAULT_HALF_LIFE_DAYS)) or DEFAULT_HALF_LIFE_DAYS
         parts = {
             "vector": max(0.0, 1.0 - float(distance)) if distance is not None and math.isfinite(distance) else 0.0,
             "text": float(rank or 0.0) / best_rank if best_rank > 0 else 0.0,
@@ -396,14 +404,90 @@ def fact_search(
         }
         score = sum(WEIGHTS[name] * value for name, value in parts.items())
         if score >= min_score:
-            ranked.append((round(score, 6), str(fact_id), fact_id, {n: round(v, 6) for n, v in parts.items()}))
+            ranked.append(
+                (round(score, 6), str(fact_id), fact_id, {n: round(v, 6) for n, v in parts.items()}, tuple(carried))
+            )
     ranked.sort(key=lambda r: (-r[0], r[1]))
-    top = ranked[:k]
-    qs = Fact.objects.for_tenant(tenant)
-    qs = qs.only(*fields) if fields else qs.defer("embedding", "search_vector")
-    facts = qs.in_bulk([r[2] for r in top])
+    return [(score, fact_id, parts, carried) for score, _, fact_id, parts, carried in ranked[:k]]
+
+
+def fact_search(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None = None,
+    entity: str | None = None,
+    category: str | None = None,
+    k: int = 10,
+    min_score: float = 0.0,
+    as_of: datetime | None = None,
+    query_embedding: list[float] | None = None,
+) -> list[ScoredFact]:
+    """Facts believed at `as_of` ranked by a fusion of vector similarity, full-text rank, confidence
+    and recency (WEIGHTS). Each part is in [0, 1] and returned in `score_parts`; the text part is the
+    rank relative to the best text match among the candidates."""
+    top = _ranked_search(
+        tenant=tenant,
+        query=query,
+        subject=subject,
+        entity=entity,
+        category=category,
+        k=k,
+        min_score=min_score,
+        as_of=as_of,
+        query_embedding=query_embedding,
+    )
+    facts = Fact.objects.for_tenant(tenant).defer("embedding", "search_vector").in_bulk([r[1] for r in top])
     return [
         ScoredFact(fact=facts[fact_id], score=score, score_parts=parts)
-        for score, _, fact_id, parts in top
+        for score, fact_id, parts, _ in top
         if fact_id in facts
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoredFactRow:
+    """A fact_search result as the few columns a context line needs, read with the ranking."""
+
+    id: uuid.UUID
+    statement: str
+    valid_from: datetime
+    confidence: float
+    score: float
+    score_parts: dict[str, float]
+
+
+def fact_search_rows(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None = None,
+    k: int = 10,
+    as_of: datetime | None = None,
+    query_embedding: list[float] | None = None,
+) -> list[ScoredFactRow]:
+    """fact_search for the context router: the same ranking, with the statement and valid_from read by
+    the search statement itself instead of loading model instances in a second query."""
+    top = _ranked_search(
+        tenant=tenant,
+        query=query,
+        subject=subject,
+        entity=None,
+        category=None,
+        k=k,
+        min_score=0.0,
+        as_of=as_of,
+        query_embedding=query_embedding,
+        carry=("statement", "valid_from", "confidence"),
+    )
+    return [
+        ScoredFactRow(
+            id=fact_id,
+            statement=statement,
+            valid_from=valid_from,
+            confidence=confidence,
+            score=score,
+            score_parts=parts,
+        )
+        for score, fact_id, parts, (statement, valid_from, confidence) in top
     ]

@@ -9,7 +9,7 @@ from django.db import connection
 
 from semantic.models import Fact, FactStatus
 from semantic.normalise import value_key
-from semantic.selectors import configure_vector_scan, fact_search, search_sql
+from semantic.selectors import configure_vector_scan, fact_search, fact_search_rows, search_sql
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db
@@ -135,3 +135,19 @@ def test_subject_filter_covers_the_subjects_memory_and_facts_about_it(upsert, te
     with tenant_scope(tenant_a):
         found = {s.fact.value for s in fact_search(tenant=tenant_a, query="email plan", subject="user-1", k=10)}
     assert found == {"u1@example.com", "enterprise"}
+
+
+def test_search_rows_rank_as_the_search_in_one_query_fewer(upsert, tenant_a, django_assert_max_num_queries) -> None:
+    for n in range(8):
+        upsert(attribute=f"attr_{n}", value=f"v{n}", statement=f"The user mentions topic {n} and more.", subject="user-1")
+    upsert(attribute="pet", value="Miso", statement="The user has a cat named Miso", subject="user-1", confidence=0.55)
+    with tenant_scope(tenant_a):
+        models = fact_search(tenant=tenant_a, query="topic cat", subject="user-1", k=10)
+        # The scan settings and the ranked candidates with their columns.
+        with django_assert_max_num_queries(2):
+            rows = fact_search_rows(tenant=tenant_a, query="topic cat", subject="user-1", k=10)
+    assert [(r.id, r.score, r.score_parts) for r in rows] == [(m.fact.id, m.score, m.score_parts) for m in models]
+    assert [(r.statement, r.valid_from, r.confidence) for r in rows] == [
+        (m.fact.statement, m.fact.valid_from, m.fact.confidence) for m in models
+    ]
+    assert any(r.confidence == 0.55 for r in rows)
