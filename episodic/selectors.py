@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
@@ -32,7 +33,7 @@ from pgvector.django import CosineDistance, VectorField
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
 from episodic.models import EMBEDDING_DIM, Episode, Session, SessionStatus
 from episodic.validation import check_session_id
-from tenants.embedding import embed_one
+from tenants.embedding import configure_vector_scan, embed_one
 from tenants.errors import NotFound, ValidationProblem
 from tenants.models import Tenant
 
@@ -320,11 +321,9 @@ def _rank(
         vector = query_embedding if query_embedding is not None else (embed_one(query) if query.strip() else None)
     similarity: dict[int, float] = {}
     if vector is not None:
-        with transaction.atomic():
-            # Filtered HNSW scans must keep going until enough rows pass the filters (pgvector >= 0.8).
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, pool)])
+        # The scan settings are transaction-local: open a transaction only when the caller has none.
+        with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
+            configure_vector_scan(ef_search=pool, floor=HNSW_EF_SEARCH)
             nearest = list(
                 base.filter(embedding__isnull=False)
                 .annotate(distance=CosineDistance("embedding", vector))

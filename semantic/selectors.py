@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from semantic.models import Fact, FactChange, FactSource, FactStatus
 from semantic.normalise import normalise_attribute, normalise_entity
+from tenants.embedding import configure_vector_scan as configure_embedding_scan
 from tenants.embedding import embed_one
 from tenants.errors import NotFound, ValidationProblem
 from tenants.models import Tenant
@@ -339,14 +340,8 @@ def search_sql(
 
 
 def configure_vector_scan(*, ef_search: int) -> None:
-    """Filtered HNSW scans must not run dry: pgvector filters after the index hands over ef_search
-    candidates, so a tenant holding 1% of the rows would get ~1% of them. Iterative scans keep
-    walking the graph until enough rows pass the filter. Both settings die with the transaction."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
-            [str(max(HNSW_EF_SEARCH, min(1000, ef_search)))],
-        )
+    """tenants.embedding.configure_vector_scan with the fact search's floor of ef_search."""
+    configure_embedding_scan(ef_search=ef_search, floor=HNSW_EF_SEARCH)
 
 
 def _ranked_search(

@@ -61,7 +61,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid API key.")
         if api_key.revoked_at is not None:
             raise exceptions.AuthenticationFailed("This API key has been revoked.")
-        tenant = Tenant.objects.get(id=api_key.tenant_id)
+        tenant = api_key.tenant
         if not tenant.active:
             raise exceptions.AuthenticationFailed("This tenant is not active.")
         scope.activate([tenant])
@@ -78,7 +78,8 @@ class ApiKeyAuthentication(BaseAuthentication):
             cursor.execute("SELECT set_config('app.api_key_prefix', %s, true)", [prefix])
         try:
             with scope.scopes_disabled():
-                return ApiKey.objects.filter(prefix=prefix).first()
+                # With its tenant: one query fewer on every request.
+                return ApiKey.objects.filter(prefix=prefix).select_related("tenant").first()
         finally:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT set_config('app.api_key_prefix', '', true)")

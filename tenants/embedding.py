@@ -168,6 +168,20 @@ def embed_in_background(text: str) -> Future[list[float]]:
     return _background.submit(embed_one, text)
 
 
+def configure_vector_scan(*, ef_search: int, floor: int = 100) -> None:
+    """Filtered HNSW scans must not run dry: pgvector filters after the index hands over ef_search
+    candidates, so a tenant holding 1% of the rows would get ~1% of them. Iterative scans keep
+    walking the graph until enough rows pass the filter. Both settings die with the transaction, which
+    the caller holds; one statement for both."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            [str(max(floor, min(1000, ef_search)))],
+        )
+
+
 def keep_vectors_inline(table: str, column: str = "embedding") -> Any:
     """A migration operation that keeps a searched row whole in its heap page. An exact vector scan
     reads the vector of every row it ranks and the text channel reads the tsvector of every match; a

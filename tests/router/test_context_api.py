@@ -260,11 +260,12 @@ def test_context_request_query_count_is_pinned(tenant_a, api_a, django_assert_ma
     with tenant_scope(tenant_a):
         scratchpad_put(tenant=tenant_a, session_external_id="s-2", document={"plan": "fix the printer"})
     api_a.post("/v1/context", {"subject": "alice", "query": "warm up"}, format="json")
-    # Authentication and scope (6), recent events (1), facts with their sources (5), episode search
-    # (3 channels, scan settings, the scored rows: 7), neighbours (1), summaries (1), the trace (2: its
-    # row, then its items, which in production the writer adds after the answer), savepoints of the
-    # request and the service.
-    with django_assert_max_num_queries(28):
+    # The request's savepoint, authentication and scope (5), recent events (1), procedures (1), facts
+    # (scan settings, the ranked facts, their sources: 3), episode search (text, entity overlap, scan
+    # settings, vector, the scored rows: 5), neighbours (1), summaries (1), the trace (2: its row, then
+    # its items, which in production the writer adds after the answer), the service's savepoint and the
+    # scope's end (4).
+    with django_assert_max_num_queries(23):
         response = api_a.post(
             "/v1/context", {"subject": "alice", "query": "printer in Lisbon", "session": "s-2"}, format="json"
         )
