@@ -56,6 +56,8 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
+        if len(texts) == 1:
+            return self._embed_one(model, texts[0])
         # No progress bar: tqdm's bars take a process-wide lock, and a bar collected on another thread
         # while a background embedding holds it hangs that thread (seen with INFO logging).
         vectors = model.encode(
@@ -66,6 +68,19 @@ class MiniLMEmbedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+    @staticmethod
+    def _embed_one(model: Any, text: str) -> np.ndarray:
+        # A query on the request path: the model's own modules (tokeniser, transformer, pooling,
+        # normalisation) without encode()'s batching around them, about 2 ms less on a CPU core for
+        # the same vector (tests/tenants/test_embedding.py).
+        import torch
+
+        preprocess = getattr(model, "preprocess", None) or model.tokenize
+        with torch.inference_mode():
+            vector = model.forward(preprocess([text]))["sentence_embedding"]
+            vector = torch.nn.functional.normalize(vector, dim=1)
+        return np.asarray(vector.numpy(), dtype=np.float32)
 
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -77,3 +77,14 @@ def test_a_forked_worker_starts_its_own_embedding_threads(model: CountingEmbedde
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert embedding._background is not None
+
+
+def test_one_text_gets_the_vector_a_batch_gives_it_from_the_real_model() -> None:
+    model = embedding.MiniLMEmbedder()
+    texts = ["where did I park the car?", "the printer jams on tray two " * 60]  # the second is truncated
+    for text in texts:
+        alone = model.embed([text])
+        in_batch = model.embed([text, "another text of another length"])[0]
+        assert alone.shape == (1, embedding.DIM) and alone.dtype == np.float32
+        assert np.abs(alone[0] - in_batch).max() < 1e-5
+        assert abs(float(np.linalg.norm(alone[0])) - 1.0) < 1e-5
