@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from router.budgets import budget_plan
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
@@ -30,8 +30,9 @@ class ContextResult:
     built: BuiltContext
 
 
-def item_dict(item: Candidate, *, with_text: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def item_dict(item: Candidate) -> dict[str, Any]:
+    """An item as the answer shows it, and as its trace keeps it."""
+    return {
         "id": item.id,
         "type": item.type,
         "layer": item.layer,
@@ -40,10 +41,29 @@ def item_dict(item: Candidate, *, with_text: bool = True) -> dict[str, Any]:
         "value": round(item.value, 6),
         "score_parts": {k: round(float(v), 6) for k, v in sorted(item.score_parts.items())},
         "sources": [s.as_dict() for s in item.sources],
+        "text": item.text,
     }
-    if with_text:
-        out["text"] = item.text
-    return out
+
+
+def considered_dict(item: Candidate) -> dict[str, Any]:
+    """A candidate left out, as its trace keeps it: what a policy learns from (its value, cost and score
+    parts), without the text and sources, which its id leads back to; a third of the full item's size."""
+    return {
+        "id": item.id,
+        "type": item.type,
+        "tokens": line_tokens(item),
+        "score": round(item.score, 6),
+        "value": round(item.value, 6),
+        "score_parts": {k: round(float(v), 6) for k, v in sorted(item.score_parts.items())},
+    }
+
+
+def _bookkeeping_commit() -> None:
+    # A context request writes only its trace: bookkeeping that may be lost in a crash of the server
+    # (the last few hundred milliseconds of such commits), never half-written. Its commit need not wait
+    # for the WAL to reach the disk.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('synchronous_commit', 'off', true)")
 
 
 def _validate(request: ContextRequest) -> None:
@@ -74,6 +94,7 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     latency_ms = (time.perf_counter() - started) * 1000
     # What feedback needs (the ids offered, subject, session) is written with the answer; the items'
     # details (tens of kilobytes of JSON, most of the cost of the row) just after it, off the client's time.
+    _bookkeeping_commit()
     trace = ContextTrace.objects.create(
         tenant=tenant,
         subject=request.subject,
@@ -97,8 +118,9 @@ def trace_items_record(
     *, tenant: Tenant, trace_id: uuid.UUID, offered: list[dict[str, Any]], considered: Sequence[Candidate]
 ) -> None:
     """The items of a trace: those offered as the answer showed them, and the best of those left out."""
+    _bookkeeping_commit()
     ContextTrace.objects.for_tenant(tenant).filter(id=trace_id).update(
-        offered=offered, considered=[item_dict(item, with_text=False) for item in considered]
+        offered=offered, considered=[considered_dict(item) for item in considered]
     )
 
 

@@ -12,7 +12,7 @@ import dataclasses
 import math
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -30,6 +30,7 @@ HISTORICAL = (FactStatus.ACTIVE, FactStatus.SUPERSEDED, FactStatus.EXPIRED)
 
 # Fusion weights of fact_search; the parts are each in [0, 1], so the score is too.
 WEIGHTS = {"vector": 0.55, "text": 0.20, "confidence": 0.15, "recency": 0.10}
+SCORE_PARTS = ("vector", "text", "confidence", "recency")
 DEFAULT_HALF_LIFE_DAYS = 90.0
 MAX_K = 100
 # The HNSW candidate list: the first batch of an iterative scan. Below ~100, recall on 384-dimensional
@@ -245,8 +246,15 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-# Columns search_sql can return beside the ranking's: what the context router shows of a fact.
-CARRIED_COLUMNS = frozenset({"statement", "valid_from", "confidence"})
+# Columns search_sql can return beside the ranking's: what the context router shows of a fact. Times as
+# microseconds since the epoch: psycopg parses a timestamptz in Python, and the statement returns
+# hundreds of candidates for the k kept.
+CARRIED_COLUMNS = {
+    "statement": "f.statement",
+    "confidence": "f.confidence",
+    "valid_from_us": "(extract(epoch FROM f.valid_from) * 1000000)::bigint",
+}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclasses.dataclass
@@ -326,10 +334,10 @@ def search_sql(
     distance = "coalesce(c.d, f.embedding <=> %s::vector)" if literal is not None else "NULL::float8"
     rank = f"coalesce(c.r, ts_rank_cd(f.search_vector, {_TSQUERY}))" if query.strip() else "0::float4"
     select_params: list[Any] = [at] + ([literal] if literal is not None else []) + ([query] if query.strip() else [])
-    unknown = sorted(set(carry) - CARRIED_COLUMNS)
+    unknown = sorted(set(carry) - CARRIED_COLUMNS.keys())
     if unknown:
         raise ValueError(f"not a carried column: {unknown}")
-    carried = "".join(f", f.{name}" for name in carry)
+    carried = "".join(f", {CARRIED_COLUMNS[name]}" for name in carry)
     sql = (
         f"WITH {', '.join(ctes)}, c AS (SELECT id, min(d) AS d, max(r) AS r FROM ({union}) u GROUP BY id) "  # noqa: S608
         f"SELECT f.id, f.category, f.confidence, extract(epoch FROM %s - f.last_confirmed_at)::float8 AS age, "
@@ -387,23 +395,26 @@ def _ranked_search(
 
     half_lives = tenant.config.decay_half_life_days
     best_rank = max(float(row[5] or 0.0) for row in rows)
-    ranked: list[tuple[float, str, uuid.UUID, dict[str, float], tuple[Any, ...]]] = []
+    w_vector, w_text, w_confidence, w_recency = (WEIGHTS[name] for name in SCORE_PARTS)
+    ranked: list[tuple[float, str, uuid.UUID, tuple[float, ...], tuple[Any, ...]]] = []
+    # Hundreds of candidates for the k kept: each part is rounded for those k only.
     for fact_id, category_, confidence, age_seconds, distance, rank, *carried in rows:
         age_days = max(0.0, age_seconds / 86400.0)
         half_life = float(half_lives.get(category_, DEFAULT_HALF_LIFE_DAYS)) or DEFAULT_HALF_LIFE_DAYS
-        parts = {
-            "vector": max(0.0, 1.0 - float(distance)) if distance is not None and math.isfinite(distance) else 0.0,
-            "text": float(rank or 0.0) / best_rank if best_rank > 0 else 0.0,
-            "confidence": float(confidence),
-            "recency": 0.5 ** (age_days / half_life),
-        }
-        score = sum(WEIGHTS[name] * value for name, value in parts.items())
+        parts = (
+            max(0.0, 1.0 - float(distance)) if distance is not None and math.isfinite(distance) else 0.0,
+            float(rank or 0.0) / best_rank if best_rank > 0 else 0.0,
+            float(confidence),
+            0.5 ** (age_days / half_life),
+        )
+        score = w_vector * parts[0] + w_text * parts[1] + w_confidence * parts[2] + w_recency * parts[3]
         if score >= min_score:
-            ranked.append(
-                (round(score, 6), str(fact_id), fact_id, {n: round(v, 6) for n, v in parts.items()}, tuple(carried))
-            )
+            ranked.append((round(score, 6), str(fact_id), fact_id, parts, tuple(carried)))
     ranked.sort(key=lambda r: (-r[0], r[1]))
-    return [(score, fact_id, parts, carried) for score, _, fact_id, parts, carried in ranked[:k]]
+    return [
+        (score, fact_id, {n: round(v, 6) for n, v in zip(SCORE_PARTS, parts, strict=True)}, carried)
+        for score, _, fact_id, parts, carried in ranked[:k]
+    ]
 
 
 def fact_search(
@@ -473,16 +484,16 @@ def fact_search_rows(
         min_score=0.0,
         as_of=as_of,
         query_embedding=query_embedding,
-        carry=("statement", "valid_from", "confidence"),
+        carry=("statement", "valid_from_us", "confidence"),
     )
     return [
         ScoredFactRow(
             id=fact_id,
             statement=statement,
-            valid_from=valid_from,
+            valid_from=_EPOCH + timedelta(microseconds=valid_from_us),
             confidence=confidence,
             score=score,
             score_parts=parts,
         )
-        for score, fact_id, parts, (statement, valid_from, confidence) in top
+        for score, fact_id, parts, (statement, valid_from_us, confidence) in top
     ]

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from episodic.scratchpad import scratchpad_put
 from episodic.services import episodes_append
@@ -262,12 +263,25 @@ def test_context_request_query_count_is_pinned(tenant_a, api_a, django_assert_ma
     api_a.post("/v1/context", {"subject": "alice", "query": "warm up"}, format="json")
     # The request's savepoint, authentication and scope (5), recent events (1), procedures (1), facts
     # (scan settings, the ranked facts, their sources: 3), episode search (text, entity overlap, scan
-    # settings, vector, the scored rows: 5), neighbours (1), summaries (1), the trace (2: its row, then
-    # its items, which in production the writer adds after the answer), the service's savepoint and the
-    # scope's end (4).
-    with django_assert_max_num_queries(23):
+    # settings, vector, the scored rows: 5), neighbours (1), summaries (1), the trace (4: its row and
+    # then its items, which in production the writer adds after the answer, each committed without
+    # waiting for the disk), the service's savepoint and the scope's end (4).
+    with django_assert_max_num_queries(25):
         response = api_a.post(
             "/v1/context", {"subject": "alice", "query": "printer in Lisbon", "session": "s-2"}, format="json"
         )
     assert response.status_code == 200
     assert response.json()["layers"]["episodic"]
+
+
+def test_a_context_request_commits_its_trace_without_waiting_for_the_disk(tenant_a, api_a) -> None:
+    remember(tenant_a, HISTORY)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+    response = api_a.post("/v1/context", {"subject": "alice", "query": "printer"}, format="json")
+    assert response.status_code == 200
+    # The test's transaction holds the request's: the setting is what the request committed with.
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "off"
