@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,12 +80,51 @@ def test_a_forked_worker_starts_its_own_embedding_threads(model: CountingEmbedde
     assert embedding._background is not None
 
 
-def test_one_text_gets_the_vector_a_batch_gives_it_from_the_real_model() -> None:
-    model = embedding.MiniLMEmbedder()
-    texts = ["where did I park the car?", "the printer jams on tray two " * 60]  # the second is truncated
-    for text in texts:
-        alone = model.embed([text])
-        in_batch = model.embed([text, "another text of another length"])[0]
+@pytest.fixture(scope="module")
+def minilm() -> embedding.MiniLMEmbedder:
+    return embedding.MiniLMEmbedder()
+
+
+# A word, a question, a text the model truncates at its 256 tokens, and other scripts.
+TEXTS = ["a", "where did I park the car?", "the printer jams on tray two " * 60, "日本語のテキスト 😀 ünïcode"]
+
+
+def test_one_text_gets_the_vector_a_batch_gives_it_from_the_real_model(minilm) -> None:
+    assert minilm._query_graph(minilm._load()) is not None, "the query graph was not traced"
+    for text in TEXTS:
+        alone = minilm.embed([text])
+        in_batch = minilm.embed([text, "another text of another length"])[0]
         assert alone.shape == (1, embedding.DIM) and alone.dtype == np.float32
         assert np.abs(alone[0] - in_batch).max() < 1e-5
         assert abs(float(np.linalg.norm(alone[0])) - 1.0) < 1e-5
+
+
+def test_an_embedding_in_the_background_runs_while_the_caller_holds_the_interpreter(minilm, monkeypatch) -> None:
+    monkeypatch.setattr(embedding, "get_embedder", lambda: minilm)
+    embedding.embedding_cache.clear()
+    minilm.embed(["warm up"])
+    future = embedding.embed_in_background(TEXTS[1])
+    # Pure Python for 0.3 s: the model run op by op needs the interpreter between its operations and
+    # took about a second beside such a loop; the forked graph is done by the end of it.
+    deadline = time.perf_counter() + 0.3
+    spins = 0
+    while time.perf_counter() < deadline:
+        spins += sum(i * i for i in range(200))
+    started = time.perf_counter()
+    future.result()
+    assert time.perf_counter() - started < 0.05
+    assert np.abs(np.asarray(future.result()) - minilm.embed([TEXTS[1]])[0]).max() < 1e-6
+    assert embedding.embedding_cache.get(TEXTS[1]) is not None  # the next ask is a cache hit
+    embedding.embedding_cache.clear()
+
+
+def test_without_a_traced_graph_the_background_embedding_uses_a_thread(minilm, monkeypatch) -> None:
+    eager = embedding.MiniLMEmbedder()
+    eager._model = minilm._load()
+    monkeypatch.setattr(eager, "_trace", lambda model: False)
+    monkeypatch.setattr(embedding, "get_embedder", lambda: eager)
+    embedding.embedding_cache.clear()
+    assert eager.embed_async(TEXTS[1]) is None
+    vector = embedding.embed_in_background(TEXTS[1]).result(timeout=30)
+    assert np.abs(np.asarray(vector) - minilm.embed([TEXTS[1]])[0]).max() < 1e-5
+    embedding.embedding_cache.clear()
