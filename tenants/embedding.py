@@ -46,6 +46,7 @@ class MiniLMEmbedder:
         # The model traced for one text (None until built, False when tracing failed).
         self._graph: Any = None
         self._tensor_keys: tuple[str, ...] = ()
+        self._graph_pid = 0
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -90,6 +91,12 @@ class MiniLMEmbedder:
             with self._lock:
                 if self._graph is None:
                     self._graph = self._trace(model)
+                    self._graph_pid = os.getpid()
+        # torch's threads do not survive a fork, and a child that runs the graph hangs: a process
+        # forked after tracing (none in the web or the worker, which trace after their fork) keeps to
+        # the eager model.
+        if self._graph_pid != os.getpid():
+            return None
         return self._graph or None
 
     def _trace(self, model: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Sequence
 
@@ -128,3 +129,23 @@ def test_without_a_traced_graph_the_background_embedding_uses_a_thread(minilm, m
     vector = embedding.embed_in_background(TEXTS[1]).result(timeout=30)
     assert np.abs(np.asarray(vector) - minilm.embed([TEXTS[1]])[0]).max() < 1e-5
     embedding.embedding_cache.clear()
+
+
+def test_a_process_forked_after_tracing_embeds_with_the_eager_model(minilm) -> None:
+    import torch
+
+    vector = minilm.embed([TEXTS[1]])
+    assert minilm._query_graph(minilm._load()) is not None
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # torch's own pool of two threads does not survive a fork either
+    try:
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(30)
+            ok = minilm._query_graph(minilm._load()) is None and minilm.embed_async("x") is None
+            ok = ok and float(np.abs(minilm.embed([TEXTS[1]]) - vector).max()) < 1e-5
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        torch.set_num_threads(threads)
+    assert os.waitstatus_to_exitcode(status) == 0
