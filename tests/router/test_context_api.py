@@ -285,3 +285,20 @@ def test_a_context_request_commits_its_trace_without_waiting_for_the_disk(tenant
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "off"
+
+
+def test_fact_sources_come_oldest_first_and_only_from_the_tenant(tenant_a, tenant_b) -> None:
+    from semantic.selectors import fact_sources
+
+    episodes = remember(tenant_a, HISTORY)
+    # Named out of order: the sources come back in the order the episodes happened.
+    result = believe(
+        tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog.", sources=[episodes[4], episodes[3]]
+    )
+    theirs = believe(tenant_b, attribute="pet", value="Rex", statement="Bob has a dog.", subject="bob")
+    with tenant_scope(tenant_a):
+        got = fact_sources(tenant=tenant_a, fact_ids=[result.fact.id, theirs.fact.id])
+    assert [(r.episode_id, r.external_id, r.occurred_at, r.session) for r in got[result.fact.id]] == [
+        (e.id, e.external_id, e.occurred_at, "s-1") for e in (episodes[3], episodes[4])
+    ]
+    assert got[theirs.fact.id] == []
