@@ -175,7 +175,9 @@ class HeuristicPolicy:
         recent: Sequence[router_selectors.EpisodeRow],
         embedding: Future[list[float]] | None,
     ) -> tuple[list[Candidate], list[Candidate]]:
-        """The procedural and the semantic layers' candidates, once the query's vector is ready."""
+        """The procedural and the semantic layers' candidates. The facts come first: their text part
+        runs while the query is still being embedded."""
+        semantic = self.facts(tenant=tenant, request=request, embedding=embedding) if plan.semantic > 0 else []
         vector = embedding.result() if embedding is not None else None
         procedural = (
             self.procedures(
@@ -184,7 +186,6 @@ class HeuristicPolicy:
             if plan.procedural > 0
             else []
         )
-        semantic = self.facts(tenant=tenant, request=request, embedding=vector) if plan.semantic > 0 else []
         return procedural, semantic
 
     # --- procedural -------------------------------------------------------------------------
@@ -235,7 +236,9 @@ class HeuristicPolicy:
         return out
 
     # --- semantic ---------------------------------------------------------------------------
-    def facts(self, *, tenant: Tenant, request: ContextRequest, embedding: list[float] | None) -> list[Candidate]:
+    def facts(
+        self, *, tenant: Tenant, request: ContextRequest, embedding: list[float] | Future[list[float]] | None
+    ) -> list[Candidate]:
         from semantic.selectors import fact_search_rows, facts_for_subject
 
         scored: list[tuple[Any, float, dict[str, float]]]

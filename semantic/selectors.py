@@ -12,6 +12,7 @@ import dataclasses
 import math
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -271,24 +272,15 @@ class _SearchSQL:
     params: list[Any]
 
 
-def search_sql(
+def _search_filters(
     *,
     tenant: Tenant,
-    query: str,
-    vector: Sequence[float] | None,
-    pool: int,
+    at: datetime,
     subject: str | None,
     entity: str | None,
     category: str | None,
     as_of: datetime | None,
-    carry: Sequence[str] = (),
-) -> _SearchSQL:
-    """The one statement of fact_search: the top `pool` by cosine distance (HNSW) and the top `pool`
-    by full-text rank (GIN), united, with both measures computed for every candidate. Values are
-    bound client-side (Django's default), so PostgreSQL plans with the real vector and filters:
-    a custom plan, never a generic one that would lose the HNSW index. `carry`: columns of
-    CARRIED_COLUMNS returned after the ranking's six, for a reader that needs no model instances."""
-    at = as_of or timezone.now()
+) -> tuple[str, list[Any]]:
     where = ["tenant_id = %s", "valid_from <= %s"]
     params: list[Any] = [tenant.id, at]
     if as_of is None:
@@ -306,7 +298,64 @@ def search_sql(
     if category:
         where.append("category = %s")
         params.append(category)
-    filters = " AND ".join(where)
+    return " AND ".join(where), params
+
+
+def _text_part(filters: str, params: list[Any], query: str, pool: int) -> tuple[str, list[Any]]:
+    # Ranking reads every match from the heap; a query of common words can match a large share of a
+    # big tenant, so at most TEXT_MATCH_CAP matches are ranked (the vector part still sees all).
+    sql = (
+        f"SELECT id, NULL::float8 AS d, ts_rank_cd(search_vector, {_TSQUERY}) AS r FROM ("  # noqa: S608
+        f"SELECT id, search_vector FROM semantic_fact WHERE {filters} AND search_vector @@ {_TSQUERY} LIMIT %s"
+        ") m ORDER BY 3 DESC LIMIT %s"
+    )
+    return sql, [query, *params, query, TEXT_MATCH_CAP, pool]
+
+
+def text_rank_sql(
+    *,
+    tenant: Tenant,
+    query: str,
+    pool: int,
+    subject: str | None,
+    entity: str | None,
+    category: str | None,
+    as_of: datetime | None,
+    at: datetime,
+) -> _SearchSQL:
+    """The text part of search_sql on its own, (id, NULL, rank) rows: it needs no vector, so it can run
+    while the query is being embedded, and search_sql then takes its result as `text_ranked`."""
+    filters, params = _search_filters(
+        tenant=tenant, at=at, subject=subject, entity=entity, category=category, as_of=as_of
+    )
+    sql, text_params = _text_part(filters, params, query, pool)
+    return _SearchSQL(sql=sql, params=text_params)
+
+
+def search_sql(
+    *,
+    tenant: Tenant,
+    query: str,
+    vector: Sequence[float] | None,
+    pool: int,
+    subject: str | None,
+    entity: str | None,
+    category: str | None,
+    as_of: datetime | None,
+    carry: Sequence[str] = (),
+    at: datetime | None = None,
+    text_ranked: tuple[list[uuid.UUID], list[float]] | None = None,
+) -> _SearchSQL:
+    """The one statement of fact_search: the top `pool` by cosine distance (HNSW) and the top `pool`
+    by full-text rank (GIN), united, with both measures computed for every candidate. Values are
+    bound client-side (Django's default), so PostgreSQL plans with the real vector and filters:
+    a custom plan, never a generic one that would lose the HNSW index. `carry`: columns of
+    CARRIED_COLUMNS returned after the ranking's six, for a reader that needs no model instances.
+    `text_ranked`: the text part already run (text_rank_sql, with the same `at`), as ids and ranks."""
+    at = at or as_of or timezone.now()
+    filters, params = _search_filters(
+        tenant=tenant, at=at, subject=subject, entity=entity, category=category, as_of=as_of
+    )
 
     # Each part's measure is computed where the part ranks by it and carried out with the id; the
     # outer select computes only the measures a candidate lacks (the text rank of one found by vector
@@ -321,15 +370,13 @@ def search_sql(
             f"WHERE {filters} AND embedding IS NOT NULL ORDER BY 2 LIMIT %s)"
         )
         cte_params += [literal, *params, pool]
-    if query.strip():
-        # Ranking reads every match from the heap; a query of common words can match a large share
-        # of a big tenant, so at most TEXT_MATCH_CAP matches are ranked (the vector part still sees all).
-        ctes.append(
-            f"t AS (SELECT id, NULL::float8 AS d, ts_rank_cd(search_vector, {_TSQUERY}) AS r FROM ("  # noqa: S608
-            f"SELECT id, search_vector FROM semantic_fact WHERE {filters} AND search_vector @@ {_TSQUERY} LIMIT %s"
-            ") m ORDER BY 3 DESC LIMIT %s)"
-        )
-        cte_params += [query, *params, query, TEXT_MATCH_CAP, pool]
+    if query.strip() and text_ranked is not None:
+        ctes.append("t AS (SELECT id, NULL::float8 AS d, r FROM unnest(%s::uuid[], %s::float4[]) AS x(id, r))")
+        cte_params += [text_ranked[0], text_ranked[1]]
+    elif query.strip():
+        text_sql, text_params = _text_part(filters, params, query, pool)
+        ctes.append(f"t AS ({text_sql})")
+        cte_params += text_params
     if not ctes:
         # No query at all: the most confident facts that match the filters.
         ctes.append(
@@ -370,29 +417,48 @@ def _ranked_search(
     k: int,
     min_score: float,
     as_of: datetime | None,
-    query_embedding: list[float] | None,
+    query_embedding: list[float] | Future[list[float]] | None,
     carry: Sequence[str] = (),
 ) -> list[tuple[float, uuid.UUID, dict[str, float], tuple[Any, ...]]]:
-    """The top k of the search statement, ranked: (score, fact id, score parts, carried values)."""
+    """The top k of the search statement, ranked: (score, fact id, score parts, carried values). A
+    query embedding still to come (a future) is awaited after the text part has run on its own."""
     k = max(1, min(int(k), MAX_K))
     pool = max(4 * k, 40)
     query = query or ""
-    vector: Sequence[float] | None = query_embedding
-    if vector is None and query.strip():
-        vector = embed_one(query)
-    statement = search_sql(
-        tenant=tenant,
-        query=query,
-        vector=vector,
-        pool=pool,
-        subject=subject,
-        entity=entity,
-        category=category,
-        as_of=as_of,
-        carry=carry,
-    )
+    at = as_of or timezone.now()
     # The scan settings are transaction-local: open a transaction only when the caller has none.
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
+        text_ranked: tuple[list[uuid.UUID], list[float]] | None = None
+        if isinstance(query_embedding, Future) and query.strip():
+            # The vector is still being computed: rank by text meanwhile.
+            text = text_rank_sql(
+                tenant=tenant, query=query, pool=pool, at=at, subject=subject, entity=entity, category=category,
+                as_of=as_of,
+            )
+            with connection.cursor() as cursor:
+                cursor.execute(text.sql, text.params)
+                ranked_rows = cursor.fetchall()
+            text_ranked = ([row[0] for row in ranked_rows], [row[2] for row in ranked_rows])
+        vector: Sequence[float] | None
+        if isinstance(query_embedding, Future):
+            vector = query_embedding.result()
+        else:
+            vector = query_embedding
+        if vector is None and query.strip():
+            vector = embed_one(query)
+        statement = search_sql(
+            tenant=tenant,
+            query=query,
+            vector=vector,
+            pool=pool,
+            carry=carry,
+            at=at,
+            text_ranked=text_ranked,
+            subject=subject,
+            entity=entity,
+            category=category,
+            as_of=as_of,
+        )
         if vector is not None:
             configure_vector_scan(ef_search=pool)
         with connection.cursor() as cursor:
@@ -478,7 +544,7 @@ def fact_search_rows(
     subject: str | None = None,
     k: int = 10,
     as_of: datetime | None = None,
-    query_embedding: list[float] | None = None,
+    query_embedding: list[float] | Future[list[float]] | None = None,
 ) -> list[ScoredFactRow]:
     """fact_search for the context router: the same ranking, with the statement and valid_from read by
     the search statement itself instead of loading model instances in a second query."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import numpy as np
 import psycopg
 import pytest
@@ -10,6 +12,7 @@ from django.db import connection
 from semantic.models import Fact, FactStatus
 from semantic.normalise import value_key
 from semantic.selectors import configure_vector_scan, fact_search, fact_search_rows, search_sql
+from tenants.embedding import embed_one
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db
@@ -151,3 +154,11 @@ def test_search_rows_rank_as_the_search_in_one_query_fewer(upsert, tenant_a, dja
         (m.fact.statement, m.fact.valid_from, m.fact.confidence) for m in models
     ]
     assert any(r.confidence == 0.55 for r in rows)
+    # With the vector still to come, the text part runs first, on its own: the same ranking.
+    pending: Future[list[float]] = Future()
+    with tenant_scope(tenant_a):
+        pending.set_result(embed_one("topic cat"))
+        later = fact_search_rows(tenant=tenant_a, query="topic cat", subject="user-1", k=10, query_embedding=pending)
+    assert [(r.id, r.score, r.score_parts, r.statement) for r in later] == [
+        (r.id, r.score, r.score_parts, r.statement) for r in rows
+    ]
