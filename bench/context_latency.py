@@ -344,61 +344,55 @@ def _stats(values: list[float], wall: float) -> dict[str, float]:
 
 
 NOTE = """This machine's speed swings within a day as well as between days: a plain Python loop
-(`python -m timeit "sum(i*i for i in range(1000000))"`) took 54 to 101 ms during the runs of 2026-12-01,
-and the 8GB row above was measured in a slow stretch. Only runs interleaved in one sitting are compared.
+(`python -m timeit "sum(i*i for i in range(1000000))"`) took 54 to 101 ms during the runs of 2026-12-01.
+Only runs interleaved in one sitting are compared.
 
-Same-day comparison on 2026-12-01 (second session), the code before the session (commit 620daf1)
-against the code after it, five interleaved pairs of runs (`bench/context_latency.py --db
+Same-day comparison on 2026-12-01 (third session), the code before the session (commit 141ef13)
+against the code after it, three interleaved pairs of runs (`bench/context_latency.py --db
 engram_bench_router_full --episodes 1000000 --facts 100000 --requests 80 --output <scratch>`, run in
-turn from a worktree of 620daf1 and from this one), 8GB prewarmed, medians of the five: sequential p50 162.0 -> 140.1 ms, p95 214.7 -> 173.5 ms, p99 229 -> 186 ms; 8-client
-throughput 8.9 -> 9.5 requests/s. In process (a scratch harness timing services.context_build on the
-bench tenant, 60 requests a run, two interleaved runs a side), where the noise is smaller: wall p50 112.5/106.6 -> 89.5/81.3 ms, CPU of the Python
-process per request 93.5/86.9 -> 72.4/64.1 ms. The answers are the same: 30 requests gave the same
-prompt hashes and chosen items before and after, and LoCoMo recall is unchanged at every budget.
-What changed:
-- The episode rows of a context (the ranked hits, the neighbouring turns, the recent events) are read
-  with plain SQL: the ids as one array parameter, occurred_at as microseconds since the epoch (Django's
-  loader for timestamptz runs in Python, once per value), the payload only for the recent events. The
-  final fetch of 266 ranked rows went from 10.7 ms through the queryset to 3.1 ms. The recent events
-  of a session take one backward step in episode_session_seq, where the join made PostgreSQL sort the
-  whole session (1,000 rows) for 40.
-- The fact layer loads only the statement, date and confidence of the 50 facts it offers, not 24
-  fields each; a day's label is formatted once per day.
-- A gunicorn worker freezes what it has loaded (gc.freeze after the warm-up) and collects young
-  objects every 10,000 allocations: a full collection walked about 518,000 objects (torch,
-  transformers, Django) in 247 ms, about once per 60 requests per worker, on some request's time.
+turn from a worktree of 141ef13 and from this one), 8GB prewarmed, medians of the three: sequential
+p50 113.3 -> 78.3 ms, p95 137.8 -> 106.6 ms, p99 146.7 -> 120.8 ms; 8-client throughput 13.4 -> 13.7
+requests/s. CPU per sequential request over HTTP (all processes, read from /proc): the gunicorn worker
+82.3 -> 72.0 ms, PostgreSQL 51.3 -> 53.6 ms. The answers are the same: 60 requests gave the same prompt
+hashes before and after, and LoCoMo recall is unchanged at every budget. What changed:
+- The query embedding runs as one TorchScript graph forked onto torch's own threads. Run op by op
+  from a Python thread, MiniLM waited for the interpreter lock between each of its ~200 operations
+  while the request thread worked: 30 ms for a 10 ms embedding, in the timeline of a request.
+- An episode's line is priced from the token count stored at ingestion (exact, tested), not counted
+  with tiktoken again: about 380 candidates, 9 ms of the request thread.
+- The trace row is written with the answer and its items (75 kB of JSON) by a writer thread after
+  the commit; both commits skip the wait for the WAL flush. The candidates left out are kept without
+  their text and sources.
+- Facts: the search statement returns the statement, date and confidence (no second query for model
+  instances); its text part runs while the query is being embedded; their sources are read in plain SQL.
+- The episodic vector channel sets its scan settings in one statement, without a savepoint; the API key
+  comes with its tenant.
 
-Where the time goes now (in process, on a fast stretch of the day): about 65-70 ms of CPU per request
-in the Python process (the request thread 33-37 ms; the query embedding 14-15 ms on its worker thread,
-MiniLM on one torch thread, close to the arithmetic of the model on one core; the facts and procedures
-on the helper thread about 15 ms) and about 35 ms in PostgreSQL (run alone: the text channel 5 ms, the
-exact vector scan over the subject's 10,000 episodes 7 ms, the fact search's one statement 9 ms, the
-trace insert 6-8 ms, the rest 1-3 ms each). The HTTP layer (authentication, DRF, the answer's JSON) adds
-about 7 ms on the request thread. About 110 ms of CPU on 2 cores per request: the 50 ms p95 target is
-not met, and with 8 clients the cores are saturated (requests/s is the capacity, latency is queueing).
-On the critical path: the embedding (from the start), the vector channel, the final fetch, then
-about 25 ms of Python (re-ranking, neighbours, about 380 candidate lines with their token counts,
-packing) and the trace insert.
+Where the time goes now (timeline of one request in process, fast stretch, about 75 ms): the episodic
+text channel 6 ms alone and 13 ms beside the other work, the wait for the embedding (10 ms alone, about
+20 ms beside three busy processes on two cores), the episodic vector channel 8 ms alone and 15 ms beside
+the fact search, then 25 ms of Python on the request thread (the ranked rows, re-ranking 5 ms, the
+neighbouring turns 3 ms, 380 candidates, packing 5 ms) and the trace row. PostgreSQL now takes as much
+CPU as the request's Python: the fact search 13-16 ms (ranking 500 text matches with ts_rank_cd is
+half of it), the episodic vector scan over the subject's 10,000 rows 7-9 ms, the text channel 6 ms,
+the trace items 5 ms, the rest 1-3 ms each. About 125 ms of CPU on 2 cores per request: the 50 ms p95
+target is not met. With 8 clients the cores are saturated (requests/s is the capacity).
 
 Tried on 2026-12-01 and not kept:
-- Half the episodic search pool (one candidate per 24 tokens of budget instead of 12): Python CPU -17%,
-  wall -13%, but LoCoMo recall_all fell at small budgets (1,000 tokens 0.730 -> 0.685, 2,000 0.811 ->
-  0.781; 4,000 0.878 -> 0.876): packing takes short lines from deep in the pool (the lowest-ranked hit
-  chosen was 181st of 266 in one bench request).
-- The neighbouring turns and the session summaries read on helper threads while the request thread
-  builds the lines: paired in one process, 160 requests alternating, inline p50 112.9/97.8 ms against
-  beside 118.5/102.5 ms. Python threads contend for the interpreter; overlap only pays for waits.
-- Dynamic int8 quantisation of the embedder's linear layers: 7.6 ms a query against 14, but the
-  vectors' cosine to the float32 ones is 0.93-0.95, and the stored vectors are float32.
-- Trace columns stored uncompressed (STORAGE EXTERNAL): the insert 9.5 -> 7.8 ms, for 100 kB a trace
-  on disk; lz4 is not built into the embedded server.
-- Torch on 2 threads: a query in 26 ms against 29 on 1, for 54 ms of CPU against 29, so the web process
-  keeps 1 thread (ENGRAM_WEB_TORCH_THREADS).
+- ONNX Runtime for the query embedding (exported from the same weights): 46 ms a query against 10 ms
+  for torch on one thread here. bfloat16 (autocast or weights): 13-14 ms, no faster on this CPU.
+- BM25 re-ranking without Counter: 15% faster, 0.4 ms of a request.
+- Half the episodic search pool: Python CPU -17%, but LoCoMo recall_all fell at small budgets
+  (1,000 tokens 0.730 -> 0.685, 2,000 0.811 -> 0.781).
+- The neighbouring turns and session summaries read on helper threads: slower (the threads contend
+  for the interpreter; overlap pays only for waits).
+- Dynamic int8 quantisation of the embedder: 7.6 ms a query, but cosine 0.93-0.95 to the float32 vectors.
+- Torch on 2 threads in the web process: 26 ms a query against 29 on 1, for twice the CPU.
+- Inner product in place of cosine distance in the vector channel (the vectors are unit length):
+  7 ms against 8 on the scan, but it could no longer use the HNSW index (cosine operator class).
 
-Earlier days: on 2026-11-30 the code of commit 5c314c8 gave a sequential p50 of 81 ms here, and 153 ms
-on the slow morning of 2026-12-01. With shared_buffers 1GB the table shows the second run after the
-restart; the first, with every buffer cold, gave p50 145.6 / p95 744.8 ms (the episode table is 2.6 GB
-now that its rows keep their vectors in the page)."""
+With shared_buffers 1GB the table shows the second run after a restart; the first 80 requests, with
+every buffer cold, gave p50 552 / p95 683 ms (the episode table is 2.6 GB)."""
 
 
 def _condition(args: argparse.Namespace, db: str) -> str:
