@@ -181,7 +181,8 @@ T = TypeVar("T")
 class WaitingFuture(Future[T]):
     """A future completed by its first result() call, which runs `wait` (the others wait for that
     one). For work that runs outside Python, where a completion callback would need the interpreter
-    lock that the waiting thread may hold. done() is false until some result() has returned."""
+    lock that the waiting thread may hold. done() is false until some result() has returned; the first
+    caller waits as long as `wait` takes, whatever its timeout."""
 
     def __init__(self, wait: Callable[[], T]) -> None:
         super().__init__()

@@ -81,6 +81,26 @@ def test_a_forked_worker_starts_its_own_embedding_threads(model: CountingEmbedde
     assert embedding._background is not None
 
 
+def test_a_waiting_future_waits_once_and_hands_its_error_to_every_caller() -> None:
+    calls: list[int] = []
+
+    def wait() -> int:
+        calls.append(1)
+        return 7
+
+    future = embedding.WaitingFuture(wait)
+    assert not future.done()
+    assert future.result() == 7 and future.result() == 7 and future.done() and calls == [1]
+
+    def fails() -> int:
+        raise LookupError("from the graph")
+
+    broken = embedding.WaitingFuture(fails)
+    for _ in range(2):
+        with pytest.raises(LookupError, match="from the graph"):
+            broken.result()
+
+
 @pytest.fixture(scope="module")
 def minilm() -> embedding.MiniLMEmbedder:
     return embedding.MiniLMEmbedder()
