@@ -21,6 +21,7 @@ from router.types import Source
 from semantic.models import Fact
 from tenants.errors import NotFound
 from tenants.models import Tenant
+from tenants.timestamps import epoch_us_sql, from_epoch_us
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,9 @@ class EpisodeHit:
 # comes as microseconds since the epoch: Django's loader for timestamptz runs in Python, and a context
 # request reads hundreds of rows.
 ROW_COLUMNS = (
-    "e.id, s.external_id, e.kind, e.role, e.content, (extract(epoch FROM e.occurred_at) * 1000000)::bigint,"
+    f"e.id, s.external_id, e.kind, e.role, e.content, {epoch_us_sql('e.occurred_at')},"
     " e.external_id, e.content_hash, e.token_count"
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _row(values: Sequence[Any], payload: Any = None) -> EpisodeRow:
@@ -72,7 +72,7 @@ def _row(values: Sequence[Any], payload: Any = None) -> EpisodeRow:
         kind=values[2],
         role=values[3],
         content=values[4],
-        occurred_at=_EPOCH + timedelta(microseconds=values[5]),
+        occurred_at=from_epoch_us(values[5]),
         external_id=values[6],
         content_hash=values[7],
         token_count=values[8],

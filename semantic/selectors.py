@@ -13,7 +13,7 @@ import math
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -26,8 +26,8 @@ from tenants.embedding import configure_vector_scan as configure_embedding_scan
 from tenants.embedding import embed_one
 from tenants.errors import NotFound, ValidationProblem
 from tenants.models import Tenant
+from tenants.timestamps import epoch_us_sql, from_epoch_us
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 HISTORICAL = (FactStatus.ACTIVE, FactStatus.SUPERSEDED, FactStatus.EXPIRED)
 
 # Fusion weights of fact_search; the parts are each in [0, 1], so the score is too.
@@ -127,14 +127,14 @@ class FactSourceRef:
 
 # Plain SQL with the ids as one array: the router asks for the sources of 50 facts on every context
 # request, and building this join through the ORM cost more than running it.
-_SOURCES_SQL = """
-SELECT fs.fact_id, fs.episode_id, e.external_id, (extract(epoch FROM e.occurred_at) * 1000000)::bigint, s.external_id
+_SOURCES_SQL = f"""
+SELECT fs.fact_id, fs.episode_id, e.external_id, {epoch_us_sql("e.occurred_at")}, s.external_id
 FROM semantic_factsource fs
 JOIN episodic_episode e ON e.id = fs.episode_id AND e.tenant_id = fs.tenant_id
 JOIN episodic_session s ON s.id = e.session_id AND s.tenant_id = e.tenant_id
 WHERE fs.tenant_id = %s AND fs.fact_id = ANY(%s::uuid[])
 ORDER BY e.occurred_at, fs.episode_id
-"""
+"""  # noqa: S608
 
 
 def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[FactSourceRef]]:
@@ -146,7 +146,7 @@ def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.
         cursor.execute(_SOURCES_SQL, [tenant.id, list(fact_ids)])
         rows = cursor.fetchall()
     for fact_id, episode_id, external_id, occurred_us, session in rows:
-        occurred_at = _EPOCH + timedelta(microseconds=occurred_us)
+        occurred_at = from_epoch_us(occurred_us)
         out[fact_id].append(FactSourceRef(episode_id, external_id, occurred_at, session))
     return out
 
@@ -256,13 +256,12 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-# Columns search_sql can return beside the ranking's: what the context router shows of a fact. Times as
-# microseconds since the epoch: psycopg parses a timestamptz in Python, and the statement returns
-# hundreds of candidates for the k kept.
+# Columns search_sql can return beside the ranking's: what the context router shows of a fact (times as
+# tenants.timestamps microseconds: the statement returns hundreds of candidates for the k kept).
 CARRIED_COLUMNS = {
     "statement": "f.statement",
     "confidence": "f.confidence",
-    "valid_from_us": "(extract(epoch FROM f.valid_from) * 1000000)::bigint",
+    "valid_from_us": epoch_us_sql("f.valid_from"),
 }
 
 
@@ -564,7 +563,7 @@ def fact_search_rows(
         ScoredFactRow(
             id=fact_id,
             statement=statement,
-            valid_from=_EPOCH + timedelta(microseconds=valid_from_us),
+            valid_from=from_epoch_us(valid_from_us),
             confidence=confidence,
             score=score,
             score_parts=parts,

@@ -125,6 +125,7 @@ def test_an_embedding_in_the_background_runs_while_the_caller_holds_the_interpre
     embedding.embedding_cache.clear()
     minilm.embed(["warm up"])
     future = embedding.embed_in_background(TEXTS[1])
+    assert isinstance(future, embedding.WaitingFuture), "the query was not forked onto torch's threads"
     # Pure Python for 0.3 s: the model run op by op needs the interpreter between its operations and
     # took about a second beside such a loop; the forked graph is done by the end of it.
     deadline = time.perf_counter() + 0.3
