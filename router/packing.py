@@ -88,6 +88,7 @@ def pack_layer(
     chosen: list[Candidate] = []
     taken: set[str] = set()
     covered: set[str] = set(skip)
+    open_sections: set[str] = set()
     open_groups: set[tuple[str, str]] = set()
     used = 0
     for item in ranked:
@@ -99,7 +100,7 @@ def pack_layer(
             section_cost[item.section] = (
                 count_tokens(section_header(item.section, fmt)) + SEPARATOR_TOKENS + 1 + count_tokens(footer)
             )
-        if not any(c.section == item.section for c in chosen):
+        if item.section not in open_sections:
             cost += section_cost[item.section]
         if item.group_header and (item.section, item.group) not in open_groups:
             group_cost.setdefault(item.group_header, count_tokens(group_header(item.group_header, fmt)) + 1)
@@ -110,6 +111,7 @@ def pack_layer(
         chosen.append(item)
         taken.add(item.id)
         covered.update(item.covers)
+        open_sections.add(item.section)
         if item.group_header:
             open_groups.add((item.section, item.group))
     text = render_layer(layer, chosen, fmt)
