@@ -358,8 +358,9 @@ about 1 ms), the episodic text channel (7 ms), the fact search (9 ms in two stat
 fetch and neighbours (5 ms), the trace items (4 ms), and 20-25 ms of Python on the request thread in
 pieces of 1-3 ms (rows, BM25 re-ranking, candidates, packing, the trace row). Changes to the ranking
 measured in process did not move the figures beyond the machine's noise: ranking 500 rather than 2,000
-text matches, or 150 rather than 266 candidates. On these 2 cores the 50 ms p95 target is out of reach
-without removing whole parts of the work; it needs more cores.
+text matches, or 150 rather than 266 candidates. With the model call taken out, the in-process median (49 ms)
+is already at the 50 ms target before the HTTP layer: reaching it would take more cores and a shorter
+serial path after the queries, not one fix.
 
 Same-day comparison on 2026-12-01 (third session), the code before the session (commit 141ef13)
 against the code after it, three interleaved pairs of runs (`bench/context_latency.py --db
