@@ -8,7 +8,9 @@ and the same helper threads as the web process, for two kinds of request in alte
 - "query vector cached": the query's vector is put in the embedding cache before the clock starts (what
   an agent asking again with the same words gets): everything the request does but the model call.
 For each it reports the wall time and the CPU spent per request by this process (all its threads:
-the request, the readers, the trace writer, torch) and by PostgreSQL (all its processes, from /proc).
+the request, the readers, the trace writer, torch) and by PostgreSQL (all its processes, from /proc);
+for the new queries, the time of each kind of statement on each thread (an execute wrapper on every
+connection).
 The data must have been built by bench/context_latency.py with the same size arguments.
 Prints a table and writes docs/benchmarks/context_breakdown.md.
 """
@@ -21,6 +23,7 @@ import random
 import shlex
 import statistics
 import sys
+import threading
 import time
 import timeit
 from datetime import UTC, datetime
@@ -40,6 +43,51 @@ from context_latency import (  # noqa: E402
 )
 
 CASES = ("new query", "query vector cached")
+
+# What a statement of a context request is, told by a phrase of its SQL (checked in this order); a
+# statement that none names counts as "other", so that a change of the SQL shows in the table.
+STATEMENTS = (
+    ("WITH v AS (", "facts: vector part, union and measures"),
+    ("ts_rank_cd(search_vector", "facts: text part"),
+    ("semantic_factsource", "facts: sources"),
+    ("SELECT m.id FROM", "episodes: text channel"),
+    ('"embedding" <=>', "episodes: vector channel"),
+    ("ts_rank(e.search_vector", "episodes: final fetch of the ranked rows"),
+    ("h.anchor", "episodes: neighbouring turns"),
+    ("e.payload", "episodes: recent events of the session"),
+    ("episodic_session", "episodes: session summaries"),
+    ("procedural_procedure", "procedures"),
+    ('INSERT INTO "router_contexttrace"', "trace row"),
+    ('UPDATE "router_contexttrace"', "trace items (after the commit)"),
+    ("set_config", "settings (tenant scope, vector scan, commit)"),
+    ("SAVEPOINT", "savepoints"),
+)
+THREADS = {"MainThread": "request", "engram-read": "reader", "engram-writ": "writer"}
+
+
+class StatementTimer:
+    """An execute wrapper (installed on every connection) that adds up the wall time of each kind of
+    statement, per thread, while `on` is set."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.lock = threading.Lock()
+        self.totals: dict[tuple[str, str], list[float]] = {}
+
+    def __call__(self, execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        if not self.on:
+            return execute(sql, params, many, context)
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            kind = next((name for phrase, name in STATEMENTS if phrase in sql), "other")
+            thread = THREADS.get(threading.current_thread().name[:11], "other")
+            with self.lock:
+                self.totals.setdefault((kind, thread), [0.0, 0])
+                self.totals[(kind, thread)][0] += elapsed
+                self.totals[(kind, thread)][1] += 1
 
 
 def postgres_cpu_seconds() -> float | None:
@@ -69,12 +117,18 @@ def _check_data(args: argparse.Namespace) -> None:
         sys.exit(f"{args.db} does not hold data of this size: run bench/context_latency.py --build-only first.")
 
 
-def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+def measure(args: argparse.Namespace, timer: StatementTimer) -> dict[str, dict[str, float]]:
     os.environ.update({**_db_env(args.db), "DJANGO_DEBUG": "false", "ENGRAM_TORCH_THREADS": "1"})
     sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()
+    from django.db.backends.signals import connection_created
+
+    # Every thread's connection as it connects, this one's and the helpers' (they connect on first use).
+    connection_created.connect(
+        lambda sender, connection, **kwargs: connection.execute_wrappers.append(timer), weak=False
+    )
     from router.services import context_build
     from router.types import ContextRequest
     from tenants.embedding import embed_one
@@ -113,7 +167,10 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         # The two kinds take turns at going first, so that neither always follows the other's trace write.
         order = [("new query", fresh), ("query vector cached", cached)]
         for case, request in order if i % 2 == 0 else reversed(order):
+            # Statements are timed for the new queries: the requests as served.
+            timer.on = case == "new query"
             samples[case].append(run(request))
+            timer.on = False
     out: dict[str, dict[str, float]] = {}
     for case, values in samples.items():
         walls = sorted(v[0] for v in values)
@@ -129,7 +186,9 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     return out
 
 
-def report(args: argparse.Namespace, results: dict[str, dict[str, float]], command: str, loop_ms: float) -> str:
+def report(
+    args: argparse.Namespace, results: dict[str, dict[str, float]], timer: StatementTimer, command: str, loop_ms: float
+) -> str:
     import psycopg
 
     with psycopg.connect(_with_db(_env("DATABASE_OWNER_URL"), args.db)) as conn:
@@ -162,7 +221,19 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, float]], comma
         f"{cached['cpu_process'] + cached['cpu_postgres']:.0f} ms of CPU: on 2 cores no less than "
         f"{(cached['cpu_process'] + cached['cpu_postgres']) / 2:.0f} ms of wall time even if all of it overlapped, "
         "before the HTTP layer (docs/benchmarks/context_latency.md).",
+        "",
+        "The statements of the new-query requests, by kind and by the thread that ran them (the request's, the "
+        "reader beside it, the trace writer after the commit): wall time from the client's side of the "
+        "connection, so a statement that waits for a core or for the interpreter lock counts that wait. The "
+        "request and the reader run at once; the writer's are those that ran during a new-query request (the trace "
+        "items of the request before it).",
+        "",
+        "| statement | thread | ms per request | statements per request |",
+        "|---|---|---:|---:|",
     ]
+    n = results["new query"]["n"]
+    for (kind, thread), (total, count) in sorted(timer.totals.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"| {kind} | {thread} | {total / n:.2f} | {count / n:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -177,8 +248,9 @@ def main() -> None:
     _check_data(args)
     prewarm(args.db)
     loop_ms = min(timeit.repeat("sum(i*i for i in range(1000000))", number=1, repeat=5)) * 1000
-    results = measure(args)
-    text = report(args, results, command, loop_ms)
+    timer = StatementTimer()
+    results = measure(args, timer)
+    text = report(args, results, timer, command, loop_ms)
     Path(args.output).write_text(text)
     print(text)
 

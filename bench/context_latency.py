@@ -349,19 +349,21 @@ Only runs interleaved in one sitting are compared. Two runs of 200 requests in o
 apart, gave sequential p50 86.0 and 78.5 ms, p95 109.2 and 96.5 ms (the table shows the second).
 
 What bounds the latency (docs/benchmarks/context_breakdown.md, `bench/context_breakdown.py`, run in
-process in the same sitting as the 8GB table): a request costs about 45 ms of CPU in the web process (14
-of them the query embedding) and 38 ms in PostgreSQL. With the query's vector already in the embedding
-cache, the in-process p95 is still 70 ms and the CPU 69 ms: on 2 cores no less than 35 ms of wall time
-even with every part overlapped, before the HTTP layer. No single part dominates what is left (EXPLAIN
-ANALYZE and timings of one request's statements): the episodic vector scan (7 ms, most of it reading the
-subject's 10,000 rows, the distances about 1 ms), the episodic text channel (7 ms), the fact search (9
-ms in two statements), the final fetch and neighbours (5 ms), the trace items (4 ms), and 20-25 ms of
-Python on the request thread in pieces of 1-3 ms (rows, BM25 re-ranking, candidates, packing, the trace
-row). Changes to the ranking tried in process (scratch runs, two interleaved rounds of 80 requests) did
-not move the figures beyond the machine's noise: ranking 500 rather than 2,000 text matches, or 150
-rather than 266 candidates. With the model call taken out, the in-process median (49 ms) is already at
-the 50 ms target before the HTTP layer: reaching it would take more cores and a shorter serial path
-after the queries, not one fix.
+process the same afternoon): a request costs about 42 ms of CPU in the web process (13 of them the query
+embedding) and 35 ms in PostgreSQL. With the query's vector already in the embedding cache, the in-
+process p50 is 45 ms, the p95 66 ms and the CPU 64 ms: on 2 cores no less than 32 ms of wall time even
+with every part overlapped, before the HTTP layer. No single part dominates what is left (the page's
+table of statements, and EXPLAIN ANALYZE of one request's): the episodic vector scan (7 ms to run, most
+of it reading the subject's 10,000 rows, the distances about 1 ms), the episodic text channel (7 ms),
+the fact search (9 ms in two statements), the final fetch and neighbours (2 ms to run, 6 ms with reading
+the rows), the trace items (4 ms), and 20-25 ms of Python on the request thread in pieces of 1-3 ms
+(rows, BM25 re-ranking, candidates, packing, the trace row). The reader's cheapest statements (the
+procedures and the facts' sources, 0.02 ms each to run) take 3-4 ms of its time: waits for the
+interpreter lock while the request thread works, off the critical path. Changes to the ranking tried in
+process (scratch runs, two interleaved rounds of 80 requests) did not move the figures beyond the
+machine's noise: ranking 500 rather than 2,000 text matches, or 150 rather than 266 candidates. With the
+model call taken out, the in-process median (45 ms) is within 5 ms of the 50 ms target before the HTTP
+layer: reaching it would take more cores and a shorter serial path after the queries, not one fix.
 
 Same-day comparison on 2026-12-01 (third session), the code before the session (commit 141ef13)
 against the code after it, three interleaved pairs of runs (`bench/context_latency.py --db
