@@ -6,12 +6,15 @@ WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
 COPY config ./config
+COPY core ./core
 COPY tenants ./tenants
 COPY episodic ./episodic
 COPY semantic ./semantic
 COPY procedural ./procedural
 COPY router ./router
 COPY consolidation ./consolidation
+COPY dashboard ./dashboard
+COPY demo ./demo
 # The MCP server and the demo speak to the API through the project's own client.
 COPY clients ./clients
 # TORCH_INDEX_URL: an index serving PyTorch's CPU-only wheels, so the image does not carry CUDA.

@@ -129,9 +129,9 @@ def measure(args: argparse.Namespace, timer: StatementTimer) -> dict[str, dict[s
     connection_created.connect(
         lambda sender, connection, **kwargs: connection.execute_wrappers.append(timer), weak=False
     )
+    from core.embedding import embed_one
     from router.services import context_build
     from router.types import ContextRequest
-    from tenants.embedding import embed_one
     from tenants.models import Tenant
     from tenants.scope import tenant_scope
 

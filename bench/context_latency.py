@@ -163,7 +163,7 @@ def build(args: argparse.Namespace) -> None:
 
         # The token count the API stores (episodic.validation): the router prices its lines with it.
         sys.path.insert(0, str(ROOT))
-        from tenants.tokens import count_tokens
+        from core.tokens import count_tokens
 
         def episodes():
             for tenant_id, subject, n_sessions, n, _ in plan:

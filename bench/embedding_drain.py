@@ -42,10 +42,10 @@ def main() -> None:
     ingest.prepare_db(args.db)
     tenant, _ = ingest.scratch_tenant("drain")
 
+    from core.embedding import get_embedder
     from episodic.selectors import embedding_backlog
     from episodic.services import episodes_append
     from episodic.tasks import embed_pending
-    from tenants.embedding import get_embedder
     from tenants.scope import tenant_scope
 
     embedder = get_embedder()

@@ -181,7 +181,7 @@ def _pct(values: list[float], q: float) -> float:
 def measure(args: argparse.Namespace, ids: dict[str, str]) -> list[dict[str, object]]:
     os.environ["DATABASE_URL"] = _with_db(os.environ["DATABASE_URL"], args.db)
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
-    os.environ["ENGRAM_EMBEDDER"] = "tenants.embedding.MiniLMEmbedder"
+    os.environ["ENGRAM_EMBEDDER"] = "core.embedding.MiniLMEmbedder"
     import django
 
     django.setup()
@@ -189,9 +189,9 @@ def measure(args: argparse.Namespace, ids: dict[str, str]) -> list[dict[str, obj
     from django.db import connection
     from rest_framework.test import APIClient
 
+    from core.embedding import get_embedder
     from semantic import selectors
     from semantic.selectors import configure_vector_scan, fact_search, search_sql
-    from tenants.embedding import get_embedder
 
     if args.ef_search is not None:
         selectors.HNSW_EF_SEARCH = args.ef_search

@@ -277,7 +277,7 @@ def main() -> None:
     os.environ["CELERY_BROKER_URL"] = broker
     env = {
         "ENGRAM_EXTRACTOR": "bench.faults_support.SlowExtractor",
-        "ENGRAM_EMBEDDER": "tenants.embedding.HashingEmbedder",
+        "ENGRAM_EMBEDDER": "core.embedding.HashingEmbedder",
         "FAULTS_BATCH_DELAY": str(args.batch_delay),
         # Time limits stay below the visibility timeout (as in production, only shorter).
         "CELERY_VISIBILITY_TIMEOUT": str(args.visibility),

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
 os.environ["ENGRAM_TEST_DB_NAME"] = os.environ.get("ENGRAM_BENCH_DB_NAME", "bench_engram_procedural")
 os.environ.setdefault("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
-os.environ["ENGRAM_TEST_EMBEDDER"] = "tenants.embedding.MiniLMEmbedder"
+os.environ["ENGRAM_TEST_EMBEDDER"] = "core.embedding.MiniLMEmbedder"
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 import django  # noqa: E402
@@ -118,11 +118,11 @@ def requests(rnd: random.Random, count: int) -> list[dict]:
 
 
 def measure_matching(tenant, raw_key: str, n_rules: int, runs: int) -> list[dict]:  # type: ignore[no-untyped-def]
+    from core.embedding import embed_one
     from procedural.models import Procedure
     from procedural.seeds import seed_procedures
     from procedural.selectors import procedure_match
     from procedural.services import procedure_create
-    from tenants.embedding import embed_one
     from tenants.scope import tenant_scope
 
     rnd = random.Random(n_rules)
@@ -286,8 +286,8 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=2000)
     args = parser.parse_args()
 
+    from core.embedding import get_embedder
     from tenants.dbroles import switch_connection_user
-    from tenants.embedding import get_embedder
     from tenants.services import api_key_create, tenant_create
 
     get_embedder.cache_clear()

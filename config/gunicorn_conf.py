@@ -11,8 +11,8 @@ def post_worker_init(worker: Any) -> None:
     # imports (0.5 s) and the tokeniser's tables (0.15 s). A worker takes requests once this returns.
     from django.urls import get_resolver
 
-    from tenants.embedding import embed_one
-    from tenants.tokens import encoding
+    from core.embedding import embed_one
+    from core.tokens import encoding
 
     embed_one("warm up")
     get_resolver().url_patterns  # noqa: B018 - the import of every urls module is the point

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from tenants import health
+from core import health
 
 v1 = [
     path("", include("tenants.urls")),
@@ -13,12 +13,13 @@ v1 = [
     path("", include("procedural.urls")),
     path("", include("router.urls")),
     path("", include("consolidation.urls")),
+    path("", include("dashboard.api_urls")),
 ]
 
 urlpatterns = [
     path("v1/", include(v1)),
     path("admin/", admin.site.urls),
-    path("dashboard/", include("tenants.dashboard_urls")),
+    path("dashboard/", include("dashboard.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("healthz", health.healthz, name="healthz"),

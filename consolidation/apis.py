@@ -1,4 +1,5 @@
-"""Erasure and export of a subject: the GDPR endpoints. Both need an admin-scoped key."""
+"""Ending a session (which enqueues its consolidation), and erasure and export of a subject: the GDPR
+endpoints, which need an admin-scoped key."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from consolidation import erasure, selectors
+from consolidation.sessions import session_close
+from core.errors import ValidationProblem
+from episodic.apis import SessionOutputSerializer, session_dict
+from episodic.models import Outcome
 from tenants.api.idempotency import idempotent
 from tenants.api.views import TenantAPIView
 from tenants.auth import TenantPrincipal
-from tenants.errors import ValidationProblem
 
 SUBJECT_MAX = 255
 
@@ -83,3 +87,22 @@ class SubjectExportApi(TenantAPIView):
     @extend_schema(responses=OutputSerializer, summary="Everything held about a subject, in every layer")
     def get(self, request: Request, subject: str) -> Response:
         return Response(erasure.subject_export(tenant=self.tenant, subject=_subject(subject)))
+
+
+class SessionEndApi(TenantAPIView):
+    class InputSerializer(serializers.Serializer):
+        outcome = serializers.ChoiceField(choices=Outcome.choices, required=False, allow_null=True)
+        outcome_signal = serializers.FloatField(required=False, allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses=SessionOutputSerializer, summary="End a session")
+    @idempotent
+    def post(self, request: Request, session: str) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        ended = session_close(
+            tenant=self.tenant,
+            external_id=session,
+            outcome=data.validated_data.get("outcome"),
+            outcome_signal=data.validated_data.get("outcome_signal"),
+        )
+        return Response(session_dict(ended))

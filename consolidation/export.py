@@ -25,7 +25,7 @@ from django.utils.dateparse import parse_datetime
 from consolidation.erasure import serialise
 from consolidation.lifecycle import iter_archive_rows
 from consolidation.models import ConsolidationWatermark
-from tenants.errors import Conflict
+from core.errors import Conflict
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 

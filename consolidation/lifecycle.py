@@ -26,18 +26,18 @@ from typing import Any
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import storages
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from consolidation.models import ArchiveManifest, FactDecayAnchor
+from core.db import advisory_xact_lock
 from episodic.models import Episode, Session, allow_episode_deletion
 from semantic.models import ActorType, Fact, FactSource, FactStatus
 from semantic.types import Actor
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
-ARCHIVE_LOCK_NAMESPACE = 0x0E6B_0000_0000_0000
 DECAY_CHUNK = 1000
 ARCHIVE_CHUNK = 5000
 # A decay smaller than this is not worth a FactChange row.
@@ -250,10 +250,7 @@ def episodes_archive(*, tenant: Tenant, now: datetime | None = None, chunk: int 
     report = ArchiveReport()
     while True:
         with tenant_scope(tenant):
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT pg_advisory_xact_lock(%s)", [ARCHIVE_LOCK_NAMESPACE | (tenant.id.int & 0xFFFFFFFF)]
-                )
+            advisory_xact_lock("archive", tenant.id)
             episodes = list(
                 Episode.objects.for_tenant(tenant)
                 .filter(occurred_at__lt=cutoff)

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, RunStatus
 from consolidation.services import backlog_size
+from core.errors import NotFound
 from episodic.models import Episode
 from semantic.models import Fact, FactOrigin
-from tenants.errors import NotFound
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 

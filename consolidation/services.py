@@ -15,7 +15,6 @@ this database that was running when they were done has ended: then no lower id c
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -28,10 +27,11 @@ from django.utils import timezone
 from consolidation import metrics
 from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
+from core.db import advisory_xact_lock
+from core.errors import DomainError
 from episodic.models import Episode, EpisodeKind, Session, SessionStatus
 from semantic.models import ActorType
 from semantic.types import Actor, FactCandidate
-from tenants.errors import DomainError
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -39,17 +39,6 @@ logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 200
 MAX_PROBLEMS_KEPT = 50
-# Namespace of the advisory locks this app takes; the low 32 bits come from the tenant id.
-LOCK_NAMESPACE = 0x0E6A_0000_0000_0000
-
-
-def tenant_lock_key(tenant: Tenant, namespace: int = LOCK_NAMESPACE) -> int:
-    return namespace | (uuid.UUID(str(tenant.id)).int & 0xFFFF_FFFF)
-
-
-def _advisory_xact_lock(key: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
 def _running_xids() -> list[int]:
@@ -163,7 +152,7 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
     """One batch in one transaction; the number of episodes it consolidated (0: nothing left)."""
     with tenant_scope(tenant):
         # One consolidation per tenant at a time; a second worker waits here for the batch to commit.
-        _advisory_xact_lock(tenant_lock_key(tenant))
+        advisory_xact_lock("consolidation", tenant.id)
         wm = _watermark(tenant)
         _promote(tenant, wm)
         episodes = list(backlog_queryset(tenant, wm).order_by("id")[:batch_size])

@@ -13,17 +13,18 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.embedding import EMBEDDING_DIM
+from core.errors import ValidationProblem
 from episodic import scratchpad as pads
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS
-from episodic.models import EMBEDDING_DIM, Episode, EpisodeKind, Outcome, Session
+from episodic.models import Episode, EpisodeKind, Outcome, Session
 from episodic.selectors import ScoredEpisode, SessionDetail, episode_list, episode_search, session_detail
-from episodic.services import episodes_append, session_end
+from episodic.services import episodes_append
 from episodic.validation import vector_component_ok
 from tenants.api.idempotency import idempotent
 from tenants.api.pagination import CreatedCursorPagination
 from tenants.api.parsers import LimitedJSONParser
 from tenants.api.views import TenantAPIView
-from tenants.errors import ValidationProblem
 
 
 class AwareDateTimeField(serializers.DateTimeField):
@@ -311,25 +312,6 @@ class SessionDetailApi(TenantAPIView):
             "first_event_at": detail.first_event_at.isoformat() if detail.first_event_at else None,
         }
         return Response(body)
-
-
-class SessionEndApi(TenantAPIView):
-    class InputSerializer(serializers.Serializer):
-        outcome = serializers.ChoiceField(choices=Outcome.choices, required=False, allow_null=True)
-        outcome_signal = serializers.FloatField(required=False, allow_null=True)
-
-    @extend_schema(request=InputSerializer, responses=SessionOutputSerializer, summary="End a session")
-    @idempotent
-    def post(self, request: Request, session: str) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        ended = session_end(
-            tenant=self.tenant,
-            external_id=session,
-            outcome=data.validated_data.get("outcome"),
-            outcome_signal=data.validated_data.get("outcome_signal"),
-        )
-        return Response(session_dict(ended))
 
 
 class MergePatchParser(LimitedJSONParser):

@@ -14,9 +14,9 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
+from core.db import set_local
+from core.embedding import EMBEDDING_DIM
 from tenants.models import TenantManager, TenantModel, TenantQuerySet
-
-EMBEDDING_DIM = 384
 
 # Columns an UPDATE may touch outside `allow_episode_deletion()`: derived data, filled in later.
 MUTABLE_EPISODE_FIELDS = frozenset({"embedding"})
@@ -38,14 +38,12 @@ def allow_episode_deletion() -> Iterator[None]:
     token = _deletion_allowed.set(True)
     try:
         with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config(%s, 'on', true)", [DELETION_SETTING])
+            set_local(DELETION_SETTING, "on")
             try:
                 yield
             finally:
                 if not connection.needs_rollback:
-                    with connection.cursor() as cursor:
-                        cursor.execute("SELECT set_config(%s, '', true)", [DELETION_SETTING])
+                    set_local(DELETION_SETTING, "")
     finally:
         _deletion_allowed.reset(token)
 

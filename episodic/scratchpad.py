@@ -30,11 +30,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import NotFound, PayloadTooLarge, PreconditionFailed, ValidationProblem
+from core.redis import get_redis
 from episodic.models import Episode, EpisodeKind, Session
 from episodic.validation import check_session_id
-from tenants.errors import NotFound, PayloadTooLarge, PreconditionFailed, ValidationProblem
 from tenants.models import Tenant
-from tenants.redis import get_redis
 from tenants.scope import tenant_scope
 
 INDEX_KEY = "engram:scratch-expiry"

@@ -30,11 +30,11 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance, VectorField
 
+from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one
+from core.errors import NotFound, ValidationProblem
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
-from episodic.models import EMBEDDING_DIM, Episode, Session, SessionStatus
+from episodic.models import Episode, Session, SessionStatus
 from episodic.validation import check_session_id
-from tenants.embedding import configure_vector_scan, embed_one
-from tenants.errors import NotFound, ValidationProblem
 from tenants.models import Tenant
 
 # Reciprocal rank fusion: each channel adds 1 / (RRF_K + rank). 60 is the constant of the original paper.

@@ -1,4 +1,4 @@
-"""Writes of episodic memory: appending episodes in batches and ending sessions. There is no update or
+"""Writes of episodic memory: appending episodes in batches and marking sessions ended. There is no update or
 delete of episodes here, on purpose: they are append-only (see episodic.models)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from core.errors import Conflict, NotFound, ValidationProblem
 from episodic.models import Episode, Outcome, Session, SessionStatus
 from episodic.validation import EpisodeDraft, check_session_id, parse_items
-from tenants.errors import Conflict, NotFound, ValidationProblem
 from tenants.models import Tenant
 
 
@@ -252,13 +252,12 @@ def _check_outcome(outcome: str | None, outcome_signal: float | None) -> None:
         raise ValidationProblem.at("/outcome_signal", "Must be a finite number.")
 
 
-@transaction.atomic
-def session_end(*, tenant: Tenant, external_id: str, outcome: str | None, outcome_signal: float | None) -> Session:
-    """Mark the session ended, turn its scratchpad into a summary episode, and enqueue consolidation
-    after commit. Ending an ended session again with the same outcome changes nothing (a retry);
-    with another outcome it is a 409."""
-    from episodic.scratchpad import ScratchpadSummaryReason, scratchpad_summarise
-
+def session_lock_for_end(
+    *, tenant: Tenant, external_id: str, outcome: str | None, outcome_signal: float | None
+) -> tuple[Session, bool]:
+    """The session to end, locked until the transaction ends, and whether it has already ended with
+    this outcome (a retry, which changes nothing). Ended with another outcome: 409. Call inside a
+    transaction (consolidation.sessions.session_close is the one caller that orchestrates the end)."""
     _check_outcome(outcome, outcome_signal)
     check_session_id(external_id)
     session = Session.objects.for_tenant(tenant).select_for_update().filter(external_id=external_id).first()
@@ -266,26 +265,23 @@ def session_end(*, tenant: Tenant, external_id: str, outcome: str | None, outcom
         raise NotFound(f"No session {external_id!r}.")
     if session.status == SessionStatus.ENDED:
         if (session.outcome, session.outcome_signal) == (outcome, outcome_signal):
-            return session
+            return session, True
         raise Conflict(
             f"Session {external_id!r} already ended with outcome {session.outcome!r} ({session.outcome_signal})."
         )
-    summary = scratchpad_summarise(
-        tenant=tenant, session_external_id=external_id, reason=ScratchpadSummaryReason.SESSION_END
-    )
-    if summary is not None:
+    return session, False
+
+
+def session_mark_ended(
+    *, session: Session, outcome: str | None, outcome_signal: float | None, appended: bool = False
+) -> Session:
+    """Record the end of a session locked by session_lock_for_end; `appended` when episodes were added
+    to it since it was locked (its counters moved in the database)."""
+    if appended:
         session.refresh_from_db(fields=["episode_count", "last_event_at", "started_at"])
     session.status = SessionStatus.ENDED
     session.ended_at = timezone.now()
     session.outcome = outcome
     session.outcome_signal = None if outcome_signal is None else float(outcome_signal)
     session.save(update_fields=["status", "ended_at", "outcome", "outcome_signal"])
-    tenant_id, session_id = str(tenant.id), session.pk
-    transaction.on_commit(lambda: _enqueue_consolidation(tenant_id, session_id))
     return session
-
-
-def _enqueue_consolidation(tenant_id: str, session_id: int) -> None:
-    from consolidation.tasks import consolidate_session
-
-    consolidate_session.delay(tenant_id, session_id)

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from celery import shared_task
 from django.db.models import Q
 
+from core.embedding import get_embedder
 from episodic.models import Episode
 from episodic.scratchpad import scratchpads_sweep_expired
-from tenants.embedding import get_embedder
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.tasks import TenantTask

@@ -16,11 +16,12 @@ from typing import Any
 
 from django.conf import settings
 
+from core.embedding import EMBEDDING_DIM
+from core.errors import NotFound, PayloadTooLarge, ValidationProblem
+from core.tokens import count_tokens
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_with_config, normalise_terms
-from episodic.models import EMBEDDING_DIM, EpisodeKind, Outcome
-from tenants.errors import NotFound, PayloadTooLarge, ValidationProblem
+from episodic.models import EpisodeKind, Outcome
 from tenants.models import TenantSettings
-from tenants.tokens import count_tokens
 
 FIELDS = frozenset(
     {

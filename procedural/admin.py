@@ -14,10 +14,10 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from core.errors import DomainError
 from procedural.models import Procedure, ProcedureEvent, ProcedureOutcome, ProcedureStatus
 from procedural.services import procedure_approve, procedure_deprecate, procedure_reactivate
 from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin
-from tenants.errors import DomainError
 
 RECENT_OUTCOMES = 20
 

@@ -11,10 +11,10 @@ from django.db.models import Count, FloatField, Q, QuerySet, TextField, Value
 from django.db.models.functions import Cast
 from pgvector.django import CosineDistance
 
+from core.embedding import embed_one
+from core.errors import NotFound
 from procedural.models import Procedure, ProcedureEvent, ProcedureOutcome, ProcedureStatus
 from procedural.triggers import SEMANTIC_WEIGHT, ConditionHit, Situation, combine, trigger_evaluate, trigger_from_text
-from tenants.embedding import embed_one
-from tenants.errors import NotFound
 from tenants.models import Tenant
 
 MAX_MATCH_LIMIT = 50

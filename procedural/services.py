@@ -13,6 +13,8 @@ from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
+from core.embedding import embed_one
+from core.errors import Conflict, ValidationProblem
 from episodic.models import Episode, EpisodeKind, Outcome, Session, SessionStatus
 from procedural.confidence import confidence_for, deprecation_verdict
 from procedural.discovery import (
@@ -36,8 +38,6 @@ from procedural.models import (
 )
 from procedural.selectors import procedure_get
 from procedural.triggers import Trigger, trigger_parse
-from tenants.embedding import embed_one
-from tenants.errors import Conflict, ValidationProblem
 from tenants.models import Tenant
 
 ACTOR_AUTO_DEPRECATION = "system:auto-deprecation"

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from core.errors import ValidationProblem
 from procedural.regexes import MATCH_TIMEOUT_SECONDS, UnsafePattern, regex_check, regex_search
-from tenants.errors import ValidationProblem
 
 CONDITION_FIELDS = ("keywords", "regexes", "tools", "entities", "topics", "session_kinds")
 TRIGGER_FIELDS = (*CONDITION_FIELDS, "description")

@@ -1,4 +1,4 @@
-"""POST /v1/context, feedback on it, traces and GET /v1/stats."""
+"""POST /v1/context, feedback on it, and traces."""
 
 from __future__ import annotations
 
@@ -221,9 +221,3 @@ class TraceDetailApi(TenantAPIView):
     def get(self, request: Request, trace_id: uuid.UUID) -> Response:
         trace = selectors.trace_get(tenant=self.tenant, trace_id=trace_id)
         return Response(TraceOutputSerializer(trace).data)
-
-
-class StatsApi(TenantAPIView):
-    @extend_schema(responses=serializers.DictField(), summary="Hit rate, consolidation, backlogs and growth")
-    def get(self, request: Request) -> Response:
-        return Response(selectors.stats_get(tenant=self.tenant))

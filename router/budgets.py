@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from core.errors import ValidationProblem
 from router.types import LAYERS, BudgetPlan, Layer
-from tenants.errors import ValidationProblem
 from tenants.models import TenantSettings
 
 MIN_MAX_TOKENS = 100

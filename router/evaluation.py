@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from core.tokens import count_tokens
 from router.rendering import format_day
-from tenants.tokens import count_tokens
 
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 _SESSION_KEY = re.compile(r"^session_(\d+)$")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+from core.tokens import count_tokens
 from router.rendering import (
     LINE_PREFIX,
     SECTION_SEPARATOR,
@@ -22,7 +23,6 @@ from router.rendering import (
     section_header,
 )
 from router.types import LAYERS, BudgetPlan, BuiltContext, Candidate, Layer, LayerCandidates
-from tenants.tokens import count_tokens
 
 # Filled first to last; rendered in LAYERS order. Working comes before episodic so that history, which
 # takes all the room it is given, cannot crowd out the current task's notes.

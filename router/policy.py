@@ -20,15 +20,15 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from core.embedding import embed_in_background
+from core.tokens import count_tokens, truncate_to_tokens
 from router import selectors as router_selectors
 from router.packing import line_tokens, said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
-from tenants.embedding import embed_in_background
 from tenants.models import Tenant
 from tenants.readers import read_beside
-from tenants.tokens import count_tokens, truncate_to_tokens
 
 
 class ContextPolicy(Protocol):

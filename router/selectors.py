@@ -7,21 +7,19 @@ import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
-from django.utils import timezone
 
-from episodic.models import Episode, Session
+from core.errors import NotFound
+from core.timestamps import epoch_us_sql, from_epoch_us
+from episodic.models import Session
 from procedural.models import Procedure
 from router.models import ContextFeedback, ContextTrace
 from router.types import Source
-from semantic.models import Fact
-from tenants.errors import NotFound
 from tenants.models import Tenant
-from tenants.timestamps import epoch_us_sql, from_epoch_us
 
 
 @dataclass(frozen=True)
@@ -318,45 +316,4 @@ def context_latency(*, tenant: Tenant, since: datetime) -> dict[str, Any]:
         "latency_ms_p50": p50,
         "latency_ms_p95": p95,
         "tokens_mean": float(tokens) if tokens is not None else None,
-    }
-
-
-def stats_get(*, tenant: Tenant) -> dict[str, Any]:
-    """GET /v1/stats: the router's hit rates and latency next to each layer's own figures."""
-    from consolidation.selectors import consolidation_stats
-    from episodic.selectors import episodic_stats
-    from procedural.selectors import procedure_stats
-
-    now = timezone.now()
-    episodic = episodic_stats(tenant=tenant)
-    consolidation = consolidation_stats(tenant=tenant)
-    return {
-        "generated_at": now.isoformat(),
-        "memory": {
-            "hit_rate": hit_rates(tenant=tenant),
-            "hit_rate_7d": hit_rates(tenant=tenant, since=now - timedelta(days=7)),
-            "by_subject": hit_rates_by(tenant=tenant, field="subject"),
-            "by_session": hit_rates_by(tenant=tenant, field="session"),
-        },
-        "context": context_latency(tenant=tenant, since=now - timedelta(days=1)),
-        "consolidation_ratio": consolidation["consolidation_ratio"],
-        "backlogs": {
-            "embedding": episodic.embedding_backlog,
-            "embedding_oldest_created_at": episodic.oldest_pending_created_at,
-            **consolidation["backlog"],
-        },
-        "episodic": {
-            "episodes": episodic.episodes,
-            "sessions": episodic.sessions,
-            "open_sessions": episodic.open_sessions,
-        },
-        "procedural": dict(procedure_stats(tenant=tenant)),
-        "consolidation": consolidation,
-        "growth": {
-            "facts_last_7d": Fact.objects.for_tenant(tenant).filter(recorded_at__gte=now - timedelta(days=7)).count(),
-            "episodes_last_7d": Episode.objects.for_tenant(tenant)
-            .filter(created_at__gte=now - timedelta(days=7))
-            .count(),
-            "per_subject_week": consolidation["growth_per_subject_week"],
-        },
     }

@@ -8,15 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
+from core.db import set_local
+from core.errors import Conflict, ValidationProblem
 from router.budgets import budget_plan
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
 from router.packing import line_tokens
 from router.policy import get_policy
 from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
-from tenants.errors import Conflict, ValidationProblem
 from tenants.models import Tenant
 from tenants.readers import write_after_commit
 
@@ -62,8 +63,7 @@ def _bookkeeping_commit() -> None:
     # A context request writes only its trace: bookkeeping that may be lost in a crash of the server
     # (the last few hundred milliseconds of such commits), never half-written. Its commit need not wait
     # for the WAL to reach the disk.
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('synchronous_commit', 'off', true)")
+    set_local("synchronous_commit", "off")
 
 
 def _validate(request: ContextRequest) -> None:

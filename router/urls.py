@@ -7,5 +7,4 @@ urlpatterns = [
     path("context/<uuid:trace_id>/feedback", apis.ContextFeedbackApi.as_view(), name="context-feedback"),
     path("traces", apis.TraceListApi.as_view(), name="trace-list"),
     path("traces/<uuid:trace_id>", apis.TraceDetailApi.as_view(), name="trace-detail"),
-    path("stats", apis.StatsApi.as_view(), name="stats"),
 ]

@@ -25,6 +25,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
+from core.errors import DomainError
 from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactSource, FactStatus
 from semantic.services import (
     allowed_categories,
@@ -36,7 +37,6 @@ from semantic.services import (
 )
 from semantic.types import Actor
 from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
-from tenants.errors import DomainError
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 EDITABLE_FIELDS = ("value", "statement", "category", "confidence")

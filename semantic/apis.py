@@ -12,6 +12,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.errors import ValidationProblem
 from semantic.models import Cardinality, Fact, FactChange, FactOrigin, FactStatus
 from semantic.selectors import (
     GRAPH_MAX_DEPTH,
@@ -37,7 +38,6 @@ from tenants.api.idempotency import idempotent
 from tenants.api.pagination import CreatedCursorPagination
 from tenants.api.views import TenantAPIView
 from tenants.auth import TenantPrincipal
-from tenants.errors import ValidationProblem
 
 BIGINT_MAX = 2**63 - 1
 

@@ -11,7 +11,8 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
-from episodic.models import EMBEDDING_DIM, Episode
+from core.embedding import EMBEDDING_DIM
+from episodic.models import Episode
 from tenants.models import TenantModel
 
 

@@ -20,13 +20,13 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core.embedding import configure_vector_scan as configure_embedding_scan
+from core.embedding import embed_one
+from core.errors import NotFound, ValidationProblem
+from core.timestamps import epoch_us_sql, from_epoch_us
 from semantic.models import Fact, FactChange, FactStatus
 from semantic.normalise import normalise_attribute, normalise_entity
-from tenants.embedding import configure_vector_scan as configure_embedding_scan
-from tenants.embedding import embed_one
-from tenants.errors import NotFound, ValidationProblem
 from tenants.models import Tenant
-from tenants.timestamps import epoch_us_sql, from_epoch_us
 
 HISTORICAL = (FactStatus.ACTIVE, FactStatus.SUPERSEDED, FactStatus.EXPIRED)
 
@@ -257,7 +257,7 @@ def _vector_literal(vector: Sequence[float]) -> str:
 
 
 # Columns search_sql can return beside the ranking's: what the context router shows of a fact (times as
-# tenants.timestamps microseconds: the statement returns hundreds of candidates for the k kept).
+# core.timestamps microseconds: the statement returns hundreds of candidates for the k kept).
 CARRIED_COLUMNS = {
     "statement": "f.statement",
     "confidence": "f.confidence",
@@ -402,7 +402,7 @@ def search_sql(
 
 
 def configure_vector_scan(*, ef_search: int) -> None:
-    """tenants.embedding.configure_vector_scan with the fact search's floor of ef_search."""
+    """core.embedding.configure_vector_scan with the fact search's floor of ef_search."""
     configure_embedding_scan(ef_search=ef_search, floor=HNSW_EF_SEARCH)
 
 

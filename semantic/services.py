@@ -13,7 +13,6 @@ partial unique constraints on Fact are the last line behind it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,10 +21,13 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
+from core.db import advisory_xact_lock
+from core.embedding import embedding_cache
+from core.errors import Conflict, NotFound, ValidationProblem
 from episodic.models import Episode
 from semantic.models import (
     ActorType,
@@ -46,8 +48,6 @@ from semantic.normalise import (
     value_key,
 )
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
-from tenants.embedding import embedding_cache
-from tenants.errors import Conflict, NotFound, ValidationProblem
 from tenants.models import Tenant
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
@@ -191,10 +191,7 @@ def _prepare(tenant: Tenant, candidate: FactCandidate) -> _Prepared:
 
 def _lock(tenant: Tenant, entity: str, attribute: str) -> None:
     """Serialise every writer of one (tenant, entity, attribute) until the transaction ends."""
-    digest = hashlib.blake2b(f"fact|{tenant.id}|{entity}|{attribute}".encode(), digest_size=8).digest()
-    key = int.from_bytes(digest, "big", signed=True)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+    advisory_xact_lock("fact", tenant.id, entity, attribute)
 
 
 def _log(

@@ -6,12 +6,12 @@ import hmac
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from core.db import set_local
 from tenants import scope
 from tenants.models import ApiKey, Tenant, hash_key
 
@@ -74,15 +74,13 @@ class ApiKeyAuthentication(BaseAuthentication):
     def _lookup(prefix: str) -> ApiKey | None:
         # The key table is under row-level security like every tenant table; its policy lets a row be
         # read, never written, when the transaction names that row's prefix. Nothing else is visible.
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('app.api_key_prefix', %s, true)", [prefix])
+        set_local("app.api_key_prefix", prefix)
         try:
             with scope.scopes_disabled():
                 # With its tenant: one query fewer on every request.
                 return ApiKey.objects.filter(prefix=prefix).select_related("tenant").first()
         finally:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('app.api_key_prefix', '', true)")
+            set_local("app.api_key_prefix", "")
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="engram"'

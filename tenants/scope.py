@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from django.db import connections, transaction
 
+from core.db import set_local
+
 if TYPE_CHECKING:
     from tenants.models import Tenant
 
@@ -56,8 +58,7 @@ def require_scope(model_label: str) -> None:
 
 def _set_db(ids: frozenset[uuid.UUID] | None, using: str = "default") -> None:
     value = ",".join(sorted(str(i) for i in ids)) if ids else ""
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
+    set_local(SETTING, value, using=using)
 
 
 def clear_db_setting(using: str = "default") -> None:

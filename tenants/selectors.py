@@ -5,8 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db import connection
-
+from core.db import set_local
 from tenants.models import ApiKey, Tenant, TenantMembership
 
 
@@ -14,8 +13,7 @@ def operator_tenant_ids(*, user: Any) -> list[uuid.UUID]:
     """The tenants an operator may see: all for a superuser, their memberships for staff."""
     if user.is_superuser:
         return list(Tenant.objects.values_list("id", flat=True))
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('app.operator_id', %s, true)", [str(user.pk)])
+    set_local("app.operator_id", str(user.pk))
     return list(TenantMembership.objects.filter(user=user).values_list("tenant_id", flat=True))
 
 

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from tenants.errors import ValidationProblem
+from core.errors import ValidationProblem
 from tenants.models import ApiKey, ApiKeyScope, Tenant, TenantMembership
 from tenants.scope import tenant_scope
 

@@ -9,9 +9,9 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from core.redis import get_redis
 from tenants.dbroles import switch_connection_user
 from tenants.models import ApiKey, Tenant
-from tenants.redis import get_redis
 from tenants.services import api_key_create
 from tests.factories.tenants import TenantFactory
 

@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "procedural",
     "router",
     "consolidation",
+    "dashboard",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -155,9 +157,8 @@ ENGRAM = {
     "MAX_BATCH": env.int("ENGRAM_MAX_BATCH", default=1000),
     "MAX_TEXT_CHARS": env.int("ENGRAM_MAX_TEXT_CHARS", default=32_000),
     "MAX_SCRATCHPAD_BYTES": env.int("ENGRAM_MAX_SCRATCHPAD_BYTES", default=64 * 1024),
-    "EMBEDDING_DIM": 384,
     # Pluggable parts, named by dotted path.
-    "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="tenants.embedding.MiniLMEmbedder"),
+    "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.MiniLMEmbedder"),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
     # Helper threads per process for reads beside the request (tenants.readers); 0 reads in line.

@@ -14,7 +14,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Test data lives in a transaction that a helper's own connection cannot see; the tests that read
 # beside the request commit their data (tests/router/test_parallel_reads.py).
 ENGRAM["PARALLEL_READERS"] = 0
-ENGRAM["EMBEDDER"] = env.str("ENGRAM_TEST_EMBEDDER", default="tenants.embedding.HashingEmbedder")
+ENGRAM["EMBEDDER"] = env.str("ENGRAM_TEST_EMBEDDER", default="core.embedding.HashingEmbedder")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
     "archive": {"BACKEND": "django.core.files.storage.InMemoryStorage"},

@@ -25,11 +25,11 @@ from typing import Any
 import anthropic
 from django.conf import settings
 
+from core.tokens import count_tokens, truncate_to_tokens
 from episodic.models import Episode
 from semantic.models import FactCategory
 from semantic.types import FactCandidate
 from tenants.models import Tenant
-from tenants.tokens import count_tokens, truncate_to_tokens
 
 from .base import ExtractionResult, ExtractorUnavailable, SummaryResult, Usage, extractable
 from .rules import extractive_summary

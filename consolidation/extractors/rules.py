@@ -12,11 +12,11 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterator, Sequence
 
+from core.tokens import count_tokens
 from episodic.models import Episode
 from semantic.models import Cardinality, FactCategory
 from semantic.types import FactCandidate
 from tenants.models import Tenant
-from tenants.tokens import count_tokens
 
 from .base import ExtractionResult, SummaryResult, extractable
 

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from tenants.embedding import keep_vectors_inline
+from core.embedding import keep_vectors_inline
 
 
 class Migration(migrations.Migration):

@@ -18,10 +18,10 @@ from django.db import IntegrityError, transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.errors import Conflict, Unprocessable, ValidationProblem
+from core.redis import get_redis
 from tenants.auth import request_tenant
-from tenants.errors import Conflict, Unprocessable, ValidationProblem
 from tenants.models import IdempotencyRecord
-from tenants.redis import get_redis
 
 HEADER = "Idempotency-Key"
 IN_FLIGHT_SECONDS = 300

@@ -5,7 +5,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework.parsers import JSONParser
 
-from tenants.errors import PayloadTooLarge
+from core.errors import PayloadTooLarge
 
 
 class LimitedJSONParser(JSONParser):

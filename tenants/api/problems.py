@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions
 from rest_framework.exceptions import ErrorDetail
 
-from tenants.errors import DomainError
+from core.errors import DomainError
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from core.redis import get_redis
 from tenants.auth import TenantPrincipal
-from tenants.redis import get_redis
 
 WINDOW_SECONDS = 60
 

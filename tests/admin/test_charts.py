@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tenants import charts
+from dashboard import charts
 
 SVG = "{http://www.w3.org/2000/svg}"
 labels_st = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=12)

@@ -12,9 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
-from episodic.models import Episode, Session
-from router.models import ContextFeedback, ContextTrace
-from tenants.dashboard import (
+from dashboard.selectors import (
     backlogs,
     consolidation_triggers,
     memory_growth,
@@ -22,6 +20,8 @@ from tenants.dashboard import (
     subject_facts,
     subject_timeline,
 )
+from episodic.models import Episode, Session
+from router.models import ContextFeedback, ContextTrace
 from tenants.scope import tenant_scope
 from tests.admin.test_review_and_audit import _pending
 from tests.factories.admin import Memory, build_history

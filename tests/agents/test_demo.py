@@ -12,13 +12,13 @@ from django.core.management import call_command
 from pytest_django.live_server_helper import LiveServer
 
 from consolidation.models import ConsolidationRun
+from demo import script
+from demo.agent import ScriptedAgent, session_id, totals
+from demo.runner import demo_start, engram_for, seed_demo
+from demo.script import ANA, BEN, USERS
 from episodic.models import Episode
 from router.models import ContextFeedback
 from semantic.models import Fact
-from tenants.demo import script
-from tenants.demo.agent import ScriptedAgent, session_id, totals
-from tenants.demo.runner import demo_start, engram_for, seed_demo
-from tenants.demo.script import ANA, BEN, USERS
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tests.conftest import TenantContext

@@ -17,12 +17,12 @@ import anyio
 import httpx2
 import pytest
 from django.conf import settings
+from engram_client.mcp import EngramTools, build_server
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pytest_django.live_server_helper import LiveServer
 
-from tenants.mcp import EngramTools, build_server
 from tests.conftest import TenantContext
 
 pytestmark = pytest.mark.live

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tenants.demo.runner import seed_demo
-from tenants.demo.script import ANA, BEN
+from demo.runner import seed_demo
+from demo.script import ANA, BEN
 from tests.factories.admin import make_operator
 from tests.factories.tenants import TenantFactory
 

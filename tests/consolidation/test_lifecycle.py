@@ -15,11 +15,11 @@ from consolidation.models import ArchiveManifest, ConsolidationRun, RunTrigger
 from consolidation.schedules import SCHEDULES
 from consolidation.selectors import consolidation_stats
 from consolidation.tasks import consolidation_sweep
+from core.errors import Conflict
 from episodic.models import Episode, Session
 from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactSource, FactStatus
 from semantic.services import fact_confirm
 from semantic.types import Actor
-from tenants.errors import Conflict
 from tenants.scope import tenant_scope
 from tests.consolidation.conftest import NOW, make_episode, make_session
 from tests.consolidation.test_erasure import seed_everywhere

@@ -6,10 +6,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from core.tokens import count_tokens
 from episodic.models import Episode, Session
 from episodic.validation import content_hash
 from tenants.scope import tenant_scope
-from tenants.tokens import count_tokens
 from tests.episodic.conftest import T0, item, timeline
 
 pytestmark = pytest.mark.django_db

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.redis import get_redis
 from episodic.models import Episode, EpisodeKind
 from episodic.scratchpad import (
     INDEX_KEY,
@@ -18,7 +19,6 @@ from episodic.scratchpad import (
     scratchpads_sweep_expired,
 )
 from episodic.tasks import sweep_expired_scratchpads
-from tenants.redis import get_redis
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import item
 
@@ -76,7 +76,7 @@ def test_two_writers_with_the_same_version_one_wins(tenant_a, session) -> None:
     with tenant_scope(tenant_a):
         pad, _ = scratchpad_put(tenant=tenant_a, session_external_id="s-1", document={"n": 0})
         scratchpad_put(tenant=tenant_a, session_external_id="s-1", document={"n": 1}, if_match=pad.version)
-        from tenants.errors import PreconditionFailed
+        from core.errors import PreconditionFailed
 
         with pytest.raises(PreconditionFailed):
             scratchpad_put(tenant=tenant_a, session_external_id="s-1", document={"n": 2}, if_match=pad.version)

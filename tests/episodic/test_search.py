@@ -9,9 +9,9 @@ from unittest.mock import patch
 import numpy as np
 import pytest
 
+from core.embedding import embed_one
 from episodic.selectors import episode_search, episode_search_rows
 from episodic.tasks import embed_pending
-from tenants.embedding import embed_one
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import T0, item
 

@@ -1,4 +1,4 @@
-"""Searched rows stay whole in their heap page (tenants.embedding.keep_vectors_inline): an exact vector
+"""Searched rows stay whole in their heap page (core.embedding.keep_vectors_inline): an exact vector
 scan and the full-text ranking read their values from the row, not through TOAST."""
 
 from __future__ import annotations

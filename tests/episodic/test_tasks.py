@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.embedding import get_embedder
 from episodic.models import Episode
 from episodic.selectors import embedding_backlog, episodic_stats
 from episodic.tasks import embed_backlog, embed_backlog_for_tenant, embed_pending, embedding_text, tenants_with_backlog
-from tenants.embedding import get_embedder
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import item
 

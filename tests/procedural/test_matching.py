@@ -6,10 +6,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from core.embedding import embed_one
 from procedural.models import ProcedureStatus
 from procedural.selectors import procedure_match
 from procedural.services import procedure_outcome_record, procedure_set_status
-from tenants.embedding import embed_one
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db

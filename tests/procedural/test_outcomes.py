@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import Conflict, NotFound, ValidationProblem
 from procedural.models import Procedure, ProcedureEvent, ProcedureEventKind, ProcedureOutcome, ProcedureStatus
 from procedural.services import (
     ACTOR_AUTO_DEPRECATION,
@@ -13,7 +14,6 @@ from procedural.services import (
     procedure_reactivate,
     procedure_set_status,
 )
-from tenants.errors import Conflict, NotFound, ValidationProblem
 from tenants.scope import tenant_scope
 from tests.factories.episodic import EpisodeFactory
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.errors import ValidationProblem
 from procedural.regexes import MAX_INPUT_CHARS, UnsafePattern, regex_check, regex_search
 from procedural.triggers import (
     Situation,
@@ -18,7 +19,6 @@ from procedural.triggers import (
     trigger_evaluate,
     trigger_parse,
 )
-from tenants.errors import ValidationProblem
 
 
 def _pointers(exc: ValidationProblem) -> list[str]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import Conflict, ValidationProblem
 from procedural.models import Procedure, ProcedureEventKind, ProcedureStatus
 from procedural.selectors import procedure_events, procedure_match, procedure_versions
 from procedural.services import procedure_outcome_record, procedure_update
-from tenants.errors import Conflict, ValidationProblem
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from core.embedding import get_embedder
 from episodic.models import Episode
 from episodic.services import episodes_append
 from semantic.services import fact_upsert
 from semantic.types import Actor, FactCandidate
-from tenants.embedding import get_embedder
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tenants.tokens import count_tokens
+from core.tokens import count_tokens
 from tests.router.conftest import T0, believe, remember
 
 pytestmark = pytest.mark.django_db

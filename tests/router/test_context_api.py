@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from core.tokens import count_tokens
 from episodic.scratchpad import scratchpad_put
 from episodic.services import episodes_append
 from procedural.seeds import seed_procedures
 from router.models import ContextTrace
 from tenants.scope import tenant_scope
-from tenants.tokens import count_tokens
 from tests.router.conftest import T0, believe, remember
 
 pytestmark = pytest.mark.django_db

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.errors import ValidationProblem
+from core.tokens import count_tokens
 from router.budgets import budget_plan
 from router.packing import assemble, pack_layer, said_tokens
 from router.rendering import format_day, item_line, render_layer
 from router.types import LAYERS, BudgetPlan, Candidate, LayerCandidates, Source
-from tenants.errors import ValidationProblem
 from tenants.models import TenantSettings
-from tenants.tokens import count_tokens
 
 SECTION = {"procedural": "Procedures", "semantic": "Known facts", "working": "Working notes"}
 BASE = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)

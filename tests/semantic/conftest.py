@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from core.embedding import embedding_cache, get_embedder
 from semantic.services import fact_upsert
 from semantic.types import Actor, FactCandidate, UpsertResult
-from tenants.embedding import embedding_cache, get_embedder
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 

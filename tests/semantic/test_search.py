@@ -9,10 +9,10 @@ import psycopg
 import pytest
 from django.db import connection
 
+from core.embedding import embed_one
 from semantic.models import Fact, FactStatus
 from semantic.normalise import value_key
 from semantic.selectors import configure_vector_scan, fact_search, fact_search_rows, search_sql
-from tenants.embedding import embed_one
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db

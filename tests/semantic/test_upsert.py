@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import Conflict, NotFound, ValidationProblem
 from semantic.models import Fact, FactChange, FactSource, FactStatus
 from semantic.selectors import fact_list, fact_search, facts_for_subject
 from semantic.services import (
@@ -18,7 +19,6 @@ from semantic.services import (
     facts_decay,
     facts_upsert,
 )
-from tenants.errors import Conflict, NotFound, ValidationProblem
 from tenants.scope import tenant_scope
 from tests.factories.semantic import SemanticEpisodeFactory
 from tests.semantic.conftest import ACTOR, at, candidate, set_config

@@ -9,10 +9,10 @@ from django.urls import path
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.redis import get_redis
 from tenants.api.idempotency import idempotent
 from tenants.api.views import TenantAPIView
 from tenants.models import IdempotencyRecord
-from tenants.redis import get_redis
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from tenants import embedding
-from tenants.embedding import EmbeddingCache, HashingEmbedder
+from core import embedding
+from core.embedding import EmbeddingCache, HashingEmbedder
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -115,7 +115,7 @@ def test_one_text_gets_the_vector_a_batch_gives_it_from_the_real_model(minilm) -
     for text in TEXTS:
         alone = minilm.embed([text])
         in_batch = minilm.embed([text, "another text of another length"])[0]
-        assert alone.shape == (1, embedding.DIM) and alone.dtype == np.float32
+        assert alone.shape == (1, embedding.EMBEDDING_DIM) and alone.dtype == np.float32
         assert np.abs(alone[0] - in_batch).max() < 1e-5
         assert abs(float(np.linalg.norm(alone[0])) - 1.0) < 1e-5
 

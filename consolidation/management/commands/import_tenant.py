@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from consolidation.export import tenant_import
-from tenants.errors import DomainError
+from core.errors import DomainError
 from tenants.management.commands._tenant import add_tenant_argument, resolve_tenant
 
 

@@ -26,8 +26,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import DomainError
 from episodic.services import episodes_append
-from tenants.errors import DomainError
 from tenants.management.commands._tenant import add_tenant_argument, resolve_tenant
 from tenants.models import Tenant
 from tenants.scope import tenant_scope

@@ -18,9 +18,10 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 
-from engram_client import APIError, AsyncEngramClient, AuthenticationError, EngramError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+
+from engram_client import APIError, AsyncEngramClient, AuthenticationError, EngramError
 
 Outcome = Literal["success", "failure", "unknown"]
 AUTH_CACHE_SECONDS = 60.0

@@ -20,8 +20,8 @@ from typing import Any
 
 from engram_client import EngramClient, NotFoundError, context_items
 
-from tenants.demo.script import USERS, Conversation, FactSpec, UserScript
-from tenants.tokens import count_tokens
+from core.tokens import count_tokens
+from demo.script import USERS, Conversation, FactSpec, UserScript
 
 SYSTEM_PROMPT = (
     "You are the support agent of a developer platform. Answer with the customer's own setup in mind; "

@@ -1,4 +1,4 @@
-"""Serve Engram's memory tools over MCP (see tenants/mcp.py).
+"""Serve Engram's memory tools over MCP (see clients/python/src/engram_client/mcp.py).
 
     manage.py mcp_server --api-key eng_...                       # stdio, for a desktop or IDE client
     manage.py mcp_server --transport http --port 8765            # streamable HTTP at /mcp; each
@@ -14,7 +14,7 @@ import anyio
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 if TYPE_CHECKING:
-    from tenants.mcp import EngramTools
+    from engram_client.mcp import EngramTools
 
 
 class Command(BaseCommand):
@@ -36,7 +36,7 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8765, help="http only")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from tenants.mcp import EngramTools, build_server, http_app
+        from engram_client.mcp import EngramTools, build_server, http_app
 
         url = options["url"].rstrip("/")
         if options["transport"] == "http":

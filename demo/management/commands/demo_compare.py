@@ -15,8 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from tenants.demo.agent import CONTEXT_TOKENS, UserStats, totals
-from tenants.demo.runner import compare
+from demo.agent import CONTEXT_TOKENS, UserStats, totals
+from demo.runner import compare
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.services import tenant_create
@@ -111,8 +111,8 @@ def _report(
     return f"""# The support-agent demo: memory on and off
 
 The same scripted conversations (3 users, 10 conversations each, across billing, technical issues and
-feature requests; `tenants/demo/script.py`) replayed twice by the same scripted agent
-(`tenants/demo/agent.py`). The agent needs named facts to answer (the user's database and its
+feature requests; `demo/script.py`) replayed twice by the same scripted agent
+(`demo/agent.py`). The agent needs named facts to answer (the user's database and its
 version, cloud, plan, ...). It looks for the current value of each in what it can see: the
 conversation so far and, with memory on, the context Engram serves for the user's message
 (`POST /v1/context`, a {budget}-token budget). When a value is not there it asks, and the user answers.

@@ -16,9 +16,9 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from engram_client import EngramClient
 
-from tenants.demo import script
-from tenants.demo.agent import CONTEXT_TOKENS, ScriptedAgent, UserStats, session_id
-from tenants.demo.script import UserScript
+from demo import script
+from demo.agent import CONTEXT_TOKENS, ScriptedAgent, UserStats, session_id
+from demo.script import UserScript
 from tenants.models import Tenant
 from tenants.services import api_key_create, api_key_revoke
 

@@ -2,7 +2,7 @@
 billing, technical issues and feature requests.
 
 A user turn either states facts (`says`) or asks for help that needs named facts (`needs`); the
-scripted agent (tenants/demo/agent.py) answers when its context holds the current value of every
+scripted agent (demo/agent.py) answers when its context holds the current value of every
 needed fact and asks for it otherwise. Facts are stated in sentences the offline extractor reads
 ("Our database is PostgreSQL 15."), so consolidation turns them into facts with sources. One user
 migrates from PostgreSQL 15 to 16 half-way, which semantic memory records as a supersession.

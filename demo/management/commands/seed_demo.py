@@ -1,5 +1,5 @@
 """Seed the demo tenant: the support-agent conversations of three users, sent through the public API
-and consolidated (see tenants/demo/). Idempotent: a seeded tenant is left as it is."""
+and consolidated (see demo/). Idempotent: a seeded tenant is left as it is."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from tenants.demo.agent import totals
-from tenants.demo.runner import seed_demo
+from demo.agent import totals
+from demo.runner import seed_demo
 from tenants.management.commands._tenant import add_tenant_argument, resolve_tenant
 
 

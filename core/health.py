@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
-from tenants.redis import get_redis
+from core.redis import get_redis
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -20,7 +20,7 @@ import numpy as np
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-DIM = 384
+EMBEDDING_DIM = 384
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class Embedder(Protocol):
 
 class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2"
-    dim = DIM
+    dim = EMBEDDING_DIM
 
     def __init__(self, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -207,7 +207,7 @@ class HashingEmbedder:
     share words are similar; it is not a language model and retrieval-quality tests do not use it."""
 
     name = "hashing-test"
-    dim = DIM
+    dim = EMBEDDING_DIM
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -1,0 +1,17 @@
+"""GET /v1/stats: the tenant's memory figures from every layer, for agents and monitoring."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from dashboard import selectors
+from tenants.api.views import TenantAPIView
+
+
+class StatsApi(TenantAPIView):
+    @extend_schema(responses=serializers.DictField(), summary="Hit rate, consolidation, backlogs and growth")
+    def get(self, request: Request) -> Response:
+        return Response(selectors.stats_get(tenant=self.tenant))
