@@ -8,32 +8,32 @@ FactChange with its actor, reason and source episodes.
 
 Writers of one (tenant, entity, attribute) are serialised by a transaction-scoped advisory lock; the
 partial unique constraints on Fact are the last line behind it.
+
+Validation lives in semantic.validation, the timeline of single-valued attributes in
+semantic.timeline, and the change log in semantic.history; the public `fact_*` writes are here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Min
+from django.db.models import F
 from django.utils import timezone
 
 from core.db import advisory_xact_lock
 from core.embedding import embedding_cache
 from core.errors import Conflict, NotFound, ValidationProblem
-from episodic.models import Episode
+from semantic.history import ChangeDraft, change_log, sources_add
 from semantic.models import (
     ActorType,
     Cardinality,
     Fact,
-    FactCategory,
     FactChange,
     FactChangeKind,
     FactOrigin,
@@ -41,25 +41,20 @@ from semantic.models import (
     FactStatus,
 )
 from semantic.normalise import (
-    ATTRIBUTE_MAX,
     default_cardinality,
-    normalise_attribute,
     normalise_entity,
     value_key,
 )
+from semantic.timeline import covers, place_single, seen_again, timeline_of, timeline_split
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
+from semantic.validation import PreparedFact, allowed_categories, fact_prepare
 from tenants.models import Tenant
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
-TIMELINE = (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
 # An explicit confirmation (operator or API) halves the remaining doubt.
 CONFIRM_WEIGHT = 0.5
 # A value this long is a sentence, not the name of another entity.
 OBJECT_ENTITY_MAX = 120
-
-
-def allowed_categories(tenant: Tenant) -> set[str]:
-    return set(FactCategory.values) | {c for c in tenant.config.extra_categories if isinstance(c, str)}
 
 
 def _combine(old: float, new: float) -> float:
@@ -74,168 +69,12 @@ def embed_statements(texts: Sequence[str]) -> list[list[float]]:
     return embedding_cache.embed(texts)
 
 
-# --- validation --------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Prepared:
-    subject: str
-    entity: str
-    attribute: str
-    value: str
-    value_key: str
-    statement: str
-    category: str
-    confidence: float
-    cardinality: str | None
-    origin: str
-    object_entity: str | None
-    episodes: list[Episode]
-    observed_at: datetime
-
-    @property
-    def episode_ids(self) -> list[int]:
-        return [e.id for e in self.episodes]
-
-
-def _prepare(tenant: Tenant, candidate: FactCandidate) -> _Prepared:
-    errors: list[dict[str, str]] = []
-
-    def bad(pointer: str, detail: str) -> None:
-        errors.append({"pointer": pointer, "detail": detail})
-
-    max_chars = settings.ENGRAM["MAX_TEXT_CHARS"]
-    entity = normalise_entity(candidate.entity or "")
-    if not entity:
-        bad("/entity", "entity must not be empty.")
-    attribute = normalise_attribute(candidate.attribute or "")
-    if not attribute:
-        bad("/attribute", "attribute must contain at least one letter or digit.")
-    elif len(candidate.attribute) > ATTRIBUTE_MAX * 2:
-        bad("/attribute", f"attribute must be at most {ATTRIBUTE_MAX} characters.")
-    value = (candidate.value or "").strip()
-    if not value:
-        bad("/value", "value must not be empty.")
-    elif len(value) > max_chars:
-        bad("/value", f"value must be at most {max_chars} characters.")
-    statement = " ".join((candidate.statement or "").split())
-    if not statement:
-        bad("/statement", "statement must not be empty.")
-    elif len(statement) > max_chars:
-        bad("/statement", f"statement must be at most {max_chars} characters.")
-    if candidate.category not in allowed_categories(tenant):
-        bad("/category", f"unknown category {candidate.category!r}; allowed: {sorted(allowed_categories(tenant))}.")
-    confidence = candidate.confidence
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not math.isfinite(confidence):
-        bad("/confidence", "confidence must be a number between 0 and 1.")
-        confidence = 0.0
-    elif not 0.0 <= confidence <= 1.0:
-        bad("/confidence", "confidence must be between 0 and 1.")
-    if candidate.cardinality is not None and candidate.cardinality not in Cardinality.values:
-        bad("/cardinality", f"cardinality must be one of {Cardinality.values}.")
-    if candidate.origin not in FactOrigin.values:
-        bad("/origin", f"origin must be one of {FactOrigin.values}.")
-    subject = (candidate.subject or "").strip()
-    if len(subject) > 255:
-        bad("/subject", "subject must be at most 255 characters.")
-    object_entity = normalise_entity(candidate.object_entity) if candidate.object_entity else None
-
-    episodes: list[Episode] = []
-    ids = list(candidate.source_episode_ids or [])
-    if ids:
-        found = {
-            e.id: e
-            for e in Episode.objects.for_tenant(tenant)
-            .filter(id__in=[i for i in ids if isinstance(i, int)])
-            .only("id", "subject", "occurred_at")
-        }
-        subjects = {e.subject for e in found.values()}
-        if not subject and len(subjects) == 1:
-            subject = subjects.pop()
-        for index, episode_id in enumerate(ids):
-            episode = found.get(episode_id) if isinstance(episode_id, int) else None
-            if episode is None:
-                # Another tenant's episode is reported exactly like a missing one.
-                bad(f"/source_episode_ids/{index}", f"episode {episode_id} does not exist.")
-            elif episode.subject != subject:
-                bad(f"/source_episode_ids/{index}", f"episode {episode_id} is about another subject.")
-            elif episode not in episodes:
-                episodes.append(episode)
-    if errors:
-        raise ValidationProblem("; ".join(f"{e['pointer']}: {e['detail']}" for e in errors[:5]), errors=errors)
-
-    observed_at = candidate.observed_at
-    if observed_at is not None and timezone.is_naive(observed_at):
-        observed_at = timezone.make_aware(observed_at, timezone.get_current_timezone())
-    if observed_at is None:
-        observed_at = max((e.occurred_at for e in episodes), default=None) or timezone.now()
-    return _Prepared(
-        subject=subject,
-        entity=entity,
-        attribute=attribute,
-        value=value,
-        value_key=value_key(value),
-        statement=statement,
-        category=candidate.category,
-        confidence=float(confidence),
-        cardinality=candidate.cardinality,
-        origin=candidate.origin,
-        object_entity=object_entity,
-        episodes=episodes,
-        observed_at=observed_at,
-    )
-
-
-# --- locking and logging -----------------------------------------------------------------------------
+# --- locking ---------------------------------------------------------------------------------------------
 
 
 def _lock(tenant: Tenant, entity: str, attribute: str) -> None:
     """Serialise every writer of one (tenant, entity, attribute) until the transaction ends."""
     advisory_xact_lock("fact", tenant.id, entity, attribute)
-
-
-def _log(
-    *,
-    tenant: Tenant,
-    fact: Fact,
-    kind: str,
-    actor: Actor,
-    reason: str = "",
-    old_value: str | None = None,
-    new_value: str | None = None,
-    old_status: str | None = None,
-    new_status: str | None = None,
-    old_confidence: float | None = None,
-    new_confidence: float | None = None,
-    related_fact: Fact | None = None,
-    source_episode_ids: Iterable[int] = (),
-    observed_at: datetime | None = None,
-    at: datetime | None = None,
-) -> FactChange:
-    return FactChange.objects.create(
-        tenant=tenant,
-        fact=fact,
-        kind=kind,
-        old_value=old_value,
-        new_value=new_value,
-        old_status=old_status,
-        new_status=new_status,
-        old_confidence=old_confidence,
-        new_confidence=new_confidence,
-        related_fact=related_fact,
-        reason=" ".join(p for p in (reason, actor.reason) if p),
-        actor_type=actor.type,
-        actor_id=actor.id,
-        source_episode_ids=sorted(set(source_episode_ids)),
-        observed_at=observed_at,
-        created_at=at or timezone.now(),
-    )
-
-
-def _add_sources(tenant: Tenant, fact: Fact, episodes: Iterable[Episode]) -> None:
-    rows = [FactSource(tenant=tenant, fact=fact, episode=e) for e in episodes]
-    if rows:
-        FactSource.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 def _get_for_update(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
@@ -260,7 +99,7 @@ def _lock_fact(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
 # --- the merge ---------------------------------------------------------------------------------------
 
 
-def _resolve_cardinality(c: _Prepared, live: Sequence[Fact]) -> str:
+def _resolve_cardinality(c: PreparedFact, live: Sequence[Fact]) -> str:
     stored = {f.cardinality for f in live}
     if c.cardinality is not None:
         if stored and stored != {c.cardinality}:
@@ -275,7 +114,7 @@ def _resolve_cardinality(c: _Prepared, live: Sequence[Fact]) -> str:
     return default_cardinality(c.attribute, c.category)
 
 
-def _object_entity(tenant: Tenant, c: _Prepared) -> str | None:
+def _object_entity(tenant: Tenant, c: PreparedFact) -> str | None:
     if c.object_entity:
         return c.object_entity
     if len(c.value) > OBJECT_ENTITY_MAX:
@@ -301,7 +140,7 @@ def _near_duplicate(pool: Sequence[Fact], embedding: Sequence[float], threshold:
     return None
 
 
-def _confirm(tenant: Tenant, fact: Fact, c: _Prepared, actor: Actor, reason: str, now: datetime) -> UpsertResult:
+def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: str, now: datetime) -> UpsertResult:
     old_confidence = fact.confidence
     fact.confidence = _combine(fact.confidence, c.confidence)
     fact.last_confirmed_at = now
@@ -312,8 +151,8 @@ def _confirm(tenant: Tenant, fact: Fact, c: _Prepared, actor: Actor, reason: str
         fact.subject = c.subject
         fields.append("subject")
     fact.save(update_fields=fields)
-    _add_sources(tenant, fact, c.episodes)
-    _log(
+    sources_add(tenant=tenant, fact=fact, episodes=c.episodes)
+    change_log(
         tenant=tenant,
         fact=fact,
         kind=FactChangeKind.CONFIRMED,
@@ -332,212 +171,13 @@ def _confirm(tenant: Tenant, fact: Fact, c: _Prepared, actor: Actor, reason: str
     return UpsertResult(fact=fact, action="confirmed", previous=None)
 
 
-def _timeline(tenant: Tenant, entity: str, attribute: str, exclude: uuid.UUID | None = None) -> list[Fact]:
-    """The values of a single-valued attribute through time: contiguous intervals, the last one open."""
-    qs = Fact.objects.for_tenant(tenant).filter(
-        entity=entity, attribute=attribute, cardinality=Cardinality.SINGLE, status__in=TIMELINE
-    )
-    if exclude is not None:
-        qs = qs.exclude(id=exclude)
-    return list(qs.order_by("valid_from", "recorded_at"))
-
-
-def _split(timeline: Sequence[Fact], at: datetime) -> tuple[Fact | None, Fact | None]:
-    """The value that held at `at` (the last with valid_from <= at) and the first one after it."""
-    prev: Fact | None = None
-    nxt: Fact | None = None
-    for f in timeline:
-        if f.valid_from <= at:
-            prev = f
-        elif nxt is None:
-            nxt = f
-    return prev, nxt
-
-
-def _covers(fact: Fact, at: datetime) -> bool:
-    return fact.valid_from <= at and (fact.valid_to is None or at < fact.valid_to)
-
-
-def _seen_again(tenant: Tenant, prev: Fact, after: datetime) -> datetime | None:
-    """The first observation of prev's value after `after` and before prev's interval ends: a value
-    observed at `after` only holds until then."""
-    qs = FactChange.objects.for_tenant(tenant).filter(
-        fact__entity=prev.entity,
-        fact__attribute=prev.attribute,
-        fact__value_key=prev.value_key,
-        fact__status__in=TIMELINE,
-        kind__in=(FactChangeKind.CREATED, FactChangeKind.CONFIRMED),
-        observed_at__gt=after,
-    )
-    if prev.valid_to is not None:
-        qs = qs.filter(observed_at__lt=prev.valid_to)
-    first: datetime | None = qs.aggregate(first=Min("observed_at"))["first"]
-    return first
-
-
-def _close(prev: Fact, *, at: datetime, by: Fact, now: datetime) -> str:
-    old_status = prev.status
-    prev.status = FactStatus.SUPERSEDED
-    prev.valid_to = at
-    prev.superseded_by_id = by.id
-    prev.updated_at = now
-    prev.save(update_fields=["status", "valid_to", "superseded_by", "updated_at"])
-    return old_status
-
-
-def _place_single(
-    *,
-    tenant: Tenant,
-    fact: Fact,
-    timeline: Sequence[Fact],
-    actor: Actor,
-    episode_ids: Sequence[int],
-    now: datetime,
-) -> tuple[UpsertAction, Fact | None, list[dict[str, Any]]]:
-    """Put a new value of a single-valued attribute into its timeline at the time it was observed, so
-    that at every instant the latest observation wins whatever the order of arrival:
-    - after every known value: it becomes active and closes the one before;
-    - before a known value: it is stored already superseded, between its neighbours;
-    - inside the interval of a value that was observed again later: that interval is split, and the
-      new value holds between the two observations.
-    `fact` is unsaved (a candidate) or pending (an approved review); its valid_from is set. Returns
-    the changes to log (after the caller's own entry for `fact`) as keyword arguments of `_log`."""
-    at = fact.valid_from
-    prev, nxt = _split(timeline, at)
-    resume = _seen_again(tenant, prev, at) if prev is not None and _covers(prev, at) else None
-    changes: list[dict[str, Any]] = []
-
-    if resume is not None and prev is not None:
-        tail = Fact(
-            tenant=tenant,
-            subject=prev.subject,
-            entity=prev.entity,
-            attribute=prev.attribute,
-            value=prev.value,
-            value_key=prev.value_key,
-            statement=prev.statement,
-            category=prev.category,
-            cardinality=prev.cardinality,
-            confidence=prev.confidence,
-            status=prev.status,
-            valid_from=resume,
-            valid_to=prev.valid_to,
-            recorded_at=now,
-            last_confirmed_at=prev.last_confirmed_at,
-            origin=prev.origin,
-            superseded_by_id=prev.superseded_by_id,
-            object_entity=prev.object_entity,
-            embedding=prev.embedding,
-            updated_at=now,
-        )
-        old_status = _close(prev, at=at, by=fact, now=now)
-        fact.status = FactStatus.SUPERSEDED
-        fact.valid_to = resume
-        fact.superseded_by = tail
-        fact.save()
-        tail.save()
-        _add_sources(tenant, tail, list(prev.source_episodes.all()))
-        changes.append(
-            {
-                "fact": tail,
-                "kind": FactChangeKind.CREATED,
-                "reason": f"split of fact {prev.id}: its value was observed again at {resume.isoformat()}.",
-                "new_value": tail.value,
-                "new_status": tail.status,
-                "new_confidence": tail.confidence,
-                "related_fact": prev,
-                "observed_at": resume,
-            }
-        )
-        changes.append(
-            {
-                "fact": prev,
-                "kind": FactChangeKind.SUPERSEDED,
-                "reason": f"another value was observed at {at.isoformat()}, before this one was seen again.",
-                "old_value": prev.value,
-                "new_value": fact.value,
-                "old_status": old_status,
-                "new_status": prev.status,
-                "related_fact": fact,
-            }
-        )
-        action: UpsertAction = "superseded"
-        previous: Fact | None = prev if old_status == FactStatus.ACTIVE else None
-    elif nxt is None:
-        fact.status = FactStatus.ACTIVE
-        fact.valid_to = None
-        fact.superseded_by = None
-        previous = None
-        action = "created"
-        if prev is not None and prev.status == FactStatus.ACTIVE:
-            # Close the loser before the winner is written: at most one active value at any instant.
-            old_status = _close(prev, at=at, by=fact, now=now)
-            changes.append(
-                {
-                    "fact": prev,
-                    "kind": FactChangeKind.SUPERSEDED,
-                    "reason": f"a newer value was observed at {at.isoformat()}.",
-                    "old_value": prev.value,
-                    "new_value": fact.value,
-                    "old_status": old_status,
-                    "new_status": prev.status,
-                    "related_fact": fact,
-                }
-            )
-            action, previous = "superseded", prev
-        fact.save()
-    else:
-        # Observed before the value that followed it: history, not the present.
-        fact.status = FactStatus.SUPERSEDED
-        fact.valid_to = nxt.valid_from
-        fact.superseded_by = nxt
-        fact.save()
-        if prev is not None and (prev.valid_to is None or prev.valid_to > at):
-            prev.valid_to = at
-            prev.superseded_by_id = fact.id
-            prev.updated_at = now
-            prev.save(update_fields=["valid_to", "superseded_by", "updated_at"])
-            changes.append(
-                {
-                    "fact": prev,
-                    "kind": FactChangeKind.SUPERSEDED,
-                    "reason": f"an out-of-order value observed at {at.isoformat()} came in between.",
-                    "old_value": prev.value,
-                    "new_value": fact.value,
-                    "old_status": prev.status,
-                    "new_status": prev.status,
-                    "related_fact": fact,
-                }
-            )
-        action, previous = "superseded", None
-
-    if fact.status == FactStatus.SUPERSEDED:
-        winner = fact.superseded_by
-        assert winner is not None
-        changes.append(
-            {
-                "fact": fact,
-                "kind": FactChangeKind.SUPERSEDED,
-                "reason": (
-                    f"observed at {at.isoformat()}, before the value observed at {winner.valid_from.isoformat()};"
-                    " stored as history."
-                ),
-                "old_value": fact.value,
-                "new_value": winner.value,
-                "new_status": FactStatus.SUPERSEDED,
-                "related_fact": winner,
-            }
-        )
-    return action, previous, changes
-
-
 @transaction.atomic
 def fact_upsert(
     *, tenant: Tenant, candidate: FactCandidate, actor: Actor, embedding: Sequence[float] | None = None
 ) -> UpsertResult:
     """Merge one candidate into semantic memory; see the module docstring. `embedding` (of the
     statement) lets batch writers embed many candidates at once; by default it is computed here."""
-    c = _prepare(tenant, candidate)
+    c = fact_prepare(tenant=tenant, candidate=candidate)
     vector = list(embedding) if embedding is not None else embed_statements([c.statement])[0]
     _lock(tenant, c.entity, c.attribute)
     now = timezone.now()
@@ -553,11 +193,11 @@ def fact_upsert(
     timeline: list[Fact] = []
 
     if cardinality == Cardinality.SINGLE:
-        timeline = _timeline(tenant, c.entity, c.attribute)
-        prev, nxt = _split(timeline, c.observed_at)
-        if prev is not None and prev.value_key == c.value_key and _covers(prev, c.observed_at):
+        timeline = timeline_of(tenant, c.entity, c.attribute)
+        prev, nxt = timeline_split(timeline, c.observed_at)
+        if prev is not None and prev.value_key == c.value_key and covers(prev, c.observed_at):
             return _confirm(tenant, prev, c, actor, "same value.", now)
-        resume = _seen_again(tenant, prev, c.observed_at) if prev is not None and _covers(prev, c.observed_at) else None
+        resume = seen_again(tenant, prev, c.observed_at) if prev is not None and covers(prev, c.observed_at) else None
         if nxt is not None and nxt.value_key == c.value_key and resume is None:
             # The value held earlier than we knew: move its start back to this observation.
             nxt.valid_from = c.observed_at
@@ -566,7 +206,7 @@ def fact_upsert(
                 prev.save(update_fields=["valid_to"])
             return _confirm(tenant, nxt, c, actor, f"same value, observed earlier ({c.observed_at.isoformat()}).", now)
         # Only the value holding at the time of observation (and pending ones) can be a near-duplicate.
-        dedupe_pool = [*([prev] if prev is not None and _covers(prev, c.observed_at) else []), *pending]
+        dedupe_pool = [*([prev] if prev is not None and covers(prev, c.observed_at) else []), *pending]
     else:
         dedupe_pool = live
 
@@ -600,20 +240,20 @@ def fact_upsert(
     )
     action: UpsertAction = "created"
     previous: Fact | None = None
-    changes: list[dict[str, Any]] = []
+    changes: list[ChangeDraft] = []
     if c.confidence < config.fact_review_threshold:
         fact.status = FactStatus.PENDING_REVIEW
         fact.save()
         action = "pending"
     elif cardinality == Cardinality.SINGLE:
-        action, previous, changes = _place_single(
+        action, previous, changes = place_single(
             tenant=tenant, fact=fact, timeline=timeline, actor=actor, episode_ids=c.episode_ids, now=now
         )
     else:
         fact.status = FactStatus.ACTIVE
         fact.save()
-    _add_sources(tenant, fact, c.episodes)
-    _log(
+    sources_add(tenant=tenant, fact=fact, episodes=c.episodes)
+    change_log(
         tenant=tenant,
         fact=fact,
         kind=FactChangeKind.CREATED,
@@ -627,7 +267,7 @@ def fact_upsert(
         at=now,
     )
     for change in changes:
-        _log(tenant=tenant, actor=actor, source_episode_ids=c.episode_ids, at=now, **change)
+        change.log(tenant=tenant, actor=actor, source_episode_ids=c.episode_ids, at=now)
     return UpsertResult(fact=fact, action=action, previous=previous)
 
 
@@ -657,7 +297,7 @@ def fact_confirm(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
     fact.confirmation_count += 1
     fact.updated_at = now
     fact.save(update_fields=["confidence", "last_confirmed_at", "confirmation_count", "updated_at"])
-    _log(
+    change_log(
         tenant=tenant,
         fact=fact,
         kind=FactChangeKind.CONFIRMED,
@@ -684,7 +324,7 @@ def _withdraw(
     fact.valid_to = valid_to
     fact.updated_at = now
     fact.save(update_fields=["status", "valid_to", "updated_at"])
-    _log(
+    change_log(
         tenant=tenant,
         fact=fact,
         kind=kind,
@@ -840,7 +480,7 @@ def fact_edit(
     fact.save(update_fields=[*fields, "updated_at"])
     if "statement" in fields:
         fact.refresh_from_db(fields=["search_vector"])
-    _log(
+    change_log(
         tenant=tenant,
         fact=fact,
         kind=FactChangeKind.EDITED,
@@ -879,7 +519,7 @@ def fact_review_decide(
         fact.valid_to = now
         fact.updated_at = now
         fact.save(update_fields=["status", "valid_to", "updated_at"])
-        _log(
+        change_log(
             tenant=tenant,
             fact=fact,
             kind=FactChangeKind.REVIEW_REJECTED,
@@ -901,17 +541,17 @@ def fact_review_decide(
     fact.confidence = new_confidence
     fact.updated_at = now
     fact.last_confirmed_at = now
-    changes: list[dict[str, Any]] = []
+    changes: list[ChangeDraft] = []
     if fact.cardinality == Cardinality.SINGLE:
         fact.save(update_fields=["confidence", "updated_at", "last_confirmed_at"])
-        timeline = _timeline(tenant, fact.entity, fact.attribute, exclude=fact.id)
-        _, _, changes = _place_single(
+        timeline = timeline_of(tenant, fact.entity, fact.attribute, exclude=fact.id)
+        _, _, changes = place_single(
             tenant=tenant, fact=fact, timeline=timeline, actor=actor, episode_ids=episode_ids, now=now
         )
     else:
         fact.status = FactStatus.ACTIVE
         fact.save(update_fields=["status", "confidence", "updated_at", "last_confirmed_at"])
-    _log(
+    change_log(
         tenant=tenant,
         fact=fact,
         kind=FactChangeKind.REVIEW_APPROVED,
@@ -926,7 +566,7 @@ def fact_review_decide(
         at=now,
     )
     for change in changes:
-        _log(tenant=tenant, actor=actor, source_episode_ids=episode_ids, at=now, **change)
+        change.log(tenant=tenant, actor=actor, source_episode_ids=episode_ids, at=now)
     return fact
 
 
@@ -964,7 +604,7 @@ def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult
         embedding=list(loser.embedding) if loser.embedding is not None else None,
     )
     for fact, related in ((result.fact, loser), (loser, result.fact)):
-        _log(
+        change_log(
             tenant=tenant,
             fact=fact,
             kind=FactChangeKind.REVERTED,

@@ -1,0 +1,131 @@
+"""Validation of a fact candidate: every field checked, every error reported with its JSON pointer,
+the source episodes resolved within the tenant (another tenant's episode is reported as missing)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from datetime import datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from core.errors import ValidationProblem
+from episodic.models import Episode
+from semantic.models import Cardinality, FactCategory, FactOrigin
+from semantic.normalise import ATTRIBUTE_MAX, normalise_attribute, normalise_entity, value_key
+from semantic.types import FactCandidate
+from tenants.models import Tenant
+
+
+def allowed_categories(tenant: Tenant) -> set[str]:
+    return set(FactCategory.values) | {c for c in tenant.config.extra_categories if isinstance(c, str)}
+
+
+@dataclasses.dataclass
+class PreparedFact:
+    subject: str
+    entity: str
+    attribute: str
+    value: str
+    value_key: str
+    statement: str
+    category: str
+    confidence: float
+    cardinality: str | None
+    origin: str
+    object_entity: str | None
+    episodes: list[Episode]
+    observed_at: datetime
+
+    @property
+    def episode_ids(self) -> list[int]:
+        return [e.id for e in self.episodes]
+
+
+def fact_prepare(*, tenant: Tenant, candidate: FactCandidate) -> PreparedFact:
+    errors: list[dict[str, str]] = []
+
+    def bad(pointer: str, detail: str) -> None:
+        errors.append({"pointer": pointer, "detail": detail})
+
+    max_chars = settings.ENGRAM["MAX_TEXT_CHARS"]
+    entity = normalise_entity(candidate.entity or "")
+    if not entity:
+        bad("/entity", "entity must not be empty.")
+    attribute = normalise_attribute(candidate.attribute or "")
+    if not attribute:
+        bad("/attribute", "attribute must contain at least one letter or digit.")
+    elif len(candidate.attribute) > ATTRIBUTE_MAX * 2:
+        bad("/attribute", f"attribute must be at most {ATTRIBUTE_MAX} characters.")
+    value = (candidate.value or "").strip()
+    if not value:
+        bad("/value", "value must not be empty.")
+    elif len(value) > max_chars:
+        bad("/value", f"value must be at most {max_chars} characters.")
+    statement = " ".join((candidate.statement or "").split())
+    if not statement:
+        bad("/statement", "statement must not be empty.")
+    elif len(statement) > max_chars:
+        bad("/statement", f"statement must be at most {max_chars} characters.")
+    if candidate.category not in allowed_categories(tenant):
+        bad("/category", f"unknown category {candidate.category!r}; allowed: {sorted(allowed_categories(tenant))}.")
+    confidence = candidate.confidence
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not math.isfinite(confidence):
+        bad("/confidence", "confidence must be a number between 0 and 1.")
+        confidence = 0.0
+    elif not 0.0 <= confidence <= 1.0:
+        bad("/confidence", "confidence must be between 0 and 1.")
+    if candidate.cardinality is not None and candidate.cardinality not in Cardinality.values:
+        bad("/cardinality", f"cardinality must be one of {Cardinality.values}.")
+    if candidate.origin not in FactOrigin.values:
+        bad("/origin", f"origin must be one of {FactOrigin.values}.")
+    subject = (candidate.subject or "").strip()
+    if len(subject) > 255:
+        bad("/subject", "subject must be at most 255 characters.")
+    object_entity = normalise_entity(candidate.object_entity) if candidate.object_entity else None
+
+    episodes: list[Episode] = []
+    ids = list(candidate.source_episode_ids or [])
+    if ids:
+        found = {
+            e.id: e
+            for e in Episode.objects.for_tenant(tenant)
+            .filter(id__in=[i for i in ids if isinstance(i, int)])
+            .only("id", "subject", "occurred_at")
+        }
+        subjects = {e.subject for e in found.values()}
+        if not subject and len(subjects) == 1:
+            subject = subjects.pop()
+        for index, episode_id in enumerate(ids):
+            episode = found.get(episode_id) if isinstance(episode_id, int) else None
+            if episode is None:
+                # Another tenant's episode is reported exactly like a missing one.
+                bad(f"/source_episode_ids/{index}", f"episode {episode_id} does not exist.")
+            elif episode.subject != subject:
+                bad(f"/source_episode_ids/{index}", f"episode {episode_id} is about another subject.")
+            elif episode not in episodes:
+                episodes.append(episode)
+    if errors:
+        raise ValidationProblem("; ".join(f"{e['pointer']}: {e['detail']}" for e in errors[:5]), errors=errors)
+
+    observed_at = candidate.observed_at
+    if observed_at is not None and timezone.is_naive(observed_at):
+        observed_at = timezone.make_aware(observed_at, timezone.get_current_timezone())
+    if observed_at is None:
+        observed_at = max((e.occurred_at for e in episodes), default=None) or timezone.now()
+    return PreparedFact(
+        subject=subject,
+        entity=entity,
+        attribute=attribute,
+        value=value,
+        value_key=value_key(value),
+        statement=statement,
+        category=candidate.category,
+        confidence=float(confidence),
+        cardinality=candidate.cardinality,
+        origin=candidate.origin,
+        object_entity=object_entity,
+        episodes=episodes,
+        observed_at=observed_at,
+    )
