@@ -22,7 +22,10 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from consolidation.lifecycle import iter_archive_rows, read_archive, write_archive
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
+from episodic.models import allow_episode_deletion
+from episodic.scratchpad import scratchpad_get, scratchpads_erase
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -115,7 +118,6 @@ def _facts_q(plan: Plan) -> Any:
 
 
 def _episodes_erase(plan: Plan) -> int:
-    from episodic.models import allow_episode_deletion
 
     qs = _qs("episodic.Episode", plan).filter(Q(subject=plan.subject) | Q(id__in=plan.episode_ids))
     count = int(qs.count())
@@ -125,7 +127,6 @@ def _episodes_erase(plan: Plan) -> int:
 
 
 def _sessions_erase(plan: Plan) -> int:
-    from episodic.models import allow_episode_deletion
 
     sessions = _qs("episodic.Session", plan).filter(subject=plan.subject)
     count = int(sessions.count())
@@ -159,7 +160,6 @@ def _fact_changes_erase(plan: Plan) -> int:
 
 
 def _scratchpad_count(plan: Plan) -> int:
-    from episodic.scratchpad import scratchpad_get
 
     return sum(
         1 for s in plan.session_external_ids if scratchpad_get(tenant=plan.tenant, session_external_id=s) is not None
@@ -167,13 +167,11 @@ def _scratchpad_count(plan: Plan) -> int:
 
 
 def _scratchpad_erase(plan: Plan) -> int:
-    from episodic.scratchpad import scratchpads_erase
 
     return scratchpads_erase(tenant=plan.tenant, session_external_ids=plan.session_external_ids)
 
 
 def _scratchpad_export(plan: Plan) -> Iterator[dict[str, Any]]:
-    from episodic.scratchpad import scratchpad_get
 
     for s in plan.session_external_ids:
         pad = scratchpad_get(tenant=plan.tenant, session_external_id=s)
@@ -182,13 +180,11 @@ def _scratchpad_export(plan: Plan) -> Iterator[dict[str, Any]]:
 
 
 def _archive_count(plan: Plan) -> int:
-    from consolidation.lifecycle import iter_archive_rows
 
     return sum(1 for _ in iter_archive_rows(tenant=plan.tenant, subject=plan.subject))
 
 
 def _archive_erase(plan: Plan) -> int:
-    from consolidation.lifecycle import read_archive, write_archive
 
     removed = 0
     for manifest in (
@@ -202,7 +198,6 @@ def _archive_erase(plan: Plan) -> int:
 
 
 def _archive_export(plan: Plan) -> Iterator[dict[str, Any]]:
-    from consolidation.lifecycle import iter_archive_rows
 
     yield from iter_archive_rows(tenant=plan.tenant, subject=plan.subject)
 

@@ -26,6 +26,8 @@ from consolidation.erasure import serialise
 from consolidation.lifecycle import iter_archive_rows
 from consolidation.models import ConsolidationWatermark
 from core.errors import Conflict
+from episodic.models import Episode
+from semantic.models import FactSource
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -190,8 +192,6 @@ class _Importer:
                 model.objects.for_tenant(self.tenant).filter(pk=pk).update(**{attname: target})  # type: ignore[attr-defined]
 
     def add_archived(self, rows: list[dict[str, Any]]) -> None:
-        from episodic.models import Episode
-        from semantic.models import FactSource
 
         episodes, links = [], []
         for row in rows:
@@ -270,7 +270,6 @@ def tenant_import(*, tenant: Tenant, fh: IO[bytes], batch_size: int = 1000) -> d
             importer.add_archived(archived)
         importer.finish_deferred()
         # Everything imported was consolidated at the source (its facts came along).
-        from episodic.models import Episode
 
         last = Episode.objects.for_tenant(tenant).order_by("-id").values_list("id", flat=True).first() or 0
         ConsolidationWatermark.objects.update_or_create(

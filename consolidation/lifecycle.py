@@ -34,6 +34,7 @@ from consolidation.models import ArchiveManifest, FactDecayAnchor
 from core.db import advisory_xact_lock
 from episodic.models import Episode, Session, allow_episode_deletion
 from semantic.models import ActorType, Fact, FactSource, FactStatus
+from semantic.services import fact_expire, facts_decay
 from semantic.types import Actor
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -77,7 +78,6 @@ def decayed_confidence(*, anchor_confidence: float, anchor_at: datetime, half_li
 
 
 def facts_decay_and_forget(*, tenant: Tenant, now: datetime | None = None) -> DecayReport:
-    from semantic.services import fact_expire, facts_decay
 
     now = now or timezone.now()
     config = tenant.config

@@ -30,7 +30,9 @@ from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunSt
 from core.db import advisory_xact_lock
 from core.errors import DomainError
 from episodic.models import Episode, EpisodeKind, Session, SessionStatus
+from episodic.services import episodes_append
 from semantic.models import ActorType
+from semantic.services import embed_statements, fact_upsert
 from semantic.types import Actor, FactCandidate
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -119,7 +121,6 @@ def backlog_queryset(tenant: Tenant, wm: ConsolidationWatermark) -> Any:
 def _merge(
     *, tenant: Tenant, run: ConsolidationRun, candidates: Sequence[FactCandidate], batch_ids: set[int]
 ) -> dict[str, int]:
-    from semantic.services import embed_statements, fact_upsert
 
     counts: dict[str, int] = defaultdict(int)
     actor = Actor(type=ActorType.CONSOLIDATION, id=f"run:{run.pk}", reason=run.reason[:200] or run.trigger)
@@ -263,7 +264,6 @@ SUMMARY_EXTERNAL_ID = "engram:summary"
 
 def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun | None = None) -> Episode | None:
     """Store the summary of an ended session as a `summary` episode, once (its external id is fixed)."""
-    from episodic.services import episodes_append
 
     with tenant_scope(tenant):
         session = Session.objects.for_tenant(tenant).filter(pk=session_id).first()

@@ -122,9 +122,7 @@ class MiniLMEmbedder:
                     super().__init__()
                     self.graph = graph
 
-                def forward(
-                    self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
-                ) -> torch.jit.Future[torch.Tensor]:
+                def forward(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.jit.Future[torch.Tensor]:
                     return torch.jit.fork(self.graph, a, b, c)
 
             with warnings.catch_warnings(), torch.inference_mode():
@@ -157,7 +155,9 @@ class MiniLMEmbedder:
         import torch
 
         with torch.inference_mode():
-            vector = torch.nn.functional.normalize(model.forward(self._features(model, text))["sentence_embedding"], dim=1)
+            vector = torch.nn.functional.normalize(
+                model.forward(self._features(model, text))["sentence_embedding"], dim=1
+            )
         return np.asarray(vector.numpy(), dtype=np.float32)
 
     def embed_async(self, text: str) -> Future[np.ndarray] | None:

@@ -2,7 +2,6 @@
 
 They live above the layers because they read all of them; nothing imports this app back."""
 
-
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,12 +12,17 @@ from django.db.models import Count, F, Max, Q, Sum, Window
 from django.db.models.functions import RowNumber, TruncDate, TruncWeek
 from django.utils import timezone
 
+from consolidation.models import ConsolidationRun, ConsolidationWatermark, ErasureRequest, ErasureStatus
 from consolidation.selectors import consolidation_stats
-from episodic.models import Episode
-from episodic.selectors import episodic_stats
+from consolidation.services import backlog_queryset
+from episodic.models import Episode, Session, SessionStatus
+from episodic.selectors import embedding_backlog, episodic_stats
+from procedural.models import Procedure, ProcedureStatus
 from procedural.selectors import procedure_stats
+from router.models import ContextFeedback, ContextTrace
 from router.selectors import context_latency, hit_rates, hit_rates_by
-from semantic.models import Fact
+from semantic.models import Fact, FactChange, FactStatus
+from semantic.selectors import fact_sources, facts_for_subject
 from tenants.models import Tenant
 
 WEEKS = 12
@@ -52,8 +56,6 @@ class Growth:
 
 def memory_growth(*, tenant: Tenant, weeks: int = WEEKS, subject: str | None = None) -> Growth:
     """New episodes, sessions and facts per week (UTC weeks starting Monday), the last `weeks` weeks."""
-    from episodic.models import Episode, Session
-    from semantic.models import Fact
 
     now = timezone.now()
     buckets = _weeks(now, weeks)
@@ -90,7 +92,6 @@ class TriggerSeries:
 
 def consolidation_triggers(*, tenant: Tenant, days: int = DAYS, subject: str | None = None) -> TriggerSeries:
     """Consolidation runs per day and trigger, the facts each trigger wrote, and all-time totals."""
-    from consolidation.models import ConsolidationRun
 
     now = timezone.now()
     buckets = _days(now, days)
@@ -144,8 +145,6 @@ class HitRates:
 def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = None, limit: int = 20) -> HitRates:
     """Items used over items offered (router feedback): overall, per day, and per conversation (most
     recent first)."""
-    from router.models import ContextFeedback, ContextTrace
-    from router.selectors import hit_rates
 
     now = timezone.now()
     buckets = _days(now, days)
@@ -196,11 +195,6 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
 
 def backlogs(*, tenant: Tenant) -> dict[str, int]:
     """Work waiting: embeddings, unconsolidated episodes, facts to review, erasures not yet done."""
-    from consolidation.models import ConsolidationWatermark, ErasureRequest, ErasureStatus
-    from consolidation.services import backlog_queryset
-    from episodic.models import Session, SessionStatus
-    from episodic.selectors import embedding_backlog
-    from semantic.models import Fact, FactStatus
 
     watermark = ConsolidationWatermark.objects.for_tenant(tenant).first() or ConsolidationWatermark(tenant=tenant)
     return {
@@ -215,9 +209,6 @@ def backlogs(*, tenant: Tenant) -> dict[str, int]:
 
 
 def memory_totals(*, tenant: Tenant) -> dict[str, int]:
-    from episodic.models import Episode, Session
-    from procedural.models import Procedure, ProcedureStatus
-    from semantic.models import Fact, FactStatus
 
     facts = Fact.objects.for_tenant(tenant).aggregate(
         active=Count("id", filter=Q(status=FactStatus.ACTIVE)), all=Count("id")
@@ -234,7 +225,6 @@ def memory_totals(*, tenant: Tenant) -> dict[str, int]:
 
 
 def recent_subjects(*, tenant: Tenant, limit: int = 25) -> list[dict[str, Any]]:
-    from episodic.models import Session
 
     return list(
         Session.objects.for_tenant(tenant)
@@ -254,7 +244,6 @@ class SessionRow:
 def subject_timeline(*, tenant: Tenant, subject: str, sessions: int = SUBJECT_SESSIONS) -> list[SessionRow]:
     """The subject's latest sessions, newest first, each with its first episodes in time order (two
     queries, whatever the number of sessions)."""
-    from episodic.models import Episode, Session
 
     rows = list(Session.objects.for_tenant(tenant).filter(subject=subject).order_by("-started_at", "-id")[:sessions])
     episodes = (
@@ -284,8 +273,6 @@ class FactRow:
 def subject_facts(*, tenant: Tenant, subject: str) -> dict[str, list[FactRow]]:
     """The subject's current facts, those waiting for review and the latest past ones, each with its
     source episodes and the number of changes in its history (three queries in all, plus the lists)."""
-    from semantic.models import Fact, FactChange, FactStatus
-    from semantic.selectors import fact_sources, facts_for_subject
 
     current = facts_for_subject(tenant=tenant, subject=subject)
     base = Fact.objects.for_tenant(tenant).filter(subject=subject).defer("embedding", "search_vector")

@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import httpx
-from engram_client import EngramClient
+from celery import current_app
+from engram_client import EngramClient, NotFoundError
 
 from demo import script
 from demo.agent import CONTEXT_TOKENS, ScriptedAgent, UserStats, session_id
 from demo.script import UserScript
+from procedural.seeds import seed_procedures
 from tenants.models import Tenant
 from tenants.services import api_key_create, api_key_revoke
 
@@ -51,8 +53,7 @@ def engram_for(tenant: Tenant, *, url: str | None = None, purpose: str = "demo")
 
 @contextlib.contextmanager
 def eager_tasks() -> Iterator[None]:
-    from config.celery import app
-
+    app = current_app
     before = app.conf.task_always_eager
     app.conf.task_always_eager = True
     try:
@@ -62,7 +63,6 @@ def eager_tasks() -> Iterator[None]:
 
 
 def demo_is_seeded(engram: EngramClient, users: Sequence[UserScript]) -> bool:
-    from engram_client import NotFoundError
 
     last_user = users[-1]
     try:
@@ -80,7 +80,6 @@ def seed_demo(
 ) -> list[UserStats] | None:
     """Seed procedures, then replay every conversation with memory on. Idempotent: conversations
     already stored are skipped, and a fully seeded tenant is left as it is (returns None)."""
-    from procedural.seeds import seed_procedures
 
     users = users or script.USERS
     seed_procedures(tenant=tenant)
@@ -99,7 +98,6 @@ def compare(
     context_tokens: int = CONTEXT_TOKENS,
 ) -> tuple[list[UserStats], list[UserStats]]:
     """The same script with memory off and with memory on (in `tenant`, which should be empty)."""
-    from procedural.seeds import seed_procedures
 
     users = users or script.USERS
     off = ScriptedAgent(None, start=demo_start()).run(users)

@@ -187,9 +187,8 @@ class EpisodeAdmin(ReadOnlyAdmin):
 
     @admin.display(description="facts drawn from it")
     def drawn_facts(self, obj: Episode) -> str:
-        from semantic.models import FactSource
-
-        sources = FactSource.objects.for_tenant(obj.tenant_id).filter(episode=obj).select_related("fact")
+        # Through the reverse relation: the episodic layer does not import the semantic one.
+        sources = obj.fact_sources.filter(tenant_id=obj.tenant_id).select_related("fact")
         sources = sources.defer("fact__embedding", "fact__search_vector")
         return (
             format_html_join(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, ClassVar
+from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -60,7 +60,7 @@ def _refuse(what: str) -> None:
         )
 
 
-class EpisodeQuerySet(TenantQuerySet):
+class EpisodeQuerySet(TenantQuerySet["Episode"]):
     def update(self, **kwargs: Any) -> int:
         if not set(kwargs) <= MUTABLE_EPISODE_FIELDS:
             _refuse(f"Episode update of {sorted(set(kwargs) - MUTABLE_EPISODE_FIELDS)}")
@@ -71,7 +71,7 @@ class EpisodeQuerySet(TenantQuerySet):
         return super().delete()
 
 
-class EpisodeManager(TenantManager):
+class EpisodeManager(TenantManager["Episode"]):
     _queryset_class = EpisodeQuerySet
 
     def get_queryset(self) -> EpisodeQuerySet:
@@ -82,13 +82,13 @@ class EpisodeManager(TenantManager):
         return self.get_queryset().for_tenant(tenant)
 
 
-class SessionQuerySet(TenantQuerySet):
+class SessionQuerySet(TenantQuerySet["Session"]):
     def delete(self) -> tuple[int, dict[str, int]]:
         _refuse("Session delete (it cascades to episodes)")
         return super().delete()
 
 
-class SessionManager(TenantManager):
+class SessionManager(TenantManager["Session"]):
     _queryset_class = SessionQuerySet
 
     def get_queryset(self) -> SessionQuerySet:
@@ -127,7 +127,7 @@ class Session(TenantModel):
     episode_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects: ClassVar[SessionManager] = SessionManager()  # type: ignore[assignment]
+    objects = SessionManager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=("tenant", "external_id"), name="uniq_session_external_id")]
@@ -182,7 +182,7 @@ class Episode(TenantModel):
         db_persist=True,
     )
 
-    objects: ClassVar[EpisodeManager] = EpisodeManager()  # type: ignore[assignment]
+    objects = EpisodeManager()
 
     class Meta:
         constraints = [

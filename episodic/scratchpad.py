@@ -33,6 +33,7 @@ from django.utils import timezone
 from core.errors import NotFound, PayloadTooLarge, PreconditionFailed, ValidationProblem
 from core.redis import get_redis
 from episodic.models import Episode, EpisodeKind, Session
+from episodic.services import episodes_append
 from episodic.validation import check_session_id
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -299,7 +300,6 @@ def _render(document: dict[str, Any], *, session: str, version: int, reason: str
 def _append_summary(
     *, tenant: Tenant, session: Session, pad: Scratchpad, reason: ScratchpadSummaryReason, occurred_at: datetime
 ) -> Episode | None:
-    from episodic.services import episodes_append
 
     item = {
         "subject": session.subject,

@@ -22,11 +22,15 @@ from django.utils.module_loading import import_string
 
 from core.embedding import embed_in_background
 from core.tokens import count_tokens, truncate_to_tokens
+from episodic.extraction import extract_entities_topics
+from episodic.scratchpad import scratchpad_get
+from procedural.selectors import procedure_match
 from router import selectors as router_selectors
 from router.packing import line_tokens, said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
+from semantic.selectors import fact_search_rows, facts_for_subject
 from tenants.models import Tenant
 from tenants.readers import read_beside
 
@@ -123,7 +127,6 @@ class HeuristicPolicy:
         self.w = weights or HeuristicWeights()
 
     def offer(self, *, tenant: Tenant, request: ContextRequest, plan: BudgetPlan) -> LayerCandidates:
-        from episodic.extraction import extract_entities_topics
 
         query = request.query.strip()
         # The query's vector is computed while the reads that do not need it run; the episodic
@@ -199,7 +202,6 @@ class HeuristicPolicy:
         recent: Sequence[router_selectors.EpisodeRow],
         embedding: list[float] | None,
     ) -> list[Candidate]:
-        from procedural.selectors import procedure_match
 
         tool_events = [
             {"kind": e.kind, "role": e.role, "content": e.content, "payload": e.payload}
@@ -239,7 +241,6 @@ class HeuristicPolicy:
     def facts(
         self, *, tenant: Tenant, request: ContextRequest, embedding: list[float] | Future[list[float]] | None
     ) -> list[Candidate]:
-        from semantic.selectors import fact_search_rows, facts_for_subject
 
         scored: list[tuple[Any, float, dict[str, float]]]
         if request.query.strip():
@@ -288,7 +289,6 @@ class HeuristicPolicy:
     def notes(
         self, *, tenant: Tenant, request: ContextRequest, plan: BudgetPlan
     ) -> tuple[list[Candidate], dict[str, Any] | None, int | None]:
-        from episodic.scratchpad import scratchpad_get
 
         pad = scratchpad_get(tenant=tenant, session_external_id=request.session)
         if pad is None or not pad.document:

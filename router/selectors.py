@@ -16,9 +16,11 @@ from django.db.models import Count, Q, QuerySet, Sum
 from core.errors import NotFound
 from core.timestamps import epoch_us_sql, from_epoch_us
 from episodic.models import Session
+from episodic.selectors import episode_search_rows
 from procedural.models import Procedure
 from router.models import ContextFeedback, ContextTrace
 from router.types import Source
+from semantic.selectors import fact_sources as semantic_fact_sources
 from tenants.models import Tenant
 
 
@@ -113,7 +115,6 @@ def episode_hits(
     exclude_ids: Sequence[int],
 ) -> list[EpisodeHit]:
     """The episodic layer's ranked search (episodic.selectors.episode_search_rows), as rows."""
-    from episodic.selectors import episode_search_rows
 
     scored = episode_search_rows(
         tenant=tenant,
@@ -172,7 +173,6 @@ def episode_neighbours(
 
 def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Source]]:
     """The episodes each fact came from (semantic.selectors.fact_sources), oldest first."""
-    from semantic.selectors import fact_sources as semantic_fact_sources
 
     refs = semantic_fact_sources(tenant=tenant, fact_ids=fact_ids)
     return {

@@ -12,12 +12,14 @@ from django.db import IntegrityError, transaction
 
 from core.db import set_local
 from core.errors import Conflict, ValidationProblem
+from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
-from router.packing import line_tokens
+from router.packing import assemble, line_tokens
 from router.policy import get_policy
 from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
+from semantic.services import fact_mark_used
 from tenants.models import Tenant
 from tenants.readers import write_after_commit
 
@@ -79,7 +81,6 @@ def _validate(request: ContextRequest) -> None:
 @transaction.atomic
 def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     """The layered, budgeted context for one model call, and its trace."""
-    from router.packing import assemble
 
     started = time.perf_counter()
     _validate(request)
@@ -110,7 +111,9 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
         latency_ms=round(latency_ms, 3),
     )
     trace.offered = [item_dict(item) for item in chosen]
-    write_after_commit(trace_items_record, tenant=tenant, trace_id=trace.id, offered=trace.offered, considered=considered)
+    write_after_commit(
+        trace_items_record, tenant=tenant, trace_id=trace.id, offered=trace.offered, considered=considered
+    )
     return ContextResult(trace=trace, built=built)
 
 
@@ -144,8 +147,6 @@ def context_feedback_record(
 ) -> ContextFeedback:
     """What the caller used of a context: marks the facts used, records the outcome of the procedures
     offered (applied when used), and feeds the hit rates. One feedback per trace."""
-    from procedural.services import procedure_outcome_record
-    from semantic.services import fact_mark_used
 
     trace = trace_get(tenant=tenant, trace_id=trace_id)
     offered = set(trace.offered_ids)

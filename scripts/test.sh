@@ -14,6 +14,9 @@ set -a; . .data/engram.env; set +a
 export DJANGO_SETTINGS_MODULE=config.settings.test
 echo "==> ruff"
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "==> import-linter (the layer rule, docs/architecture.md)"
+.venv/bin/lint-imports
 echo "==> mypy"
 .venv/bin/mypy .
 echo "==> pytest"

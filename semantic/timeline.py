@@ -215,5 +215,3 @@ def place_single(
             )
         )
     return action, previous, changes
-
-

@@ -26,7 +26,7 @@ def operator_tenant_ids(request: HttpRequest) -> frozenset[Any]:
     return scope.active_tenant_ids() or frozenset()
 
 
-class TenantOwnedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class TenantOwnedAdmin(admin.ModelAdmin):
     """Base for ModelAdmins of tenant-owned models."""
 
     list_select_related = ("tenant",)
@@ -100,14 +100,14 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+class MembershipInline(admin.TabularInline):
     model = TenantMembership
     extra = 0
     raw_id_fields = ("user",)
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class TenantAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "active", "created_at")
     search_fields = ("slug", "name")
     inlines = (MembershipInline,)

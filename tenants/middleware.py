@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 
 from tenants import scope
 from tenants.api.problems import problem_response
+from tenants.selectors import operator_tenant_ids
 
 SCOPED_PREFIXES = ("/v1/", "/admin/", "/dashboard/")
 
@@ -53,8 +54,6 @@ class TenantScopeMiddleware:
             with transaction.atomic():
                 user = getattr(request, "user", None)
                 if user is not None and user.is_authenticated and user.is_staff:
-                    from tenants.selectors import operator_tenant_ids
-
                     scope.activate(operator_tenant_ids(user=user))
                 response = self.get_response(request)
                 if response.status_code >= 400:

@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import secrets
 import uuid
-from typing import Any, ClassVar, Self
+from typing import Any, Self, TypeVar
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -91,22 +91,25 @@ class Tenant(models.Model):
         return TenantSettings.from_json(self.settings)
 
 
-class TenantQuerySet(models.QuerySet[Any]):
+_M = TypeVar("_M", bound=models.Model)
+
+
+class TenantQuerySet(models.QuerySet[_M, _M]):
     def for_tenant(self, tenant: Tenant | uuid.UUID) -> Self:
         tenant_id = tenant if isinstance(tenant, uuid.UUID) else tenant.id
         return self.filter(tenant_id=tenant_id)
 
 
-class TenantManager(models.Manager[Any]):
+class TenantManager(models.Manager[_M]):
     """Fails closed: no query is built outside a tenant scope."""
 
     _queryset_class = TenantQuerySet
 
-    def get_queryset(self) -> TenantQuerySet:
+    def get_queryset(self) -> TenantQuerySet[_M]:
         require_scope(self.model._meta.label)
         return TenantQuerySet(self.model, using=self._db)
 
-    def for_tenant(self, tenant: Tenant | uuid.UUID) -> TenantQuerySet:
+    def for_tenant(self, tenant: Tenant | uuid.UUID) -> TenantQuerySet[_M]:
         return self.get_queryset().for_tenant(tenant)
 
 
@@ -117,7 +120,7 @@ class TenantModel(models.Model):
     # No single-column index: the composite indexes of each model lead with tenant_id.
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
 
-    objects: ClassVar[TenantManager] = TenantManager()
+    objects = TenantManager()
 
     class Meta:
         abstract = True

@@ -139,6 +139,7 @@ def write_after_commit(fn: Callable[P, None], /, *args: P.args, **kwargs: P.kwar
             with tenant_scope(*ids):
                 fn(*args, **kwargs)
             return
+
         def run() -> None:
             _scoped(ids, fn, *args, **kwargs)
 

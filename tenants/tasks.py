@@ -25,7 +25,7 @@ from tenants.models import Tenant
 logger = logging.getLogger(__name__)
 
 
-class TenantTask(Task):  # type: ignore[type-arg]
+class TenantTask(Task):
     abstract = True
 
     def __call__(self, tenant_id: str | uuid.UUID, *args: Any, **kwargs: Any) -> Any:

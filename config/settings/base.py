@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import environ
 
@@ -151,7 +152,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
 }
 
-ENGRAM = {
+ENGRAM: dict[str, Any] = {
     # Request limits: each gives a 413 or a 400 problem.
     "MAX_BODY_BYTES": env.int("ENGRAM_MAX_BODY_BYTES", default=8 * 1024 * 1024),
     "MAX_BATCH": env.int("ENGRAM_MAX_BATCH", default=1000),

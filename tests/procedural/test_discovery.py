@@ -148,10 +148,17 @@ def test_tokens_carry_kind_and_tool_never_text() -> None:
 
 @given(st.lists(st.sampled_from("abcd"), max_size=14))
 def test_every_pattern_is_an_ordered_windowed_subsequence(tokens: list[str]) -> None:
-    for pattern in session_patterns(tokens, max_length=3, window=3):
+    patterns = session_patterns(tokens, max_length=3, window=3)
+    for pattern in patterns:
         assert 2 <= len(pattern) <= 3
         it = iter(tokens)
         assert all(t in it for t in pattern)
+    # ...and none is missed: every pair within the window is a pattern, every triple of neighbours too.
+    for i in range(len(tokens)):
+        for j in range(i + 1, min(len(tokens), i + 4)):
+            assert (tokens[i], tokens[j]) in patterns
+        if i + 2 < len(tokens):
+            assert (tokens[i], tokens[i + 1], tokens[i + 2]) in patterns
 
 
 @given(st.integers(1, 40), st.integers(1, 40), st.data())

@@ -99,11 +99,18 @@ def test_dangerous_or_invalid_patterns_are_refused(pattern: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "pattern",
-    [r"(?i)\bHTTP 429\b", r"(?i)\b(error|exception)\b.{0,40}\blog\b", r"^deploy(ing)? to \w+$", r"[A-Z]{3}-\d{1,6}"],
+    ("pattern", "text"),
+    [
+        (r"(?i)\bHTTP 429\b", "we got http 429 again"),
+        (r"(?i)\b(error|exception)\b.{0,40}\blog\b", "an exception shows in the log"),
+        (r"^deploy(ing)? to \w+$", "deploying to staging"),
+        (r"[A-Z]{3}-\d{1,6}", "see ENG-1234"),
+    ],
 )
-def test_ordinary_patterns_are_accepted(pattern: str) -> None:
+def test_ordinary_patterns_are_accepted_and_match(pattern: str, text: str) -> None:
     regex_check(pattern)
+    assert regex_search(pattern, text) is True
+    assert regex_search(pattern, "nothing relevant here") is False
 
 
 @settings(max_examples=60, deadline=None)

@@ -189,7 +189,9 @@ def test_bad_budgets_name_the_field(max_tokens: int, overrides: dict[str, int], 
 # Content as agents store it: words of letters (several scripts), digits, punctuation, apostrophes and
 # emoji, joined by single spaces (what said_tokens requires; anything else is counted line by line).
 said_words = st.lists(
-    st.text(alphabet=st.sampled_from("abcXYZ'’sdtm0123456789.,:;!?-_()[]\"#@/éü日本ß€😀\u0301"), min_size=1, max_size=12),
+    st.text(
+        alphabet=st.sampled_from("abcXYZ'’sdtm0123456789.,:;!?-_()[]\"#@/éü日本ß€😀\u0301"), min_size=1, max_size=12
+    ),
     min_size=1,
     max_size=25,
 ).map(" ".join)

@@ -142,7 +142,9 @@ def test_subject_filter_covers_the_subjects_memory_and_facts_about_it(upsert, te
 
 def test_search_rows_rank_as_the_search_in_one_query_fewer(upsert, tenant_a, django_assert_max_num_queries) -> None:
     for n in range(8):
-        upsert(attribute=f"attr_{n}", value=f"v{n}", statement=f"The user mentions topic {n} and more.", subject="user-1")
+        upsert(
+            attribute=f"attr_{n}", value=f"v{n}", statement=f"The user mentions topic {n} and more.", subject="user-1"
+        )
     upsert(attribute="pet", value="Miso", statement="The user has a cat named Miso", subject="user-1", confidence=0.55)
     with tenant_scope(tenant_a):
         models = fact_search(tenant=tenant_a, query="topic cat", subject="user-1", k=10)

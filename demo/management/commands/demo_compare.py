@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from demo.agent import CONTEXT_TOKENS, UserStats, totals
 from demo.runner import compare
+from episodic.models import allow_episode_deletion
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.services import tenant_create
@@ -71,7 +72,6 @@ class Command(BaseCommand):
         self.stdout.write(f"Wrote {output} and {chart}")
 
     def _delete(self, tenant: Tenant) -> None:
-        from episodic.models import allow_episode_deletion
 
         # A throwaway tenant goes whole, its episodes with it: the one deletion besides erasure and archiving.
         with tenant_scope(tenant), allow_episode_deletion():

@@ -1,8 +1,8 @@
 """Serve Engram's memory tools over MCP (see clients/python/src/engram_client/mcp.py).
 
-    manage.py mcp_server --api-key eng_...                       # stdio, for a desktop or IDE client
-    manage.py mcp_server --transport http --port 8765            # streamable HTTP at /mcp; each
-                                                                 # request sends Authorization: Bearer
+manage.py mcp_server --api-key eng_...                       # stdio, for a desktop or IDE client
+manage.py mcp_server --transport http --port 8765            # streamable HTTP at /mcp; each
+                                                             # request sends Authorization: Bearer
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from engram_client import EngramError
+from engram_client.mcp import EngramTools, build_server, http_app
 
 if TYPE_CHECKING:
     from engram_client.mcp import EngramTools
@@ -36,7 +38,6 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8765, help="http only")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from engram_client.mcp import EngramTools, build_server, http_app
 
         url = options["url"].rstrip("/")
         if options["transport"] == "http":
@@ -54,7 +55,6 @@ class Command(BaseCommand):
         build_server(tools).run("stdio")
 
     async def _check_key(self, tools: EngramTools) -> None:
-        from engram_client import EngramError
 
         try:
             tenant = await tools.client_for(None).tenant()
