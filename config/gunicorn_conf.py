@@ -4,6 +4,9 @@ image, the latency benchmark)."""
 import gc
 from typing import Any
 
+# One access line per request on stdout, where the container's log driver collects it.
+accesslog = "-"
+
 
 def post_worker_init(worker: Any) -> None:
     # Otherwise the first request of each worker pays for what is loaded once and kept, while its

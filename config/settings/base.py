@@ -91,11 +91,13 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASE_OWNER_URL = env.str("DATABASE_OWNER_URL", default="")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# REDIS_URL holds state (scratchpads, idempotency locks, throttles) and must not evict; the cache may
+# live on an instance that does (CACHE_URL), and the broker on its own database (CELERY_BROKER_URL).
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": REDIS_URL,
+        "LOCATION": env.str("CACHE_URL", default=REDIS_URL),
         "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="engram"),
     }
 }
