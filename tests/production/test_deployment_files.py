@@ -90,8 +90,8 @@ def test_migrate_installs_the_schedules_after_migrating(compose: dict[str, Any])
 
 
 def test_the_scheduled_tasks_are_ones_the_worker_knows() -> None:
-    from consolidation.schedules import SCHEDULES
     from config.celery import app
+    from consolidation.schedules import SCHEDULES
 
     app.loader.import_default_modules()
     names = {s.task for s in SCHEDULES}
@@ -194,7 +194,7 @@ def test_archive_directory_is_created_and_given_to_the_user_before_the_switch() 
     prepared = [
         rest
         for word, rest in steps[:user_at]
-        if word == "RUN" and "/app/.data/archive" in rest and "mkdir -p" in rest and f"chown" in rest
+        if word == "RUN" and "/app/.data/archive" in rest and "mkdir -p" in rest and "chown" in rest
     ]
     assert prepared, "a fresh named volume copies the image directory's owner: it must exist, owned by the user"
     assert re.search(rf"chown (-R )?{user}(:\S+)? .*/app/\.data", prepared[0])
