@@ -29,7 +29,6 @@ def manage(*args: str) -> None:
 
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
-    started_pg = not os.environ.get("DATABASE_URL") and not devenv._port_open("127.0.0.1", devenv.PG_PORT)
     devenv.up()
     manage("migrate", "--no-input", "-v", "0")
     manage("bootstrap_local")
@@ -110,9 +109,8 @@ Ctrl-C stops everything.
             os.killpg(proc.pid, signal.SIGKILL)
     for directory in metrics_dirs.values():
         shutil.rmtree(directory, ignore_errors=True)
-    if started_pg:
-        devenv.pg_down()
-    devenv.redis_down()
+    # Only what this run started: a PostgreSQL or Redis that was already running stays up.
+    devenv.down(only=devenv.STARTED)
     print("Engram stopped.", flush=True)
     return code
 

@@ -208,6 +208,8 @@ LOGGING = {
         # engram.task writes the one line per task; Celery's own would repeat it, return value included.
         "celery.app.trace": {"level": "WARNING"},
         "celery.worker.strategy": {"level": "WARNING"},
+        # The model library's deprecation notices about its own internals, and its loading chatter.
+        "sentence_transformers": {"level": "ERROR"},
     },
 }
 # Serve static files straight from the finders too, so the dev server needs no collectstatic.

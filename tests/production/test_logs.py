@@ -195,3 +195,31 @@ def _flow(api: Any) -> None:
     assert api.get(f"/v1/facts/{uuid.uuid4()}").status_code == 404
     assert api.get(f"/v1/sessions/{SUBJECT}-missing").status_code == 404
     assert api.post(f"/v1/subjects/{SUBJECT}/erasure", {"reason": "asked"}, format="json").status_code == 202
+
+
+MODEL_PROBE = r"""
+import django
+django.setup()
+from tenants.embedding import MiniLMEmbedder, embed_one
+embedder = MiniLMEmbedder()
+embedder.embed(["one text", "and another"])
+embedder.embed(["a single query"])
+print("PROBE DONE")
+"""
+
+
+@pytest.mark.slow
+def test_loading_and_running_the_model_prints_no_library_noise() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", MODEL_PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert "PROBE DONE" in done.stdout, done.stderr[-2000:]
+    output = done.stdout + done.stderr
+    for noise in ("deprecated", "Loading weights", "[transformers]", "Warning"):
+        assert noise not in output, output[-3000:]
