@@ -23,6 +23,17 @@ def _logging_from_settings(**kwargs: Any) -> None:
     dictConfig(settings.LOGGING)
 
 
+# Beat alone waits out a broker restart: a tick it gave up would skip a daily run (decay, archiving)
+# until the next day. About a minute of retries per send; the web process keeps the short default, so a
+# request never hangs on a missing broker (tests/production/test_beat_redis_restart.py).
+BEAT_PUBLISH_RETRY_POLICY = {"max_retries": 15, "interval_start": 0, "interval_step": 1, "interval_max": 5}
+
+
+@signals.beat_init.connect
+def _beat_waits_for_the_broker(sender: Any = None, **kwargs: Any) -> None:
+    app.conf.task_publish_retry_policy = BEAT_PUBLISH_RETRY_POLICY
+
+
 @signals.celeryd_init.connect
 def _metrics_dir_clean(**kwargs: Any) -> None:
     # Django (and so every metric) is loaded by now, in this process only: the pool is not forked yet.
