@@ -4,6 +4,7 @@ image, the latency benchmark)."""
 import gc
 import json
 import os
+import shutil
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,8 +51,9 @@ logger_class = JsonAccessLogger
 
 # Every worker counts on its own; in multiprocess mode /metrics adds them up (config/metrics.py). The
 # directory must be known before a worker imports prometheus_client, so it is chosen here, in the master.
+_own_metrics_dir = ""
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="engram-metrics-")
+    _own_metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="engram-metrics-")
 
 
 # The hooks below run in the master too, so they use prometheus_client alone.
@@ -63,6 +65,11 @@ def on_starting(server: Any) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for path in directory.glob("*.db"):
         path.unlink(missing_ok=True)
+
+
+def on_exit(server: Any) -> None:
+    if _own_metrics_dir:
+        shutil.rmtree(_own_metrics_dir, ignore_errors=True)
 
 
 def child_exit(server: Any, worker: Any) -> None:

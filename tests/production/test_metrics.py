@@ -190,3 +190,16 @@ def test_the_backlog_gauge_reports_the_latest_value_not_one_per_process() -> Non
     from consolidation.metrics import BACKLOG
 
     assert BACKLOG._multiprocess_mode == "mostrecent"
+
+
+def test_gunicorn_removes_the_metrics_directory_it_made_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Set, then unset: the undo then removes what the config file puts in this process's environment.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "placeholder")
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
+    path = ROOT / "config" / "gunicorn_conf.py"
+    namespace: dict[str, Any] = {"__file__": str(path), "__name__": "__config__"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102
+    made = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    assert made.is_dir() and made.name.startswith("engram-metrics-")
+    namespace["on_exit"](None)
+    assert not made.exists()
