@@ -1,7 +1,9 @@
-# Production image for web, worker and beat (docker-compose.yml). CPU-only torch, model baked in by its wheel.
+# Production image for migrate, web, worker and beat (docker-compose.yml). CPU-only torch, model baked in by its wheel.
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-    DJANGO_SETTINGS_MODULE=config.settings.production
+    PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    DJANGO_SETTINGS_MODULE=config.settings.production \
+    HOME=/tmp
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
@@ -17,14 +19,24 @@ COPY dashboard ./dashboard
 COPY demo ./demo
 # The MCP server and the demo speak to the API through the project's own client.
 COPY clients ./clients
-# TORCH_INDEX_URL: an index serving PyTorch's CPU-only wheels, so the image does not carry CUDA.
+# torch first, and only its CPU build: the `+cpu` pin cannot be met by a CUDA wheel, so an index that
+# does not serve the CPU wheels fails the build instead of bringing several GB of CUDA. TORCH_INDEX_URL
+# names such an index when pip's configured one does not. The constraint file then holds every later
+# install to that very torch: sentence-transformers cannot make the resolver swap it.
 ARG TORCH_INDEX_URL=""
-RUN pip install --no-cache-dir "torch==2.13.0" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} \
- && pip install --no-cache-dir ./clients/python .
+RUN echo "torch==2.13.0+cpu" > /tmp/torch-cpu.txt \
+ && pip install "torch==2.13.0+cpu" ${TORCH_INDEX_URL:+--extra-index-url "$TORCH_INDEX_URL"} \
+ && pip install -c /tmp/torch-cpu.txt ./clients/python . \
+ && rm /tmp/torch-cpu.txt
+# .dockerignore keeps .env, .data, .git, .venv and caches out of this copy.
 COPY . .
 RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
-    python manage.py collectstatic --no-input
-RUN useradd --system --uid 1000 engram && chown -R engram /app
+    python manage.py collectstatic --no-input -v 0
+# The code stays root's and read-only to the service user; only the archive is the user's to write.
+# A fresh named volume mounted on /app/.data/archive takes this directory's owner.
+RUN useradd --system --uid 1000 --user-group --no-create-home engram \
+ && mkdir -p /app/.data/archive \
+ && chown -R engram:engram /app/.data
 USER engram
 EXPOSE 8000
 CMD ["gunicorn", "config.wsgi:application", "--config", "config/gunicorn_conf.py", "--bind", "0.0.0.0:8000", "--workers", "4", "--threads", "4"]

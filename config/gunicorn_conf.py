@@ -2,7 +2,81 @@
 image, the latency benchmark)."""
 
 import gc
+import json
+import os
+import shutil
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+from gunicorn.glogging import Logger
+
+
+def access_line(*, environ: dict[str, Any], status: str, sent: int | None, duration: timedelta) -> dict[str, Any]:
+    """The request's line: what config.logs.RequestContextMiddleware left in the environ, and the
+    route pattern, never the path or the query string (they hold subject ids)."""
+    return {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "level": "INFO",
+        "logger": "gunicorn.access",
+        "message": "request",
+        "request_id": environ.get("engram.request_id"),
+        "tenant_id": environ.get("engram.tenant_id"),
+        "method": environ.get("REQUEST_METHOD"),
+        "route": environ.get("engram.route"),
+        "status": int(str(status).split(None, 1)[0]),
+        "bytes": sent,
+        "duration_ms": round(duration.total_seconds() * 1000, 1),
+        "remote_addr": environ.get("REMOTE_ADDR"),
+    }
+
+
+class JsonAccessLogger(Logger):
+    def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: timedelta) -> None:
+        if not (self.cfg.accesslog or self.cfg.logconfig or self.cfg.logconfig_dict or self.cfg.syslog):
+            return
+        try:
+            line = access_line(environ=environ, status=resp.status, sent=resp.sent, duration=request_time)
+            self.access_log.info(json.dumps(line))
+        except Exception:  # noqa: BLE001 - like gunicorn's own access(): a log line never breaks a response
+            self.error("Failed to format the access log line", exc_info=True)
+
+
+# One access line per request on stdout, where the container's log driver collects it. The class is
+# defined here because the master must not import the `config` package: its Celery module would choose
+# a settings module for the workers.
+accesslog = "-"
+logger_class = JsonAccessLogger
+
+# Every worker counts on its own; in multiprocess mode /metrics adds them up (config/metrics.py). The
+# directory must be known before a worker imports prometheus_client, so it is chosen here, in the master.
+_own_metrics_dir = ""
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    _own_metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="engram-metrics-")
+
+
+# The hooks below run in the master too, so they use prometheus_client alone.
+
+
+def on_starting(server: Any) -> None:
+    # A previous run's counters must not be added to this one's.
+    directory = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in directory.glob("*.db"):
+        path.unlink(missing_ok=True)
+
+
+def on_exit(server: Any) -> None:
+    if _own_metrics_dir:
+        shutil.rmtree(_own_metrics_dir, ignore_errors=True)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    # A dead worker's live gauges go; its counters stay, since what it counted happened.
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
 
 
 def post_worker_init(worker: Any) -> None:

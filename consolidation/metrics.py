@@ -15,7 +15,13 @@ LLM_COST = Counter("engram_extractor_cost_usd_total", "Estimated extractor cost 
 RUN_SECONDS = Histogram(
     "engram_consolidation_run_seconds", "Duration of consolidation runs", buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 1800)
 )
-BACKLOG = Gauge("engram_consolidation_backlog_episodes", "Episodes waiting for consolidation", ["tenant"])
+# Set by whichever worker process ran the sweep last; across processes the latest value is the truth.
+BACKLOG = Gauge(
+    "engram_consolidation_backlog_episodes",
+    "Episodes waiting for consolidation",
+    ["tenant"],
+    multiprocess_mode="mostrecent",
+)
 ERASURES = Counter("engram_erasure_requests_total", "Erasure requests finished", ["status"])
 DECAYED = Counter("engram_facts_decayed_total", "Facts whose confidence decayed")
 EXPIRED = Counter("engram_facts_forgotten_total", "Facts expired by forgetting", ["why"])

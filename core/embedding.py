@@ -41,6 +41,9 @@ class MiniLMEmbedder:
     def __init__(self, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        # No weight-loading bars nor advisory warnings about the model's config in the services' output.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         self.batch_size = batch_size
         self._model: Any = None
         # The model traced for one text (None until built, False when tracing failed).

@@ -3,6 +3,10 @@ Redis (the one on 127.0.0.1:6379, or a private one). Writes their addresses to .
 
     python scripts/devenv.py up      # start what is missing, create roles and database, write env
     python scripts/devenv.py down    # stop what this script started
+
+    # the test command: stop afterwards only what this run started, never a server already running
+    python scripts/devenv.py up --started-file F
+    python scripts/devenv.py down --started-file F
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / ".data"
+DATA = Path(os.environ.get("ENGRAM_DATA_DIR") or ROOT / ".data")
 PGDATA = DATA / "pg"
 ENV_FILE = DATA / "engram.env"
 PG_PORT = int(os.environ.get("ENGRAM_PG_PORT", "54329"))
@@ -25,6 +29,8 @@ APP_ROLE = "engram_app"
 APP_PASSWORD = os.environ.get("ENGRAM_APP_DB_PASSWORD", "engram_app")
 DB_NAME = "engram"
 PG_SYSTEM_USER = "embedded_postgres"
+# What up() started in this process ("postgres", "redis"): what a later down(only=STARTED) may stop.
+STARTED: set[str] = set()
 
 
 def log(msg: str) -> None:
@@ -107,6 +113,7 @@ def pg_up() -> None:
         stdout=subprocess.DEVNULL,
         **runas,  # type: ignore[arg-type]
     )
+    STARTED.add("postgres")
 
 
 def pg_down() -> None:
@@ -186,6 +193,7 @@ def redis_up() -> str:
         ],
         check=True,
     )
+    STARTED.add("redis")
     for _ in range(50):
         if _port_open("127.0.0.1", PRIVATE_REDIS_PORT):
             break
@@ -224,17 +232,33 @@ def up() -> dict[str, str]:
     return env
 
 
-def down() -> None:
-    pg_down()
-    redis_down()
+def down(only: set[str] | None = None) -> None:
+    """Stop the embedded services; with `only`, just those named (what one run started)."""
+    if only is None or "postgres" in only:
+        pg_down()
+    if only is None or "redis" in only:
+        redis_down()
+
+
+def _started_file(args: list[str]) -> Path | None:
+    if "--started-file" not in args:
+        return None
+    return Path(args[args.index("--started-file") + 1])
 
 
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else "up"
+    record = _started_file(sys.argv[2:])
     if command == "up":
         for key, value in up().items():
             print(f"{key}={value}")
+        if record is not None:
+            record.write_text("".join(f"{name}\n" for name in sorted(STARTED)))
     elif command == "down":
-        down()
+        if record is None:
+            down()
+        elif record.exists():
+            down(only=set(record.read_text().split()))
+            record.unlink()
     else:
         raise SystemExit(__doc__)

@@ -4,9 +4,11 @@ Ctrl-C stops all of them (and the embedded PostgreSQL and private Redis this run
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +29,6 @@ def manage(*args: str) -> None:
 
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
-    started_pg = not os.environ.get("DATABASE_URL") and not devenv._port_open("127.0.0.1", devenv.PG_PORT)
     devenv.up()
     manage("migrate", "--no-input", "-v", "0")
     manage("bootstrap_local")
@@ -44,16 +45,28 @@ def main() -> int:
             "2",
             "--threads",
             "4",
-            "--access-logfile",
-            "-",
             "--graceful-timeout",
             "10",
         ],
         "worker": [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", "2"],
         "beat": [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO"],
     }
-    # One thread per query embedding in the web process: its request threads already share the cores.
-    env = {"web": {**os.environ, "ENGRAM_TORCH_THREADS": os.environ.get("ENGRAM_WEB_TORCH_THREADS", "1")}}
+    # Each process family counts into a fresh metrics directory of its own (config/metrics.py); the
+    # worker serves its counters on 127.0.0.1:ENGRAM_WORKER_METRICS_PORT.
+    metrics_dirs = {name: tempfile.mkdtemp(prefix=f"engram-metrics-{name}-") for name in ("web", "worker")}
+    env = {
+        # One thread per query embedding in the web process: its request threads already share the cores.
+        "web": {
+            **os.environ,
+            "ENGRAM_TORCH_THREADS": os.environ.get("ENGRAM_WEB_TORCH_THREADS", "1"),
+            "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["web"],
+        },
+        "worker": {
+            **os.environ,
+            "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["worker"],
+            "ENGRAM_WORKER_METRICS_PORT": os.environ.get("ENGRAM_WORKER_METRICS_PORT", "9808"),
+        },
+    }
     for name, cmd in commands.items():
         procs[name] = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, env=env.get(name))
     base = f"http://{HOST}:{PORT}"
@@ -94,9 +107,10 @@ Ctrl-C stops everything.
             proc.wait(timeout=max(0.1, deadline - time.time()))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-    if started_pg:
-        devenv.pg_down()
-    devenv.redis_down()
+    for directory in metrics_dirs.values():
+        shutil.rmtree(directory, ignore_errors=True)
+    # Only what this run started: a PostgreSQL or Redis that was already running stays up.
+    devenv.down(only=devenv.STARTED)
     print("Engram stopped.", flush=True)
     return code
 

@@ -9,7 +9,11 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
     echo "==> installing chromium for the browser tests"
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
-.venv/bin/python scripts/devenv.py up >/dev/null
+# Stop afterwards what this run started (a PostgreSQL, a private Redis), and only that: a server that
+# was already running (make run, make services, another checkout's) is left alone.
+started=$(mktemp)
+trap '.venv/bin/python scripts/devenv.py down --started-file "$started"; rm -f "$started"' EXIT
+.venv/bin/python scripts/devenv.py up --started-file "$started" >/dev/null
 set -a; . .data/engram.env; set +a
 export DJANGO_SETTINGS_MODULE=config.settings.test
 echo "==> ruff"

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "config.logs.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "tenants.middleware.BodySizeLimitMiddleware",
@@ -94,11 +95,13 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASE_OWNER_URL = env.str("DATABASE_OWNER_URL", default="")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# REDIS_URL holds state (scratchpads, idempotency locks, throttles) and must not evict; the cache may
+# live on an instance that does (CACHE_URL), and the broker on its own database (CELERY_BROKER_URL).
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": REDIS_URL,
+        "LOCATION": env.str("CACHE_URL", default=REDIS_URL),
         "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="engram"),
     }
 }
@@ -189,13 +192,33 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 
 PROMETHEUS_EXPORT_MIGRATIONS = False
 
+# One JSON line per record (LOG_FORMAT=plain for a terminal), each with its request, tenant and task
+# ids (config/logs.py). The request line itself is gunicorn's access log; the task line is engram.task.
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "config.logs.ContextFilter"}},
+    "formatters": {"json": {"()": "config.logs.JsonFormatter"}, "plain": {"()": "config.logs.PlainFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # A 404 or a 4xx problem is an answer, not an incident (and its line would name the path, which
+        # holds subject ids); server errors are still logged, by the problem handler.
+        "django.request": {"level": "ERROR"},
+        # engram.task writes the one line per task; Celery's own would repeat it, return value included.
+        "celery.app.trace": {"level": "WARNING"},
+        "celery.worker.strategy": {"level": "WARNING"},
+        # The model library's deprecation notices about its own internals, and its loading chatter.
+        "sentence_transformers": {"level": "ERROR"},
+    },
 }
 # Serve static files straight from the finders too, so the dev server needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
+
+SENTRY_DSN = env_secret("SENTRY_DSN", default="")
+if SENTRY_DSN:
+    from config.sentry import sentry_init
+
+    sentry_init(SENTRY_DSN, environment=env.str("SENTRY_ENVIRONMENT", default="production"))
