@@ -200,7 +200,7 @@ def _flow(api: Any) -> None:
 MODEL_PROBE = r"""
 import django
 django.setup()
-from tenants.embedding import MiniLMEmbedder, embed_one
+from core.embedding import MiniLMEmbedder, embed_one
 embedder = MiniLMEmbedder()
 embedder.embed(["one text", "and another"])
 embedder.embed(["a single query"])
