@@ -217,12 +217,14 @@ def merge_turns(
         target = rng.randint(min_tokens, max_tokens)
         for turn in members:
             candidate = [*current, turn]
-            if current and count_tokens(_merged_text(candidate)) > max_tokens:
+            size = count_tokens(_merged_text(candidate))
+            if current and size > max_tokens:
                 groups.append(current)
                 current, target = [turn], rng.randint(min_tokens, max_tokens)
-                continue
-            current = candidate
-            if count_tokens(_merged_text(current)) >= target:
+                size = count_tokens(_merged_text(current))
+            else:
+                current = candidate
+            if size >= target:
                 groups.append(current)
                 current, target = [], rng.randint(min_tokens, max_tokens)
         if current:

@@ -423,9 +423,12 @@ def _conversation(rng: random.Random, subject: str) -> Conversation:
     start = datetime(2025, 1, 6, 9, 0, tzinfo=UTC) + timedelta(days=rng.randint(0, 300))
     turns: list[Turn] = []
     ids: dict[tuple[str, str], str] = {}
+    day = start
     for s in range(sessions):
         session = f"{subject}:s{s + 1}"
-        when = start + timedelta(days=sum(rng.randint(2, 20) for _ in range(s)) + s, minutes=rng.randint(0, 600))
+        # Sessions days apart, each starting some time into its day.
+        day += timedelta(days=rng.randint(2, 20))
+        when = day + timedelta(minutes=rng.randint(0, 600))
         for slot in range(slots[s]):
             user_text, reply = _request(rng)
             for plan in plans:

@@ -5,7 +5,7 @@ and the latency of short against long turns.
     manage.py memory_eval locomo-long  [--dataset PATH] [--min-tokens 400 --max-tokens 800]
     manage.py memory_eval updates      [--seed 18] [--conversations 240]
     manage.py memory_eval latency      [--budgets 1000,4000] [--rounds 200]
-    common: [--tenant SLUG] [--reuse] [--methods engram,bm25,dense,recent,full]
+    common: [--tenant SLUG] [--reuse] [--methods engram,bm25,dense,recent,full] [--questions N]
             [--json out.json] [--report out.md] [--chart out.png] [--command-line "..."]
 
 Each set is imported into a scratch tenant of its own (created here; --reuse keeps an existing one)
@@ -69,6 +69,7 @@ class Command(BaseCommand):
         parser.add_argument("--reuse", action="store_true", help="Use the tenant as it is if it exists")
         parser.add_argument("--budgets", default="")
         parser.add_argument("--conversations", type=int, default=0, help="LoCoMo: the first N; updates: how many")
+        parser.add_argument("--questions", type=int, default=0, help="Only the first N questions of each conversation")
         parser.add_argument("--seed", type=int, default=18, help="updates: the generator's seed")
         parser.add_argument("--min-tokens", type=int, default=400, help="locomo-long: smallest merged episode")
         parser.add_argument("--max-tokens", type=int, default=800, help="locomo-long: largest merged episode")
@@ -123,6 +124,13 @@ class Command(BaseCommand):
 
     # --- data ----------------------------------------------------------------------------------
     def _conversations(self, benchmark: str, options: dict[str, Any]) -> list[Conversation]:
+        conversations = self._whole_conversations(benchmark, options)
+        if options["questions"]:
+            for conv in conversations:
+                conv.questions = conv.questions[: options["questions"]]
+        return conversations
+
+    def _whole_conversations(self, benchmark: str, options: dict[str, Any]) -> list[Conversation]:
         if benchmark == "updates":
             return knowledge_updates.generate(seed=options["seed"], conversations=options["conversations"] or 240)
         path = Path(options["dataset"])
