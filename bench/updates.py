@@ -21,7 +21,7 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--budgets", default="1000,2000,4000,8000")
     parser.add_argument("--seed", type=int, default=18)
-    parser.add_argument("--conversations", type=int, default=240)
+    parser.add_argument("--conversations", type=int, default=200)
     args = parser.parse_args()
     eval_args = [
         "--budgets", args.budgets, "--seed", str(args.seed), "--conversations", str(args.conversations),

@@ -446,10 +446,13 @@ class Bm25Baseline:
         self.lines = [(t.external_id, t.line()) for t in self.turns]
         self.index = BM25Okapi([tokenize(f"{t.speaker} {t.text}") for t in self.turns])
 
-    def retrieve(self, query: str, budget: int) -> tuple[list[str], int]:
+    def ranked(self, query: str) -> list[tuple[str, str]]:
         scores = self.index.get_scores(tokenize(query))
         order = sorted(range(len(self.turns)), key=lambda i: (-scores[i], i))
-        return pack_lines([self.lines[i] for i in order], budget)
+        return [self.lines[i] for i in order]
+
+    def retrieve(self, query: str, budget: int) -> tuple[list[str], int]:
+        return pack_lines(self.ranked(query), budget)
 
 
 class DenseBaseline:
@@ -463,13 +466,16 @@ class DenseBaseline:
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         self.matrix = matrix / np.where(norms > 0, norms, 1.0)
 
-    def retrieve(self, query_vector: Sequence[float], budget: int) -> tuple[list[str], int]:
+    def ranked(self, query_vector: Sequence[float]) -> list[tuple[str, str]]:
         if not self.turns:
-            return [], 0
+            return []
         q = np.asarray(query_vector, dtype=np.float32)
         scores = self.matrix @ (q / (float(np.linalg.norm(q)) or 1.0))
         order = sorted(range(len(self.turns)), key=lambda i: (-float(scores[i]), i))
-        return pack_lines([self.lines[i] for i in order], budget)
+        return [self.lines[i] for i in order]
+
+    def retrieve(self, query_vector: Sequence[float], budget: int) -> tuple[list[str], int]:
+        return pack_lines(self.ranked(query_vector), budget)
 
 
 def recent_window(turns: Sequence[Turn], budget: int) -> tuple[list[str], int]:
@@ -607,6 +613,9 @@ def evaluate(
         all_ids = [t.external_id for t in conv.turns]
         recent_cache = {b: recent_window(conv.turns, b) for b in budgets}
         for q in conv.questions:
+            # Each baseline ranks once per question; only the packing depends on the budget.
+            bm25_ranked = bm25.ranked(q.text) if bm25 is not None else []
+            dense_ranked = dense.ranked(query_vectors[q.index]) if dense is not None else []
             for budget in budgets:
                 for method in methods:
                     latency: float | None = None
@@ -614,9 +623,9 @@ def evaluate(
                         items, tokens, latency = engram(q, budget)
                     else:
                         if method == "bm25" and bm25 is not None:
-                            ids, tokens = bm25.retrieve(q.text, budget)
+                            ids, tokens = pack_lines(bm25_ranked, budget)
                         elif method == "dense" and dense is not None:
-                            ids, tokens = dense.retrieve(query_vectors[q.index], budget)
+                            ids, tokens = pack_lines(dense_ranked, budget)
                         elif method == "recent":
                             ids, tokens = recent_cache[budget]
                         elif method == "full":

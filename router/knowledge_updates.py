@@ -392,7 +392,7 @@ class _Plan:
     changed: tuple[int, int]
 
 
-def generate(*, seed: int = 18, conversations: int = 240) -> list[Conversation]:
+def generate(*, seed: int = 18, conversations: int = 200) -> list[Conversation]:
     """`conversations` conversations of subject `upd-<n>`, each with one or two changed attributes."""
     master = random.Random(seed)
     out = []
@@ -403,8 +403,9 @@ def generate(*, seed: int = 18, conversations: int = 240) -> list[Conversation]:
 
 
 def _conversation(rng: random.Random, subject: str) -> Conversation:
-    sessions = rng.randint(3, 5)
-    slots = [rng.randint(4, 8) for _ in range(sessions)]  # user turns per session
+    sessions = rng.randint(3, 4)
+    # User turns per session; three leave room for two statements and a distractor in one session.
+    slots = [rng.randint(3, 5) for _ in range(sessions)]
     chosen = rng.sample(ATTRIBUTES, 2 if rng.random() < 0.35 else 1)
     plans: list[_Plan] = []
     taken: set[tuple[int, int]] = set()

@@ -197,7 +197,7 @@ def test_newer_above_older_and_stale_only() -> None:
 
 def test_served_items_are_placed_by_their_line_in_the_prompt_and_keep_source_spans() -> None:
     data = {
-        "prompt": "## Recent activity\n### 8 May 2023\n- user: old value\n- user: new value",
+        "prompt": "## Recent activity\n### 8 May 2023\n- user: new value and more\n- user: old value\n- user: new value",
         "layers": {
             "procedural": [],
             "semantic": [],
@@ -208,7 +208,7 @@ def test_served_items_are_placed_by_their_line_in_the_prompt_and_keep_source_spa
         },
     }
     new, old = served_items(data)
-    assert old.position < new.position
+    assert old.position < new.position  # the line `- user: new value`, not the one it begins
     assert new.sources == (("n", (0, 9)),) and old.sources == (("o", None),)
 
 
@@ -294,3 +294,18 @@ def test_memory_eval_locomo_long_scores_todays_clipped_episodes_by_what_they_ser
     # than citing the episode would.
     assert row["found_by_fallback"] == 0
     assert row["recall_all"] < row["recall_all_episode"]
+
+
+@needs_locomo
+@pytest.mark.django_db
+@pytest.mark.slow
+def test_memory_eval_latency_asks_short_and_long_turns_at_each_budget(tmp_path: Path) -> None:
+    out, report = tmp_path / "latency.json", tmp_path / "latency.md"
+    call_command(
+        "memory_eval", "latency", "--dataset", str(LOCOMO_FILE), "--conversations", "1", "--questions", "3",
+        "--budgets", "1000,4000", "--rounds", "2", "--json", str(out), "--report", str(report),
+    )  # fmt: skip
+    rows = {(r["case"], r["budget"]): r for r in json.loads(out.read_text())["results"]}
+    assert set(rows) == {(c, b) for c in ("short turns", "long turns") for b in (1000, 4000)}
+    assert all(r["n"] == 2 and r["p95_ms"] > 0 and r["tokens_mean"] <= r_budget for (_, r_budget), r in rows.items())
+    assert "To be measured alone" in report.read_text()
