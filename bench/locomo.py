@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--budgets", default="1000,2000,4000,8000")
     parser.add_argument("--conversations", type=int, default=0)
+    parser.add_argument("--every", type=int, default=1, help="only every K-th question of each conversation")
     parser.add_argument("--dataset", default=str(DATASET))
     args = parser.parse_args()
     eval_args = [
@@ -83,6 +84,8 @@ def main() -> None:
         eval_args.append("--reuse")
     if args.conversations:
         eval_args += ["--conversations", str(args.conversations)]
+    if args.every > 1:
+        eval_args += ["--every", str(args.every)]
     run_memory_eval("locomo", args.db, eval_args, "bench/locomo.py")
 
 

@@ -5,7 +5,7 @@ and the latency of short against long turns.
     manage.py memory_eval locomo-long  [--dataset PATH] [--min-tokens 400 --max-tokens 800]
     manage.py memory_eval updates      [--seed 18] [--conversations 200]
     manage.py memory_eval latency      [--budgets 1000,4000] [--rounds 200]
-    common: [--tenant SLUG] [--reuse] [--methods engram,bm25,dense,recent,full] [--questions N]
+    common: [--tenant SLUG] [--reuse] [--methods engram,bm25,dense,recent,full] [--questions N] [--every K]
             [--json out.json] [--report out.md] [--chart out.png] [--command-line "..."]
 
 Each set is imported into a scratch tenant of its own (created here; --reuse keeps an existing one)
@@ -70,6 +70,7 @@ class Command(BaseCommand):
         parser.add_argument("--budgets", default="")
         parser.add_argument("--conversations", type=int, default=0, help="LoCoMo: the first N; updates: how many")
         parser.add_argument("--questions", type=int, default=0, help="Only the first N questions of each conversation")
+        parser.add_argument("--every", type=int, default=1, help="Only every K-th question of each conversation")
         parser.add_argument("--seed", type=int, default=18, help="updates: the generator's seed")
         parser.add_argument("--min-tokens", type=int, default=400, help="locomo-long: smallest merged episode")
         parser.add_argument("--max-tokens", type=int, default=800, help="locomo-long: largest merged episode")
@@ -125,8 +126,10 @@ class Command(BaseCommand):
     # --- data ----------------------------------------------------------------------------------
     def _conversations(self, benchmark: str, options: dict[str, Any]) -> list[Conversation]:
         conversations = self._whole_conversations(benchmark, options)
-        if options["questions"]:
-            for conv in conversations:
+        for conv in conversations:
+            # A stride keeps the mix of categories that a prefix of the list would not.
+            conv.questions = conv.questions[:: max(options["every"], 1)]
+            if options["questions"]:
                 conv.questions = conv.questions[: options["questions"]]
         return conversations
 
