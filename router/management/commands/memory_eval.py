@@ -226,6 +226,12 @@ class Command(BaseCommand):
             "Halves: " + "; ".join(f"{h} = {result['halves'][h]}" for h in HALVES[:2]) + ". A ranking change is "
             "kept only when both halves gain.",
         ]
+        if options["every"] > 1 or options["questions"]:
+            common.append(
+                f"A sample: {result['questions']} questions, every {options['every']}th of each conversation"
+                + (f" (at most {options['questions']})" if options["questions"] else "")
+                + "; the same command without --every / --questions asks them all."
+            )
         if benchmark == "locomo":
             intro = (
                 f"{result['questions']} scoreable questions (categories 1-4 overall; category 5, adversarial, "
