@@ -169,13 +169,19 @@ class Command(BaseCommand):
                 handle.flush()
                 call_command("import_conversations", "--tenant", slug, "--format", "jsonl", handle.name, "--quiet",
                              stdout=self.stderr)  # fmt: skip
+        from episodic.models import Episode
+
         started = time.perf_counter()
         embedded = 0
+        subjects = [conv.sample_id for conv in conversations]
+        # The backlog drains in the order of import: what a smaller run asks about (the first
+        # conversations) is embedded first, and episodes of other subjects do not change its contexts.
         while True:
-            report = embed_pending(tenant=tenant, max_batches=50)
-            embedded += report.embedded
-            if not report.remaining:
-                break
+            with tenant_scope(tenant):
+                pending = Episode.objects.for_tenant(tenant).filter(subject__in=subjects, embedding__isnull=True)
+                if not pending.exists():
+                    break
+            embedded += embed_pending(tenant=tenant, max_batches=5).embedded
         self.stderr.write(f"embedded {embedded} episodes in {time.perf_counter() - started:.1f}s")
         return tenant
 
