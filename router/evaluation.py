@@ -1,22 +1,44 @@
-"""Evidence recall of the context on LoCoMo, next to full replay, a recent window and BM25 over turns.
+"""Evidence recall of the context, scored at passage level, on LoCoMo, its long-turn variant and a
+knowledge-update set, next to BM25, dense retrieval, a recent window and full replay.
 
-Every question of a conversation is asked of POST /v1/context (subject = the conversation, query =
-the question) at each budget; a question's evidence is found when a context item's sources name its
-dia_id (carried as the episode's external_id). Baselines pack turns, one line each with its date, into
-the same budget, counted with the same tokenizer.
+Every question is asked of POST /v1/context (subject = the conversation, query = the question) at each
+budget. A question's evidence is a list of `Evidence`: an episode (its external_id) and, when the
+evidence is a part of a longer episode, the character span [start, end) of that part in the episode's
+content. What the context serves is read from each item's sources:
+
+- `sources[i].span = [start, end]`, when present, is the part of the episode's content the item
+  serves (a passage served as an excerpt names its episode and its span; an item that serves several
+  passages of one episode lists one source per passage);
+- without a span, the item's text is looked up in the episode's content (today the router serves an
+  episode's content clipped to its first tokens, whitespace folded, after a `speaker: ` prefix, with an
+  ellipsis where it was cut): the parts found are what it covers;
+- a source whose item text is not a part of the episode (a fact, a session summary) covers the whole
+  episode: the episode-level fallback, counted apart in the reports (`found by fallback`).
+
+Evidence without a span (one turn, one episode) is found when any source names the episode. Evidence
+with a span is found when a served span of its episode overlaps it by at least one character; `strict`
+figures ask that the served spans cover all of it.
+
+Baselines pack whole stored units (turns, or merged episodes in the long-turn variant), one line each
+with its date, into the same budget, counted with the same tokenizer.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import random
 import re
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from core.tokens import count_tokens
 from router.rendering import format_day
@@ -24,19 +46,38 @@ from router.rendering import format_day
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _WORD = re.compile(r"\w+")
+_SPEAKER_PREFIX = re.compile(r"^[^:\n]{1,64}: ")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-METHODS = ("engram", "bm25", "recent", "full")
+METHODS = ("engram", "bm25", "dense", "recent", "full")
+HALVES = ("first", "second", "all")
+ELLIPSIS = "…"
+
+Span = tuple[int, int]
 
 
+# --- data --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Turn:
-    dia_id: str
+    """One stored episode: a LoCoMo turn, a merged run of turns, or a generated message."""
+
+    external_id: str
     speaker: str
     text: str
     when: datetime
+    session: str = ""
 
     def line(self) -> str:
-        return f"[{format_day(self.when)}] {self.speaker}: {self.text}"
+        said = f"{self.speaker}: {self.text}" if self.speaker else self.text
+        return f"[{format_day(self.when)}] {' '.join(said.split())}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """An episode, and the part of its content that holds the evidence (None: all of it)."""
+
+    external_id: str
+    span: Span | None = None
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,8 +85,16 @@ class Question:
     sample_id: str
     index: int
     text: str
-    category: int
-    evidence: tuple[str, ...]
+    category: str
+    evidence: tuple[Evidence, ...]
+    # Knowledge updates: the older statement that the evidence replaces.
+    stale: tuple[Evidence, ...] = ()
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        if self.category == CATEGORIES[5]:
+            return ("adversarial",)
+        return ("overall", self.category)
 
 
 @dataclass
@@ -53,6 +102,9 @@ class Conversation:
     sample_id: str
     turns: list[Turn]
     questions: list[Question]
+
+    def contents(self) -> dict[str, str]:
+        return {t.external_id: t.text for t in self.turns}
 
 
 def _when(text: str) -> datetime:
@@ -72,10 +124,13 @@ def normalise_evidence(raw: Iterable[str], known: set[str]) -> tuple[str, ...]:
 
 
 def load_locomo(path: Path) -> list[Conversation]:
+    """One Turn per LoCoMo turn, as `import_conversations --format locomo` stores it (the photo caption
+    in the text, the session `<sample_id>:session_<n>`, a second between turns)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     out = []
     for sample in data:
         conv = sample["conversation"]
+        sample_id = str(sample["sample_id"])
         turns: list[Turn] = []
         numbered = sorted(
             (int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key)) and isinstance(conv[key], list)
@@ -86,17 +141,271 @@ def load_locomo(path: Path) -> list[Conversation]:
                 text = str(turn.get("text", ""))
                 if turn.get("blip_caption"):
                     text = f"{text} [shares a photo: {turn['blip_caption']}]".strip()
-                turns.append(Turn(str(turn["dia_id"]), str(turn["speaker"]), text, started + timedelta(seconds=offset)))
-        known = {t.dia_id for t in turns}
+                turns.append(
+                    Turn(
+                        str(turn["dia_id"]),
+                        str(turn["speaker"]),
+                        text,
+                        started + timedelta(seconds=offset),
+                        f"{sample_id}:{key}",
+                    )
+                )
+        known = {t.external_id for t in turns}
         questions = []
         for index, qa in enumerate(sample["qa"]):
             evidence = normalise_evidence(qa.get("evidence", []), known)
             if evidence:
                 questions.append(
-                    Question(str(sample["sample_id"]), index, str(qa["question"]), int(qa["category"]), evidence)
+                    Question(
+                        sample_id,
+                        index,
+                        str(qa["question"]),
+                        CATEGORIES[int(qa["category"])],
+                        tuple(Evidence(dia, None, dia) for dia in evidence),
+                    )
                 )
-        out.append(Conversation(str(sample["sample_id"]), turns, questions))
+        out.append(Conversation(sample_id, turns, questions))
     return out
+
+
+def half_of(index: int, count: int) -> str:
+    """Conversations 0 .. ceil(n/2)-1 are the first half (LoCoMo: 0-4), the rest the second (5-9)."""
+    return "first" if index < (count + 1) // 2 else "second"
+
+
+def half_label(conversations: Sequence[Conversation], half: str) -> str:
+    n = len(conversations)
+    cut = (n + 1) // 2
+    if half == "first":
+        return f"conversations 0-{cut - 1}"
+    if half == "second":
+        return f"conversations {cut}-{n - 1}"
+    return "all"
+
+
+# --- the long-turn variant ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class MergedEpisode:
+    external_id: str
+    session: str
+    content: str
+    when: datetime
+    tokens: int
+    # (dia_id, start, end): each original turn's line `speaker: text` in the content.
+    turns: tuple[tuple[str, int, int], ...]
+
+
+def merge_turns(
+    turns: Sequence[Turn], *, sample_id: str, min_tokens: int = 400, max_tokens: int = 800
+) -> list[MergedEpisode]:
+    """Consecutive turns of each session merged into episodes of min_tokens to max_tokens (cl100k).
+
+    Each turn becomes the line `speaker: text`; lines are joined by a newline. Within a session an
+    episode closes at a target drawn in [min_tokens, max_tokens] from a generator seeded by the session,
+    or before a turn that would take it past max_tokens. A session's last episode may be shorter than
+    min_tokens (it is merged into the one before when both fit in max_tokens); a single turn longer than
+    max_tokens stays whole. Deterministic: the same file gives the same episodes.
+    """
+    sessions: dict[str, list[Turn]] = {}
+    for turn in turns:
+        sessions.setdefault(turn.session, []).append(turn)
+    out: list[MergedEpisode] = []
+    for session, members in sessions.items():
+        rng = random.Random(f"locomo-long:{session}")
+        groups: list[list[Turn]] = []
+        current: list[Turn] = []
+        target = rng.randint(min_tokens, max_tokens)
+        for turn in members:
+            candidate = [*current, turn]
+            size = count_tokens(_merged_text(candidate))
+            if current and size > max_tokens:
+                groups.append(current)
+                current, target = [turn], rng.randint(min_tokens, max_tokens)
+                size = count_tokens(_merged_text(current))
+            else:
+                current = candidate
+            if size >= target:
+                groups.append(current)
+                current, target = [], rng.randint(min_tokens, max_tokens)
+        if current:
+            if groups and count_tokens(_merged_text([*groups[-1], *current])) <= max_tokens:
+                groups[-1] = [*groups[-1], *current]
+            else:
+                groups.append(current)
+        number = session.rsplit("_", 1)[-1]
+        for k, group in enumerate(groups, start=1):
+            content = _merged_text(group)
+            spans = []
+            start = 0
+            for turn in group:
+                line = _turn_line(turn)
+                spans.append((turn.external_id, start, start + len(line)))
+                start += len(line) + 1
+            out.append(
+                MergedEpisode(
+                    external_id=f"{sample_id}:S{number}:E{k}",
+                    session=session,
+                    content=content,
+                    when=group[0].when,
+                    tokens=count_tokens(content),
+                    turns=tuple(spans),
+                )
+            )
+    return out
+
+
+def _turn_line(turn: Turn) -> str:
+    return f"{turn.speaker}: {turn.text}"
+
+
+def _merged_text(turns: Sequence[Turn]) -> str:
+    return "\n".join(_turn_line(t) for t in turns)
+
+
+def build_long(
+    conversations: Sequence[Conversation], *, min_tokens: int = 400, max_tokens: int = 800
+) -> list[Conversation]:
+    """The long-turn variant: the same questions, their evidence turns now spans of merged episodes."""
+    out = []
+    for conv in conversations:
+        merged = merge_turns(conv.turns, sample_id=conv.sample_id, min_tokens=min_tokens, max_tokens=max_tokens)
+        where = {dia: Evidence(m.external_id, (s, e), dia) for m in merged for dia, s, e in m.turns}
+        questions = [
+            Question(q.sample_id, q.index, q.text, q.category, tuple(where[e.external_id] for e in q.evidence))
+            for q in conv.questions
+        ]
+        # No speaker: an episode holds the lines of both, each with its own.
+        turns = [Turn(m.external_id, "", m.content, m.when, m.session) for m in merged]
+        out.append(Conversation(conv.sample_id, turns, questions))
+    return out
+
+
+def episode_items(conversations: Sequence[Conversation]) -> Iterable[dict[str, Any]]:
+    """The stored units as items of POST /v1/episodes (for `import_conversations --format jsonl`)."""
+    for conv in conversations:
+        for turn in conv.turns:
+            yield {
+                "subject": conv.sample_id,
+                "session": turn.session,
+                "kind": "message",
+                "role": turn.speaker,
+                "content": turn.text,
+                "occurred_at": turn.when.isoformat(),
+                "external_id": turn.external_id,
+            }
+
+
+# --- what a context serves, and scoring --------------------------------------------------------
+@dataclass(frozen=True)
+class ServedItem:
+    """One item of a context: its text, its place in the prompt (0 first) and its sources, each
+    (external_id, span or None)."""
+
+    text: str
+    position: int
+    sources: tuple[tuple[str, Span | None], ...]
+
+
+@dataclass(frozen=True)
+class ServedSource:
+    external_id: str
+    position: int
+    # The part of the episode served; None: the whole episode by fallback.
+    span: Span | None
+
+
+@lru_cache(maxsize=4096)
+def _folded(content: str) -> tuple[str, list[int]]:
+    """The content with runs of whitespace folded to one space and trimmed, as the router renders it,
+    and for each character of it the index of the character of the content it comes from."""
+    chars: list[str] = []
+    origin: list[int] = []
+    pending_space = False
+    for i, ch in enumerate(content):
+        if ch.isspace():
+            pending_space = bool(chars)
+            continue
+        if pending_space:
+            chars.append(" ")
+            origin.append(i - 1)
+            pending_space = False
+        chars.append(ch)
+        origin.append(i)
+    return "".join(chars), origin
+
+
+def excerpt_spans(content: str, text: str) -> list[Span]:
+    """The parts of `content` that `text` serves: the text is cut at ellipses, each piece (after a
+    leading `speaker: ` prefix if the piece is not found with it) is looked up in the whitespace-folded
+    content. Pieces not found add nothing; no piece found gives []."""
+    folded, origin = _folded(content)
+    spans: list[Span] = []
+    for raw in text.split(ELLIPSIS):
+        piece = " ".join(raw.replace("\ufffd", " ").split())
+        if len(piece) < 2:
+            continue
+        at = folded.find(piece)
+        if at < 0 and (m := _SPEAKER_PREFIX.match(piece)):
+            piece = piece[m.end() :]
+            at = folded.find(piece) if len(piece) >= 2 else -1
+        if at < 0:
+            continue
+        spans.append((origin[at], origin[at + len(piece) - 1] + 1))
+    return spans
+
+
+def resolve_sources(items: Sequence[ServedItem], contents: Mapping[str, str]) -> list[ServedSource]:
+    """Each source's span: its own, else the parts of its episode that the item's text serves, else the
+    whole episode (fallback, span None). Sources of episodes outside `contents` are kept, by episode."""
+    out: list[ServedSource] = []
+    for item in items:
+        for external_id, span in item.sources:
+            if span is not None:
+                out.append(ServedSource(external_id, item.position, (int(span[0]), int(span[1]))))
+                continue
+            content = contents.get(external_id)
+            found = excerpt_spans(content, item.text) if content is not None else []
+            if not found:
+                out.append(ServedSource(external_id, item.position, None))
+            out.extend(ServedSource(external_id, item.position, s) for s in found)
+    return out
+
+
+@dataclass(frozen=True)
+class Found:
+    found: bool
+    strict: bool
+    fallback: bool
+    position: int | None
+
+
+def evidence_found(evidence: Evidence, served: Sequence[ServedSource]) -> Found:
+    """Whether the context serves this evidence (see the module docstring), and where it first does."""
+    mine = [s for s in served if s.external_id == evidence.external_id]
+    if not mine:
+        return Found(False, False, False, None)
+    if evidence.span is None:
+        return Found(True, True, False, min(s.position for s in mine))
+    start, end = evidence.span
+    overlapping = [s for s in mine if s.span is not None and s.span[0] < end and start < s.span[1]]
+    fallback = [s for s in mine if s.span is None]
+    if overlapping:
+        covered = _covers([s.span for s in overlapping if s.span is not None], start, end)
+        return Found(True, covered or bool(fallback), False, min(s.position for s in overlapping))
+    if fallback:
+        return Found(True, True, True, min(s.position for s in fallback))
+    return Found(False, False, False, None)
+
+
+def _covers(spans: Iterable[Span], start: int, end: int) -> bool:
+    reach = start
+    for s, e in sorted(spans):
+        if s > reach:
+            return False
+        reach = max(reach, e)
+        if reach >= end:
+            return True
+    return reach >= end
 
 
 # --- baselines ---------------------------------------------------------------------------------
@@ -120,6 +429,11 @@ def pack_lines(lines: Sequence[tuple[str, str]], budget: int) -> tuple[list[str]
     return ids, count_tokens(text)
 
 
+def whole_units(ids: Sequence[str], contents: Mapping[str, str]) -> list[ServedItem]:
+    """Lines served whole, in the order of the packed text."""
+    return [ServedItem(contents[i], n, ((i, (0, len(contents[i]))),)) for n, i in enumerate(ids)]
+
+
 def tokenize(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
@@ -129,17 +443,43 @@ class Bm25Baseline:
         from rank_bm25 import BM25Okapi
 
         self.turns = list(turns)
-        self.lines = [(t.dia_id, t.line()) for t in self.turns]
+        self.lines = [(t.external_id, t.line()) for t in self.turns]
         self.index = BM25Okapi([tokenize(f"{t.speaker} {t.text}") for t in self.turns])
 
-    def retrieve(self, query: str, budget: int) -> tuple[list[str], int]:
+    def ranked(self, query: str) -> list[tuple[str, str]]:
         scores = self.index.get_scores(tokenize(query))
         order = sorted(range(len(self.turns)), key=lambda i: (-scores[i], i))
-        return pack_lines([self.lines[i] for i in order], budget)
+        return [self.lines[i] for i in order]
+
+    def retrieve(self, query: str, budget: int) -> tuple[list[str], int]:
+        return pack_lines(self.ranked(query), budget)
+
+
+class DenseBaseline:
+    """Cosine similarity of MiniLM vectors (those the episodic layer stored for the same units) to the
+    query's, top first, packed into the budget."""
+
+    def __init__(self, turns: Sequence[Turn], vectors: Mapping[str, Sequence[float]]) -> None:
+        self.turns = [t for t in turns if t.external_id in vectors]
+        self.lines = [(t.external_id, t.line()) for t in self.turns]
+        matrix = np.asarray([vectors[t.external_id] for t in self.turns], dtype=np.float32).reshape(len(self.turns), -1)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.matrix = matrix / np.where(norms > 0, norms, 1.0)
+
+    def ranked(self, query_vector: Sequence[float]) -> list[tuple[str, str]]:
+        if not self.turns:
+            return []
+        q = np.asarray(query_vector, dtype=np.float32)
+        scores = self.matrix @ (q / (float(np.linalg.norm(q)) or 1.0))
+        order = sorted(range(len(self.turns)), key=lambda i: (-float(scores[i]), i))
+        return [self.lines[i] for i in order]
+
+    def retrieve(self, query_vector: Sequence[float], budget: int) -> tuple[list[str], int]:
+        return pack_lines(self.ranked(query_vector), budget)
 
 
 def recent_window(turns: Sequence[Turn], budget: int) -> tuple[list[str], int]:
-    lines = [(t.dia_id, t.line()) for t in reversed(turns)]
+    lines = [(t.external_id, t.line()) for t in reversed(turns)]
     ids: list[str] = []
     used = 0
     for item_id, line in lines:
@@ -148,43 +488,96 @@ def recent_window(turns: Sequence[Turn], budget: int) -> tuple[list[str], int]:
             break
         used += cost
         ids.append(item_id)
+    # Rendered oldest first, as a transcript.
+    ids.reverse()
     return ids, count_tokens("\n".join(line for _, line in reversed(lines[: len(ids)])))
 
 
-# --- scoring -----------------------------------------------------------------------------------
+# --- tallies -----------------------------------------------------------------------------------
 @dataclass
 class Tally:
     n: int = 0
     any: int = 0
     all: int = 0
+    strict_all: int = 0
+    episode_all: int = 0
     fraction: float = 0.0
+    fallback: int = 0
     tokens: list[int] = field(default_factory=list)
     latency_ms: list[float] = field(default_factory=list)
+    # Knowledge updates (questions with stale evidence only).
+    updates: int = 0
+    newer_served: int = 0
+    newer_above_older: int = 0
+    stale_only: int = 0
+    both_served: int = 0
+    together: int = 0
 
-    def add(self, evidence: Sequence[str], found: Iterable[str], tokens: int, latency_ms: float | None) -> None:
-        hit = set(evidence) & set(found)
+    def add(self, question: Question, served: Sequence[ServedSource], tokens: int, latency_ms: float | None) -> None:
+        results = [evidence_found(e, served) for e in question.evidence]
+        hits = sum(r.found for r in results)
         self.n += 1
-        self.any += bool(hit)
-        self.all += len(hit) == len(set(evidence))
-        self.fraction += len(hit) / len(set(evidence))
+        self.any += hits > 0
+        self.all += hits == len(results)
+        self.strict_all += all(r.strict for r in results)
+        cited = {s.external_id for s in served}
+        self.episode_all += all(e.external_id in cited for e in question.evidence)
+        self.fraction += hits / len(results)
+        self.fallback += any(r.fallback for r in results)
         self.tokens.append(tokens)
         if latency_ms is not None:
             self.latency_ms.append(latency_ms)
+        if question.stale:
+            self._add_update(results, [evidence_found(e, served) for e in question.stale])
+
+    def _add_update(self, newer: Sequence[Found], older: Sequence[Found]) -> None:
+        self.updates += 1
+        new_pos = [r.position for r in newer if r.position is not None]
+        old_pos = [r.position for r in older if r.position is not None]
+        self.newer_served += bool(new_pos)
+        if new_pos and old_pos:
+            self.both_served += 1
+            self.together += min(new_pos) == min(old_pos)
+        if new_pos and (not old_pos or min(new_pos) < min(old_pos)):
+            self.newer_above_older += 1
+        if old_pos and not new_pos:
+            self.stale_only += 1
 
     def summary(self) -> dict[str, Any]:
         lat = sorted(self.latency_ms)
-        return {
+        out: dict[str, Any] = {
             "n": self.n,
             "recall_any": self.any / self.n if self.n else None,
             "recall_all": self.all / self.n if self.n else None,
+            "recall_all_strict": self.strict_all / self.n if self.n else None,
+            "recall_all_episode": self.episode_all / self.n if self.n else None,
             "recall_fraction": self.fraction / self.n if self.n else None,
+            "found_by_fallback": self.fallback,
             "tokens_mean": statistics.fmean(self.tokens) if self.tokens else None,
             "latency_ms_p50": statistics.median(lat) if lat else None,
-            "latency_ms_p95": lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else None,
+            "latency_ms_p95": percentile(lat, 0.95) if lat else None,
         }
+        if self.updates:
+            u = self.updates
+            out |= {
+                "updates": u,
+                "newer_above_older": self.newer_above_older / u,
+                "stale_only": self.stale_only / u,
+                "newer_served": self.newer_served / u,
+                "both_served": self.both_served / u,
+                "together": self.together / u,
+            }
+        return out
 
 
-Retriever = Callable[[Question, int], tuple[list[str], int, float | None]]
+def percentile(ordered: Sequence[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# Served items, tokens used, latency in ms (None when not timed).
+Retriever = Callable[[Question, int], tuple[list[ServedItem], int, float | None]]
+# Query texts -> vectors, for the dense baseline.
+QueryEmbedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
 
 def evaluate(
@@ -192,49 +585,154 @@ def evaluate(
     budgets: Sequence[int],
     engram: Retriever,
     methods: Sequence[str] = METHODS,
+    *,
+    vectors: Callable[[Conversation], Mapping[str, Sequence[float]]] | None = None,
+    embed_queries: QueryEmbedder | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Per method and budget, tallies overall (categories 1-4), per category, and category 5 apart."""
-    tallies: dict[tuple[str, int, str], Tally] = {}
-
-    def tally(method: str, budget: int, key: str) -> Tally:
-        return tallies.setdefault((method, budget, key), Tally())
-
+    """Per method, budget, half (first / second / all) and group (overall = the answerable categories,
+    each category, adversarial apart): the tallies. `vectors` gives the stored vectors of a
+    conversation's units and `embed_queries` the questions', for the dense baseline."""
+    if "dense" in methods and (vectors is None or embed_queries is None):
+        raise ValueError("the dense baseline needs the units' vectors and a query embedder")
+    tallies: dict[tuple[str, int, str, str], Tally] = {}
     full_tokens: list[int] = []
-    full_tokens_undated: list[int] = []
-    for conv in conversations:
-        started = time.perf_counter()
-        bm25 = Bm25Baseline(conv.turns)
+    unit_tokens: list[int] = []
+    for index, conv in enumerate(conversations):
+        half = half_of(index, len(conversations))
+        contents = conv.contents()
         full = "\n".join(t.line() for t in conv.turns)
         full_tokens.append(count_tokens(full))
-        full_tokens_undated.append(count_tokens("\n".join(f"{t.speaker}: {t.text}" for t in conv.turns)))
-        all_ids = [t.dia_id for t in conv.turns]
+        unit_tokens.extend(count_tokens(t.text) for t in conv.turns)
+        bm25 = Bm25Baseline(conv.turns) if "bm25" in methods else None
+        dense = DenseBaseline(conv.turns, vectors(conv)) if "dense" in methods and vectors else None
+        query_vectors: dict[int, Sequence[float]] = {}
+        if dense is not None and embed_queries is not None and conv.questions:
+            embedded = embed_queries([q.text for q in conv.questions])
+            query_vectors = {q.index: v for q, v in zip(conv.questions, embedded, strict=True)}
+        all_ids = [t.external_id for t in conv.turns]
         recent_cache = {b: recent_window(conv.turns, b) for b in budgets}
         for q in conv.questions:
-            group = "adversarial" if q.category == 5 else "overall"
+            # Each baseline ranks once per question; only the packing depends on the budget.
+            bm25_ranked = bm25.ranked(q.text) if bm25 is not None else []
+            dense_ranked = dense.ranked(query_vectors[q.index]) if dense is not None else []
             for budget in budgets:
                 for method in methods:
                     latency: float | None = None
                     if method == "engram":
-                        found, tokens, latency = engram(q, budget)
-                    elif method == "bm25":
-                        found, tokens = bm25.retrieve(q.text, budget)
-                    elif method == "recent":
-                        found, tokens = recent_cache[budget]
+                        items, tokens, latency = engram(q, budget)
                     else:
-                        found, tokens = all_ids, full_tokens[-1]
-                    for key in (group, CATEGORIES[q.category]):
-                        tally(method, budget, key).add(q.evidence, found, tokens, latency)
+                        if method == "bm25" and bm25 is not None:
+                            ids, tokens = pack_lines(bm25_ranked, budget)
+                        elif method == "dense" and dense is not None:
+                            ids, tokens = pack_lines(dense_ranked, budget)
+                        elif method == "recent":
+                            ids, tokens = recent_cache[budget]
+                        elif method == "full":
+                            ids, tokens = all_ids, full_tokens[-1]
+                        else:
+                            raise ValueError(f"unknown method {method!r}")
+                        items = whole_units(ids, contents)
+                    served = resolve_sources(items, contents)
+                    for key in q.groups:
+                        for h in (half, "all"):
+                            tallies.setdefault((method, budget, h, key), Tally()).add(q, served, tokens, latency)
         if progress:
-            progress(f"{conv.sample_id}: {len(conv.questions)} questions in {time.perf_counter() - started:.1f}s")
+            progress(f"{conv.sample_id}: {len(conv.questions)} questions")
     return {
-        "full_replay_tokens_mean": statistics.fmean(full_tokens),
-        "full_replay_tokens_undated_mean": statistics.fmean(full_tokens_undated),
+        "full_replay_tokens_mean": statistics.fmean(full_tokens) if full_tokens else 0.0,
+        "unit_tokens_mean": statistics.fmean(unit_tokens) if unit_tokens else 0.0,
+        "units": len(unit_tokens),
         "questions": sum(len(c.questions) for c in conversations),
-        "results": [{"method": m, "budget": b, "group": k, **t.summary()} for (m, b, k), t in sorted(tallies.items())],
+        "halves": {h: half_label(conversations, h) for h in HALVES},
+        "results": [
+            {"method": m, "budget": b, "half": h, "group": k, **t.summary()}
+            for (m, b, h, k), t in sorted(tallies.items())
+        ],
     }
 
 
+# --- latency -----------------------------------------------------------------------------------
+def postgres_cpu_seconds() -> float | None:
+    """CPU time (user + system) of every PostgreSQL process on this machine, or None off Linux; read as
+    bench/context_breakdown.py reads it."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return None
+    ticks = 0
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        name, _, rest = text.partition(") ")
+        if name.endswith("(postgres"):
+            fields = rest.split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class LatencySamples:
+    wall_ms: list[float] = field(default_factory=list)
+    cpu_process_ms: list[float] = field(default_factory=list)
+    cpu_postgres_ms: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        wall = sorted(self.wall_ms)
+        return {
+            "n": len(wall),
+            "p50_ms": statistics.median(wall) if wall else None,
+            "p95_ms": percentile(wall, 0.95) if wall else None,
+            "cpu_process_ms": statistics.median(self.cpu_process_ms) if self.cpu_process_ms else None,
+            "cpu_postgres_ms": statistics.fmean(self.cpu_postgres_ms) if self.cpu_postgres_ms else None,
+            "tokens_mean": statistics.fmean(self.tokens) if self.tokens else None,
+        }
+
+
+def measure_latency(
+    cases: Mapping[str, Sequence[Question]],
+    budgets: Sequence[int],
+    ask: Callable[[str, Question, int], int],
+    *,
+    rounds: int,
+    warmup: int = 10,
+) -> dict[str, Any]:
+    """Wall time and CPU per request (this process, all its threads; PostgreSQL, all its processes),
+    for each case (e.g. short turns, long turns) and budget, in one run: the cases and budgets take
+    turns request by request, so that a swing of the machine's speed falls on all of them alike.
+    `ask(case, question, budget)` makes one request and returns the tokens it used."""
+    names = list(cases)
+    for i in range(warmup):
+        for name in names:
+            if cases[name]:
+                ask(name, cases[name][i % len(cases[name])], budgets[0])
+    samples = {(name, b): LatencySamples() for name in names for b in budgets}
+    for i in range(rounds):
+        order = [(name, b) for b in budgets for name in names]
+        if i % 2:
+            order.reverse()
+        for name, budget in order:
+            if not cases[name]:
+                continue
+            q = cases[name][i % len(cases[name])]
+            pg_before, cpu_before = postgres_cpu_seconds(), os.times()
+            started = time.perf_counter()
+            tokens = ask(name, q, budget)
+            wall = (time.perf_counter() - started) * 1000
+            cpu_after = os.times()
+            pg_after = postgres_cpu_seconds()
+            s = samples[(name, budget)]
+            s.wall_ms.append(wall)
+            s.cpu_process_ms.append((cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system) * 1000)
+            if pg_before is not None and pg_after is not None:
+                s.cpu_postgres_ms.append((pg_after - pg_before) * 1000)
+            s.tokens.append(tokens)
+    return {"results": [{"case": name, "budget": b, **s.summary()} for (name, b), s in samples.items()]}
+
+
+# --- reports -----------------------------------------------------------------------------------
 def _fmt(value: Any, digits: int = 3) -> str:
     if value is None:
         return "–"
@@ -243,89 +741,81 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def report_markdown(result: dict[str, Any], *, command: str, budgets: Sequence[int], extra: str = "") -> str:
-    rows = {(r["method"], r["budget"], r["group"]): r for r in result["results"]}
-    methods = [m for m in METHODS if any(k[0] == m for k in rows)]
+def _rows(result: dict[str, Any]) -> dict[tuple[str, int, str, str], dict[str, Any]]:
+    return {(r["method"], r["budget"], r["half"], r["group"]): r for r in result["results"]}
+
+
+def _methods(rows: Mapping[tuple[str, int, str, str], Any]) -> list[str]:
+    return [m for m in METHODS if any(k[0] == m for k in rows)]
+
+
+def halves_table(
+    result: dict[str, Any], *, budgets: Sequence[int], metrics: Sequence[tuple[str, str]], group: str = "overall"
+) -> list[str]:
+    """One row per method and budget, one column per metric and half."""
+    rows = _rows(result)
+    halves = result["halves"]
+    head = ["method", "budget"]
+    for label, _ in metrics:
+        head += [f"{label} ({halves[h]})" for h in HALVES]
+    head.append("tokens (mean)")
+    lines = ["| " + " | ".join(head) + " |", "|---|---:|" + "---:|" * (len(head) - 2)]
+    for m in _methods(rows):
+        for b in budgets:
+            if (m, b, "all", group) not in rows:
+                continue
+            cells = ["full replay" if m == "full" else m, "all" if m == "full" else str(b)]
+            for _, key in metrics:
+                cells += [_fmt(rows.get((m, b, h, group), {}).get(key)) for h in HALVES]
+            cells.append(_fmt(rows[(m, b, "all", group)]["tokens_mean"], 0))
+            lines.append("| " + " | ".join(cells) + " |")
+            if m == "full":
+                break
+    return lines
+
+
+def category_tables(result: dict[str, Any], *, budgets: Sequence[int], metric: str = "recall_all") -> list[str]:
+    rows = _rows(result)
+    cats = [CATEGORIES[c] for c in (1, 2, 3, 4, 5)]
+    out: list[str] = []
+    for h in HALVES:
+        out += ["", f"### {metric} per category, {result['halves'][h]}", ""]
+        out.append("| method | budget | " + " | ".join(cats) + " |")
+        out.append("|---|---:|" + "---:|" * len(cats))
+        for m in _methods(rows):
+            if m == "full":
+                continue
+            for b in budgets:
+                vals = [rows.get((m, b, h, c), {}).get(metric) for c in cats]
+                out.append(f"| {m} | {b} | " + " | ".join(_fmt(v) for v in vals) + " |")
+    return out
+
+
+def report_markdown(
+    result: dict[str, Any], *, title: str, command: str, budgets: Sequence[int], intro: str, notes: Sequence[str]
+) -> str:
     lines = [
-        "# LoCoMo: evidence recall of the context",
+        f"# {title}",
         "",
         f"Produced by `{command}` on {datetime.now(UTC):%Y-%m-%d}.",
         "",
-        f"{result['questions']} scoreable questions (categories 1-4 overall; category 5, adversarial, apart). "
-        "A question's evidence is found when a context item's sources name its `dia_id`. Full replay "
-        f"costs {result['full_replay_tokens_mean']:.0f} tokens per conversation with a date on each line "
-        f"({result['full_replay_tokens_undated_mean']:.0f} without), counted with cl100k.",
+        intro.strip(),
         "",
-        "## Overall (categories 1-4)",
+        "## Overall (categories 1-4), each half and all",
         "",
-        "| method | budget | recall_all | recall_any | recall fraction | tokens used (mean) | p50 ms | p95 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for m in methods:
-        for b in budgets:
-            r = rows.get((m, b, "overall"))
-            if r is None:
-                continue
-            label = "full replay" if m == "full" else m
-            shown_budget = "all" if m == "full" else str(b)
-            lines.append(
-                f"| {label} | {shown_budget} | {_fmt(r['recall_all'])} | {_fmt(r['recall_any'])} | "
-                f"{_fmt(r['recall_fraction'])} | {_fmt(r['tokens_mean'], 0)} | {_fmt(r['latency_ms_p50'], 1)} | "
-                f"{_fmt(r['latency_ms_p95'], 1)} |"
-            )
-            if m == "full":
-                break
-    lines += ["", "## recall_all per category", ""]
-    cats = [CATEGORIES[c] for c in (1, 2, 3, 4, 5)]
-    lines.append("| method | budget | " + " | ".join(cats) + " |")
-    lines.append("|---|---:|" + "---:|" * len(cats))
-    for m in methods:
-        if m == "full":
-            continue
-        for b in budgets:
-            vals = [rows.get((m, b, c), {}).get("recall_all") for c in cats]
-            lines.append(f"| {m} | {b} | " + " | ".join(_fmt(v) for v in vals) + " |")
-    lines += ["", "## recall fraction per category", ""]
-    lines.append("| method | budget | " + " | ".join(cats) + " |")
-    lines.append("|---|---:|" + "---:|" * len(cats))
-    for m in methods:
-        if m == "full":
-            continue
-        for b in budgets:
-            vals = [rows.get((m, b, c), {}).get("recall_fraction") for c in cats]
-            lines.append(f"| {m} | {b} | " + " | ".join(_fmt(v) for v in vals) + " |")
-    engram_4k = rows.get(("engram", 4000, "overall"))
-    lines += [
+        *halves_table(result, budgets=budgets, metrics=(("recall_all", "recall_all"), ("recall_any", "recall_any"))),
+        "",
+        "## recall fraction (share of a question's evidence found), each half and all",
+        "",
+        *halves_table(result, budgets=budgets, metrics=(("fraction", "recall_fraction"),)),
+        "",
+        "## Per category",
+        *category_tables(result, budgets=budgets),
         "",
         "## How it was measured",
         "",
-        "- The conversations were imported with `manage.py import_conversations --format locomo` (one subject per "
-        "conversation, `dia_id` as the episode's external_id, photo captions in the content) into a scratch "
-        "tenant, and embedded by the episodic embedding backlog with all-MiniLM-L6-v2.",
-        "- engram: `POST /v1/context` through the whole API stack in process (Django test client: "
-        "authentication, tenant scope, row-level security, serialisation), `subject` = the conversation, "
-        "`query` = the question, `max_tokens` = the budget and `budgets: {reserve: 0, episodic: <budget>}` "
-        "so that the whole budget is context, as for the baselines. Tokens are those of the returned prompt "
-        "(section headers and dated day headers included). Latency is the whole request, measured around "
-        "the client call, with the query embedded on the request path.",
-        "- bm25: rank-bm25 Okapi over single turns of the conversation, lowercase words; recent: the last "
-        "turns of the conversation; both rendered one turn per line with its date (`[8 May 2023] speaker: "
-        "text`) and packed in order into the same budget, counted with the same tokenizer.",
-        "- Peers at 1K / 2K / 4K from docs DESIGN (same protocol, not re-run here): mem0 0.430 / 0.552 / "
-        "0.716, LangGraph PostgresStore 0.375 / 0.407 / 0.408, BM25 0.557 / 0.618 / 0.677.",
-        "- Tuned on this data: the re-ranking rules of the heuristic policy (who said it, the session's "
-        "standing, the length factor; docs/router.md) were chosen on these ten conversations, each kept only "
-        "if it raised recall on the first five and on the last five alike, in an offline simulation of the "
-        "re-ranking. No other dataset of this kind is at hand, so there is no held-out figure.",
+        *(f"- {n}" for n in notes),
     ]
-    if engram_4k is not None and engram_4k["recall_all"] is not None:
-        verdict = "reached" if engram_4k["recall_all"] >= 0.85 else "not reached"
-        lines.append(
-            f"- Target recall_all >= 0.85 at 4,000 tokens: {verdict} ({engram_4k['recall_all']:.3f}, with "
-            f"{engram_4k['tokens_mean'] / result['full_replay_tokens_mean']:.0%} of the tokens of full replay)."
-        )
-    if extra:
-        lines += ["", extra.strip()]
     return "\n".join(lines) + "\n"
 
 
@@ -335,14 +825,14 @@ def chart(result: dict[str, Any], path: Path, budgets: Sequence[int]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = {(r["method"], r["budget"], r["group"]): r for r in result["results"]}
+    rows = _rows(result)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for method, style in (("engram", "o-"), ("bm25", "s--"), ("recent", "^:")):
-        points = [(rows[(method, b, "overall")]["tokens_mean"], rows[(method, b, "overall")]["recall_all"])
-                  for b in budgets if (method, b, "overall") in rows]  # fmt: skip
+    for method, style in (("engram", "o-"), ("bm25", "s--"), ("dense", "d-."), ("recent", "^:")):
+        points = [(rows[(method, b, "all", "overall")]["tokens_mean"], rows[(method, b, "all", "overall")]["recall_all"])
+                  for b in budgets if (method, b, "all", "overall") in rows]  # fmt: skip
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], style, label=method)
-    full = next((r for r in result["results"] if r["method"] == "full" and r["group"] == "overall"), None)
+    full = rows.get(("full", budgets[0], "all", "overall")) if budgets else None
     if full:
         ax.plot([full["tokens_mean"]], [full["recall_all"]], "k*", markersize=12, label="full replay")
     ax.set_xscale("log")
