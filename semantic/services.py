@@ -6,7 +6,7 @@ wins, whatever the order of arrival), multi-valued attributes accumulate, and lo
 wait for review. Nothing is deleted: a replaced value is closed, and every change is logged as a
 FactChange with its actor, reason and source episodes.
 
-Writers of one (tenant, entity, attribute) are serialised by a transaction-scoped advisory lock; the
+Writers of one (tenant, entity, attribute) are serialised by a transaction-scoped row lock (tenants.locks); the
 partial unique constraints on Fact are the last line behind it.
 """
 
@@ -25,7 +25,6 @@ from django.db import transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
-from core.db import advisory_xact_lock
 from core.embedding import embedding_cache
 from core.errors import Conflict, NotFound, ValidationProblem
 from episodic.models import Episode
@@ -48,6 +47,7 @@ from semantic.normalise import (
     value_key,
 )
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
+from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
@@ -191,7 +191,7 @@ def _prepare(tenant: Tenant, candidate: FactCandidate) -> _Prepared:
 
 def _lock(tenant: Tenant, entity: str, attribute: str) -> None:
     """Serialise every writer of one (tenant, entity, attribute) until the transaction ends."""
-    advisory_xact_lock("fact", tenant.id, entity, attribute)
+    tenant_xact_lock(tenant.id, "fact", entity, attribute)
 
 
 def _log(

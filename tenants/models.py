@@ -203,3 +203,17 @@ class IdempotencyRecord(TenantModel):
 
     def __str__(self) -> str:
         return f"{self.method} {self.path} [{self.key}]"
+
+
+class TenantLock(TenantModel):
+    """Lock slots of a tenant, for work that must not run twice at once (a fact's writers, a tenant's
+    consolidation or archiving). A row lock lives with the tenant's rows, on whichever node holds
+    them; an advisory lock would only serialise the transactions of one node. See `tenants.locks`."""
+
+    slot = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("tenant", "slot"), name="uniq_tenant_lock_slot")]
+
+    def __str__(self) -> str:
+        return f"lock {self.tenant_id}:{self.slot}"
