@@ -119,6 +119,18 @@ class TenantModel(models.Model):
 
     objects: ClassVar[TenantManager] = TenantManager()
 
+    def _do_update(
+        self, base_qs: Any, using: Any, pk_val: Any, values: Any, update_fields: Any, forced_update: bool
+    ) -> bool:
+        """`save()` of an existing row names its tenant (on Citus that routes the UPDATE to one shard)
+        and never writes tenant_id, the distribution column, which does not change."""
+        values = [value for value in values if value[0].attname != "tenant_id"]
+        return bool(
+            super()._do_update(
+                base_qs.filter(tenant_id=self.tenant_id), using, pk_val, values, update_fields, forced_update
+            )
+        )
+
     class Meta:
         abstract = True
 

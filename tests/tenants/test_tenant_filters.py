@@ -29,9 +29,7 @@ _KEYWORDS = {
 }  # fmt: skip
 _REFERENCE = re.compile(r"\b(from|join|update|into)\s+([a-z_][a-z0-9_]*)(?:\s+(?:as\s+)?([a-z_][a-z0-9_]*))?")
 # tenant_id compared with a value the statement was given (not only with another table's tenant_id).
-_ANCHORED = re.compile(
-    r"tenant_id\s*(?:=\s*(?:any\s*\(\s*)?(?:%s|%\(\w+\)s|'[0-9a-f-]{36}')|in\s*\(\s*(?:%s|'))"
-)
+_ANCHORED = re.compile(r"tenant_id\s*(?:=\s*(?:any\s*\(\s*)?(?:%s|%\(\w+\)s|'[0-9a-f-]{36}')|in\s*\(\s*(?:%s|'))")
 
 
 def _normalise(sql: str) -> str:
@@ -53,8 +51,11 @@ def unfiltered(sql: str, tenant_tables: set[str]) -> list[str]:
         if m.group(2) in tenant_tables and m.group(1) != "into"
     ]
     starts = [m.end() for m in _REFERENCE.finditer(text)] + [len(text)]
-    for (table, alias), start in zip(references, [m.end() for m in _REFERENCE.finditer(text)
-                                                  if m.group(2) in tenant_tables and m.group(1) != "into"], strict=True):
+    for (table, alias), start in zip(
+        references,
+        [m.end() for m in _REFERENCE.finditer(text) if m.group(2) in tenant_tables and m.group(1) != "into"],
+        strict=True,
+    ):
         qualified = rf"(?<![\w.]){re.escape(alias)}\.tenant_id\s*(?:=|in\b)|=\s*{re.escape(alias)}\.tenant_id\b"
         # An unqualified tenant_id belongs to the nearest table named before it (a subquery's own table).
         following = text[start : min(s for s in starts if s > start)] if alias == table else ""
@@ -155,7 +156,12 @@ def test_every_statement_of_the_api_names_its_tenant(api_a, recorded: _Recorder)
     fact = _ok(
         api_a.post(
             "/v1/facts",
-            {"entity": "acme", "attribute": "billing_provider", "value": "Stripe", "statement": "Acme bills on Stripe."},
+            {
+                "entity": "acme",
+                "attribute": "billing_provider",
+                "value": "Stripe",
+                "statement": "Acme bills on Stripe.",
+            },
             format="json",
         ),
         200,
@@ -194,9 +200,7 @@ def test_every_statement_of_the_api_names_its_tenant(api_a, recorded: _Recorder)
     _ok(api_a.post("/v1/subjects/alice/erasure", {"reason": "asked"}, format="json"), 202)
 
     problems = {
-        f"{'; '.join(found)}: {sql}"
-        for sql in recorded.statements
-        if (found := unfiltered(sql, tenant_tables))
+        f"{'; '.join(found)}: {sql}" for sql in recorded.statements if (found := unfiltered(sql, tenant_tables))
     }
     assert len(recorded.statements) > 40
     assert sorted(problems) == [], "\n".join(sorted(problems))
