@@ -73,7 +73,7 @@ def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
             END IF;
         EXCEPTION WHEN duplicate_object THEN NULL;
                   WHEN insufficient_privilege THEN RAISE NOTICE 'cannot create role {eraser}: episodes stay writable';
-        END $$"""
+        END $$"""  # noqa: S608 (the role name comes from our own settings)
     )
     cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [eraser])
     if cursor.fetchone() is None:

@@ -31,6 +31,7 @@ REFERENCE_TABLES_WITH_TENANT_COLUMN = frozenset({"tenants_apikey", "tenants_tena
 def tenant_primary_key(table: str) -> migrations.RunSQL:
     """Make the primary key `(tenant_id, id)`. CASCADE drops the single-column foreign keys that point
     at the old key (in this app or another); the migrations that follow put back composite ones."""
+    # Table and column names are constants written in migrations, never input.
     swap = f"""
 DO $$
 DECLARE pk text;
@@ -39,7 +40,7 @@ BEGIN
     EXECUTE format('ALTER TABLE {table} DROP CONSTRAINT %I CASCADE', pk);
     ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({DISTRIBUTION_COLUMN}, id);
 END $$;
-"""
+"""  # noqa: S608
     back = f"""
 ALTER TABLE {table} DROP CONSTRAINT {table}_pkey CASCADE;
 ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY (id);
@@ -62,7 +63,7 @@ BEGIN
         EXECUTE format('ALTER TABLE {table} DROP CONSTRAINT %I', fk);
     END LOOP;
 END $$;
-"""
+"""  # noqa: S608
 
 
 def tenant_foreign_key(table: str, column: str, target: str) -> migrations.RunSQL:
@@ -220,6 +221,29 @@ def check_distribution_column(schemas: Sequence[str] | None = None) -> list[str]
     return out
 
 
+def check_generated_ids(schemas: Sequence[str] | None = None) -> list[str]:
+    """Citus (11.2+) distributes tables with identity columns, but their sequences hand out values
+    from every node only when the column is bigint; int and smallint identities work from the
+    coordinator alone. Django's BigAutoField is bigint."""
+    distributed, _ = classify_tables(schemas)
+    if not distributed:
+        return []
+    return [
+        f"{distributed[int(str(relid))]}: generated column {name} is {typ}, not bigint "
+        "(Citus: identity and serial columns of distributed tables are bigint)"
+        for relid, name, typ in _rows(
+            """
+            SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+            WHERE a.attrelid = ANY (%s) AND a.attnum > 0 AND NOT a.attisdropped
+              AND (a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%%')
+              AND a.atttypid <> 'bigint'::regtype
+            """,
+            [list(distributed)],
+        )
+    ]
+
+
 def check_triggers_and_rules(schemas: Sequence[str] | None = None) -> list[str]:
     """Citus refuses triggers on distributed and reference tables (unless citus.enable_unsafe_triggers),
     and rules are not propagated to shards. Foreign keys' internal triggers are not counted."""
@@ -280,6 +304,7 @@ CHECKS = (
     check_unique_keys,
     check_foreign_keys,
     check_distribution_column,
+    check_generated_ids,
     check_triggers_and_rules,
     check_row_level_security,
 )

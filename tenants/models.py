@@ -119,6 +119,9 @@ class TenantModel(models.Model):
 
     objects: ClassVar[TenantManager] = TenantManager()
 
+    class Meta:
+        abstract = True
+
     def _do_update(
         self, base_qs: Any, using: Any, pk_val: Any, values: Any, update_fields: Any, forced_update: bool
     ) -> bool:
@@ -130,9 +133,6 @@ class TenantModel(models.Model):
                 base_qs.filter(tenant_id=self.tenant_id), using, pk_val, values, update_fields, forced_update
             )
         )
-
-    class Meta:
-        abstract = True
 
 
 class TenantMembership(models.Model):

@@ -134,6 +134,11 @@ def test_a_well_shaped_scratch_table_passes_every_check() -> None:
             "scratch_text: tenant_id is text",
         ),
         (
+            d.check_generated_ids,
+            ["CREATE TEMP TABLE scratch_serial (tenant_id uuid NOT NULL, id serial, PRIMARY KEY (tenant_id, id))"],
+            "scratch_serial: generated column id is integer, not bigint",
+        ),
+        (
             d.check_triggers_and_rules,
             [
                 "CREATE FUNCTION pg_temp.scratch_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$",
