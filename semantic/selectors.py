@@ -432,7 +432,13 @@ def _ranked_search(
         if isinstance(query_embedding, Future) and query.strip():
             # The vector is still being computed: rank by text meanwhile.
             text = text_rank_sql(
-                tenant=tenant, query=query, pool=pool, at=at, subject=subject, entity=entity, category=category,
+                tenant=tenant,
+                query=query,
+                pool=pool,
+                at=at,
+                subject=subject,
+                entity=entity,
+                category=category,
                 as_of=as_of,
             )
             with connection.cursor() as cursor:
