@@ -13,6 +13,7 @@ is the runbook that uses them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import connection, migrations
 
@@ -86,7 +87,7 @@ def tenant_foreign_key(table: str, column: str, target: str) -> migrations.RunSQ
 # --- catalog checks -------------------------------------------------------------------------------
 
 
-def _rows(sql: str, params: Sequence[object]) -> list[tuple[object, ...]]:
+def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return list(cursor.fetchall())
