@@ -60,6 +60,7 @@ STATEMENTS = (
     ('INSERT INTO "router_contexttrace"', "trace row"),
     ('UPDATE "router_contexttrace"', "trace items (after the commit)"),
     ("set_config", "settings (tenant scope, vector scan, commit)"),
+    ("SET LOCAL", "settings (tenant scope, vector scan, commit)"),
     ("SAVEPOINT", "savepoints"),
 )
 THREADS = {"MainThread": "request", "engram-read": "reader", "engram-writ": "writer"}

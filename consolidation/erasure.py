@@ -322,6 +322,7 @@ LOCATIONS: list[Location] = [
 NO_SUBJECT_DATA: dict[str, str] = {
     "tenants.TenantMembership": "operators of a tenant, not subjects",
     "tenants.ApiKey": "credentials of the tenant's services",
+    "tenants.TenantLock": "lock slots: a 16-bit hash of a resource name, from which nothing can be read back",
     "consolidation.ConsolidationWatermark": "one episode id per tenant",
     "procedural.Procedure": "tenant-level rules; discovery evidence holds aggregate counts only",
     "procedural.ProcedureEvent": "decisions about procedures by operators and discovery, aggregate figures",

@@ -31,11 +31,11 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from consolidation.models import ArchiveManifest, FactDecayAnchor
-from core.db import advisory_xact_lock
 from episodic.models import Episode, Session, allow_episode_deletion
 from semantic.models import ActorType, Fact, FactSource, FactStatus
 from semantic.services import fact_expire, facts_decay
 from semantic.types import Actor
+from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -250,7 +250,7 @@ def episodes_archive(*, tenant: Tenant, now: datetime | None = None, chunk: int 
     report = ArchiveReport()
     while True:
         with tenant_scope(tenant):
-            advisory_xact_lock("archive", tenant.id)
+            tenant_xact_lock(tenant.id, "archive")
             episodes = list(
                 Episode.objects.for_tenant(tenant)
                 .filter(occurred_at__lt=cutoff)

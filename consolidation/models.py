@@ -104,7 +104,11 @@ class FactDecayAnchor(TenantModel):
     """The confidence a fact had when last confirmed: decay is computed from it, so running the daily
     job twice (or late) gives the same answer instead of compounding."""
 
-    fact = models.OneToOneField("semantic.Fact", on_delete=models.CASCADE, related_name="+")
+    # One anchor per fact is uniq_decay_anchor_fact (tenant, fact); a unique key on fact alone could not
+    # be distributed.
+    fact = models.ForeignKey(
+        "semantic.Fact", on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
     anchor_confidence = models.FloatField()
     anchor_at = models.DateTimeField()
     updated_at = models.DateTimeField(default=timezone.now)

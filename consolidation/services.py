@@ -1,7 +1,7 @@
 """Consolidation: new episodes to facts, one tenant at a time, each episode once, safe to redeliver.
 
 A run works in batches of the lowest unconsolidated episode ids. Each batch is one transaction that
-takes the tenant's advisory lock, locks the watermark row, extracts, merges every candidate through
+takes the tenant's consolidation lock (a row lock, tenants.locks), locks the watermark row, extracts, merges every candidate through
 `fact_upsert`, marks the episodes done and adds its counts to the run row. A worker killed mid-batch
 leaves nothing of that batch behind; the redelivered task continues the same run (found by its Celery
 task id) from the watermark, so nothing is skipped and nothing is merged twice.
@@ -27,13 +27,13 @@ from django.utils import timezone
 from consolidation import metrics
 from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
-from core.db import advisory_xact_lock
 from core.errors import DomainError
 from episodic.models import Episode, EpisodeKind, Session, SessionStatus
 from episodic.services import episodes_append
 from semantic.models import ActorType
 from semantic.services import embed_statements, fact_upsert
 from semantic.types import Actor, FactCandidate
+from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -153,7 +153,7 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
     """One batch in one transaction; the number of episodes it consolidated (0: nothing left)."""
     with tenant_scope(tenant):
         # One consolidation per tenant at a time; a second worker waits here for the batch to commit.
-        advisory_xact_lock("consolidation", tenant.id)
+        tenant_xact_lock(tenant.id, "consolidation")
         wm = _watermark(tenant)
         _promote(tenant, wm)
         episodes = list(backlog_queryset(tenant, wm).order_by("id")[:batch_size])

@@ -1,29 +1,45 @@
-"""Database helpers that know nothing of our tables: transaction-local settings and advisory locks.
+"""Database helpers that know nothing of our tables: transaction-local settings and lock keys.
 
-Every transaction-local setting and every advisory lock of the project goes through here, so that the
-scheme is in one place (how a setting reaches the server, how a lock's key is made)."""
+Every transaction-local setting of the project goes through here, so that the scheme is in one place
+(how a setting reaches the server, how a lock's key is made)."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 from django.db import connections
+from psycopg import sql
+
+_NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
 
 
 def set_local(name: str, value: str, *, using: str = "default") -> None:
-    """Set a configuration parameter until the current transaction ends (outside one: until the
-    statement ends, which is useless; callers are inside a transaction)."""
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+    """Set configuration parameters until the current transaction ends (outside one: until the
+    statement ends, which is useless; callers are inside a transaction).
+
+    `SET LOCAL`, not `set_config(..., true)`: with Citus and `citus.propagate_set_commands = local`,
+    the coordinator replays a transaction's SET LOCAL commands on the worker connections it opens, so
+    the row-level security policies and the vector scan settings see the same values on every shard;
+    a set_config call is an ordinary function and stays on the coordinator (docs/scale-out.md)."""
+    set_locals({name: value}, using=using)
+
+
+def set_locals(values: dict[str, str], *, using: str = "default") -> None:
+    """Several settings in one round trip (a simple-protocol batch of SET LOCAL commands)."""
+    conn = connections[using]
+    conn.ensure_connection()
+    statements = []
+    for name, value in values.items():
+        if not _NAME.match(name):
+            raise ValueError(f"not a configuration parameter name: {name!r}")
+        literal = sql.Literal(str(value)).as_string(conn.connection)
+        statements.append(f"SET LOCAL {name} = {literal}")
+    with conn.cursor() as cursor:
+        cursor.execute("; ".join(statements))
 
 
 def lock_key(*parts: object) -> int:
-    """The signed 64-bit advisory lock key of a named resource, e.g. ("fact", tenant_id, entity, attr)."""
+    """The signed 64-bit key of a named resource, e.g. ("fact", tenant_id, entity, attr)."""
     digest = hashlib.blake2b("|".join(str(part) for part in parts).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
-
-
-def advisory_xact_lock(*parts: object, using: str = "default") -> None:
-    """Serialise every transaction that names the same resource until this transaction ends."""
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(*parts)])

@@ -338,13 +338,9 @@ def configure_vector_scan(*, ef_search: int, floor: int = 100) -> None:
     candidates, so a tenant holding 1% of the rows would get ~1% of them. Iterative scans keep
     walking the graph until enough rows pass the filter. Both settings die with the transaction, which
     the caller holds; one statement for both."""
-    from django.db import connection
+    from core.db import set_locals
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
-            [str(max(floor, min(1000, ef_search)))],
-        )
+    set_locals({"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(max(floor, min(1000, ef_search)))})
 
 
 def keep_vectors_inline(table: str, column: str = "embedding") -> Any:

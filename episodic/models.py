@@ -18,10 +18,9 @@ from core.db import set_local
 from core.embedding import EMBEDDING_DIM
 from tenants.models import TenantManager, TenantModel, TenantQuerySet
 
-# Columns an UPDATE may touch outside `allow_episode_deletion()`: derived data, filled in later.
+# Columns an UPDATE may touch outside `allow_episode_deletion()`: derived data, filled in later. The
+# application role's column privileges say the same (tenants/dbroles.py).
 MUTABLE_EPISODE_FIELDS = frozenset({"embedding"})
-# Transaction-local PostgreSQL setting read by the append-only triggers (migration 0002).
-DELETION_SETTING = "app.allow_episode_deletion"
 
 _deletion_allowed: ContextVar[bool] = ContextVar("engram_episode_deletion", default=False)
 
@@ -30,20 +29,37 @@ class AppendOnlyError(RuntimeError):
     """An episode was about to be changed or deleted outside erasure or archiving."""
 
 
+def _eraser_role() -> str | None:
+    """The eraser role when this connection may switch to it (a member of it); None when it connects
+    as the owner, which needs no switch (development without separate roles)."""
+    from tenants.dbroles import eraser_role
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT r.rolname FROM pg_roles r WHERE r.rolname = %s AND pg_has_role(session_user, r.oid, 'MEMBER')",
+            [eraser_role(connection.settings_dict.get("USER") or None)],
+        )
+        row = cursor.fetchone()
+    return str(row[0]) if row else None
+
+
 @contextmanager
 def allow_episode_deletion() -> Iterator[None]:
     """The one way to delete or rewrite episodes (and sessions, whose deletion cascades to them):
     erasure and archiving. Opens a transaction (or a savepoint) and lifts both guards inside it, the
-    ORM's and the database triggers'; both come back when the block ends."""
+    ORM's and the database's (the application role has no UPDATE or DELETE on episodes; the block runs
+    as the eraser role); both come back when the block ends."""
     token = _deletion_allowed.set(True)
     try:
         with transaction.atomic():
-            set_local(DELETION_SETTING, "on")
+            role = _eraser_role()
+            if role:
+                set_local("role", role)
             try:
                 yield
             finally:
-                if not connection.needs_rollback:
-                    set_local(DELETION_SETTING, "")
+                if role and not connection.needs_rollback:
+                    set_local("role", "none")
     finally:
         _deletion_allowed.reset(token)
 
@@ -158,7 +174,9 @@ class Episode(TenantModel):
     """One event. Append-only: corrections are new episodes; erasure is the only deletion."""
 
     # Indexed by episode_session_seq, which also serves the foreign key.
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="episodes", db_index=False)
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="episodes", db_index=False, db_constraint=False
+    )
     subject = models.CharField(max_length=255)
     agent = models.CharField(max_length=255, blank=True, default="")
     kind = models.CharField(max_length=16, choices=EpisodeKind.choices)

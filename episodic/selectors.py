@@ -87,7 +87,9 @@ def episode_list(
         qs = qs.filter(occurred_at__gte=since)
     if until is not None:
         qs = qs.filter(occurred_at__lt=until)
-    return qs.select_related("session").order_by("-occurred_at", "-id")
+    # The session's own tenant_id too: on Citus a join is routed to one shard only when every table in it is
+    # pinned to the tenant.
+    return qs.filter(session__tenant_id=tenant.id).select_related("session").order_by("-occurred_at", "-id")
 
 
 def session_get(*, tenant: Tenant, external_id: str) -> Session:
@@ -389,7 +391,7 @@ def episode_search(
     # The vectors stay in the database: parsing 384 floats a row costs more than the rest of the row.
     rows = ranking.annotate(
         Episode.objects.for_tenant(tenant)
-        .filter(id__in=ranking.ids)
+        .filter(id__in=ranking.ids, session__tenant_id=tenant.id)
         .select_related("session")
         .defer("embedding", "search_vector")
         .annotate(has_embedding=ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField()))

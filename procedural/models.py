@@ -33,7 +33,9 @@ class Procedure(TenantModel):
     lineage = models.UUIDField(default=uuid.uuid4)
     version = models.PositiveIntegerField(default=1)
     is_current = models.BooleanField(default=True)
-    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
     # "" applies to every agent of the tenant.
     agent = models.CharField(max_length=255, blank=True, default="")
     name = models.CharField(max_length=200)
@@ -85,9 +87,13 @@ class Procedure(TenantModel):
 class ProcedureOutcome(TenantModel):
     """One report that a procedure was (or was not) applied, and how it went."""
 
-    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="outcomes", db_index=False)
+    procedure = models.ForeignKey(
+        Procedure, on_delete=models.CASCADE, related_name="outcomes", db_index=False, db_constraint=False
+    )
     session_external_id = models.CharField(max_length=255, blank=True, default="")
-    episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    episode = models.ForeignKey(
+        Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
     applied = models.BooleanField()
     success = models.BooleanField(null=True, blank=True)
     signal = models.FloatField(null=True, blank=True)
@@ -123,7 +129,9 @@ class ProcedureEventKind(models.TextChoices):
 class ProcedureEvent(TenantModel):
     """A decision about a procedure, with who made it and the figures it was made on."""
 
-    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="events", db_index=False)
+    procedure = models.ForeignKey(
+        Procedure, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+    )
     lineage = models.UUIDField()
     kind = models.CharField(max_length=16, choices=ProcedureEventKind.choices)
     actor = models.CharField(max_length=255)

@@ -85,7 +85,7 @@ _FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 # rather than the whole session sorted.
 _RECENT_SQL = f"""
 SELECT {ROW_COLUMNS}, e.payload
-FROM episodic_episode e JOIN episodic_session s ON s.id = e.session_id
+FROM episodic_episode e JOIN episodic_session s ON s.id = e.session_id AND s.tenant_id = e.tenant_id
 WHERE e.session_id = (SELECT id FROM episodic_session WHERE tenant_id = %(tenant)s AND external_id = %(session)s)
   AND e.tenant_id = %(tenant)s AND e.occurred_at < %(until)s
 ORDER BY e.occurred_at DESC, e.id DESC

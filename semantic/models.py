@@ -68,7 +68,9 @@ class Fact(TenantModel):
     use_count = models.PositiveIntegerField(default=0)
     confirmation_count = models.PositiveIntegerField(default=1)
     origin = models.CharField(max_length=16, choices=FactOrigin.choices, default=FactOrigin.API)
-    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
     # Set when the value names another entity: the fact is then also an edge entity -attribute-> object_entity.
     object_entity = models.CharField(max_length=255, null=True, blank=True)
     source_episodes: models.ManyToManyField[Episode, FactSource] = models.ManyToManyField(
@@ -121,8 +123,8 @@ class Fact(TenantModel):
 class FactSource(TenantModel):
     """Provenance: which episodes a fact came from (kept when the fact changes)."""
 
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="sources")
-    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="fact_sources")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="sources", db_constraint=False)
+    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="fact_sources", db_constraint=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -156,7 +158,7 @@ class ActorType(models.TextChoices):
 class FactChange(TenantModel):
     """The conflict audit log: every change to a fact, with who or what made it and why."""
 
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="changes")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="changes", db_constraint=False)
     kind = models.CharField(max_length=20, choices=FactChangeKind.choices)
     old_value = models.TextField(null=True, blank=True)
     new_value = models.TextField(null=True, blank=True)
@@ -165,7 +167,9 @@ class FactChange(TenantModel):
     old_confidence = models.FloatField(null=True, blank=True)
     new_confidence = models.FloatField(null=True, blank=True)
     # The other fact in a supersession or revert (the newer or the reinstated one).
-    related_fact = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    related_fact = models.ForeignKey(
+        Fact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
     reason = models.TextField(blank=True, default="")
     actor_type = models.CharField(max_length=16, choices=ActorType.choices)
     actor_id = models.CharField(max_length=255, blank=True, default="")

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from core.embedding import configure_vector_scan as configure_embedding_scan
@@ -110,7 +110,8 @@ def fact_history(*, tenant: Tenant, fact_id: uuid.UUID | str) -> list[FactChange
     return list(
         FactChange.objects.for_tenant(tenant)
         .filter(fact=fact)
-        .select_related("related_fact")
+        # Fetched by a second statement that names the tenant, not joined on the fact id alone.
+        .prefetch_related(Prefetch("related_fact", queryset=Fact.objects.for_tenant(tenant)))
         .order_by("created_at", "id")
     )
 

@@ -6,8 +6,8 @@ wins, whatever the order of arrival), multi-valued attributes accumulate, and lo
 wait for review. Nothing is deleted: a replaced value is closed, and every change is logged as a
 FactChange with its actor, reason and source episodes.
 
-Writers of one (tenant, entity, attribute) are serialised by a transaction-scoped advisory lock; the
-partial unique constraints on Fact are the last line behind it.
+Writers of one (tenant, entity, attribute) are serialised by a transaction-scoped row lock
+(tenants.locks); the partial unique constraints on Fact are the last line behind it.
 
 Validation lives in semantic.validation, the timeline of single-valued attributes in
 semantic.timeline, and the change log in semantic.history; the public `fact_*` writes are here.
@@ -26,7 +26,6 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.db import advisory_xact_lock
 from core.embedding import embedding_cache
 from core.errors import Conflict, NotFound, ValidationProblem
 from semantic.history import ChangeDraft, change_log, sources_add
@@ -48,6 +47,7 @@ from semantic.normalise import (
 from semantic.timeline import covers, place_single, seen_again, timeline_of, timeline_split
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
 from semantic.validation import PreparedFact, allowed_categories, fact_prepare
+from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
@@ -74,7 +74,7 @@ def embed_statements(texts: Sequence[str]) -> list[list[float]]:
 
 def _lock(tenant: Tenant, entity: str, attribute: str) -> None:
     """Serialise every writer of one (tenant, entity, attribute) until the transaction ends."""
-    advisory_xact_lock("fact", tenant.id, entity, attribute)
+    tenant_xact_lock(tenant.id, "fact", entity, attribute)
 
 
 def _get_for_update(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:

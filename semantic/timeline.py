@@ -48,6 +48,7 @@ def seen_again(tenant: Tenant, prev: Fact, after: datetime) -> datetime | None:
     """The first observation of prev's value after `after` and before prev's interval ends: a value
     observed at `after` only holds until then."""
     qs = FactChange.objects.for_tenant(tenant).filter(
+        fact__tenant_id=tenant.id,
         fact__entity=prev.entity,
         fact__attribute=prev.attribute,
         fact__value_key=prev.value_key,

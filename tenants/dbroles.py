@@ -50,6 +50,42 @@ def grant_app_role(using: str = "default", *, truncate: bool = False) -> None:
         cursor.execute(f'GRANT {privileges} ON ALL TABLES IN SCHEMA public TO "{role}"')
         cursor.execute(f'GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO "{role}"')
         cursor.execute(f'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO "{role}"')
+        _append_only_episodes(cursor, role, privileges)
+
+
+def eraser_role(role: str | None = None) -> str:
+    """The role `episodic.models.allow_episode_deletion()` switches to: the application role's
+    privileges plus UPDATE and DELETE of episodes."""
+    return f"{role or app_role()}_eraser"
+
+
+def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
+    """Episodes are append-only in the database by privilege: the application role may insert them and
+    fill in their embedding, nothing more; erasure and archiving switch (SET LOCAL ROLE) to the eraser
+    role. A trigger did this before, but Citus refuses triggers on distributed tables, while GRANTs and
+    roles it carries to every node. Creating the role needs CREATEROLE; an owner without it leaves the
+    guard off (with a notice) rather than failing the migration."""
+    eraser = eraser_role(role)
+    cursor.execute(
+        f"""DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{eraser}') THEN
+                CREATE ROLE "{eraser}" NOLOGIN NOSUPERUSER NOBYPASSRLS NOINHERIT;
+            END IF;
+        EXCEPTION WHEN duplicate_object THEN NULL;
+                  WHEN insufficient_privilege THEN RAISE NOTICE 'cannot create role {eraser}: episodes stay writable';
+        END $$"""  # noqa: S608 (the role name comes from our own settings)
+    )
+    cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [eraser])
+    if cursor.fetchone() is None:
+        return
+    cursor.execute(f'GRANT USAGE ON SCHEMA public TO "{eraser}"')
+    cursor.execute(f'GRANT {privileges} ON ALL TABLES IN SCHEMA public TO "{eraser}"')
+    cursor.execute(f'GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO "{eraser}"')
+    cursor.execute(f'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO "{eraser}"')
+    # May switch to it (SET ROLE), does not inherit its privileges (PostgreSQL 16+).
+    cursor.execute(f'GRANT "{eraser}" TO "{role}" WITH INHERIT FALSE, SET TRUE')
+    cursor.execute(f'REVOKE UPDATE, DELETE ON episodic_episode FROM "{role}"')
+    cursor.execute(f'GRANT UPDATE (embedding) ON episodic_episode TO "{role}"')
 
 
 def _after_migrate(sender: Any, using: str = "default", **kwargs: Any) -> None:

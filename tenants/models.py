@@ -125,6 +125,18 @@ class TenantModel(models.Model):
     class Meta:
         abstract = True
 
+    def _do_update(
+        self, base_qs: Any, using: Any, pk_val: Any, values: Any, update_fields: Any, forced_update: bool
+    ) -> bool:
+        """`save()` of an existing row names its tenant (on Citus that routes the UPDATE to one shard)
+        and never writes tenant_id, the distribution column, which does not change."""
+        values = [value for value in values if value[0].attname != "tenant_id"]
+        return bool(
+            super()._do_update(
+                base_qs.filter(tenant_id=self.tenant_id), using, pk_val, values, update_fields, forced_update
+            )
+        )
+
 
 class TenantMembership(models.Model):
     """An operator (staff user) and a tenant they may see in the admin. Superusers see every tenant."""
@@ -206,3 +218,17 @@ class IdempotencyRecord(TenantModel):
 
     def __str__(self) -> str:
         return f"{self.method} {self.path} [{self.key}]"
+
+
+class TenantLock(TenantModel):
+    """Lock slots of a tenant, for work that must not run twice at once (a fact's writers, a tenant's
+    consolidation or archiving). A row lock lives with the tenant's rows, on whichever node holds
+    them; an advisory lock would only serialise the transactions of one node. See `tenants.locks`."""
+
+    slot = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("tenant", "slot"), name="uniq_tenant_lock_slot")]
+
+    def __str__(self) -> str:
+        return f"lock {self.tenant_id}:{self.slot}"

@@ -36,6 +36,7 @@ def _analyze() -> None:
         autocommit=True,
     ) as conn:
         conn.execute("ANALYZE episodic_episode")
+        conn.execute("ANALYZE episodic_session")
 
 
 @pytest.fixture

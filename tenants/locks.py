@@ -1,0 +1,39 @@
+"""Transaction-scoped locks on a tenant's resources, taken as row locks in the tenant's own shard.
+
+`pg_advisory_xact_lock` serialises only the transactions of one PostgreSQL node; once tenant tables are
+distributed (docs/scale-out.md) two coordinators, or a coordinator and a worker, could both hold "the"
+lock. A row of tenants_tenantlock lives on the tenant's shard, so locking it serialises every
+transaction that names the resource, wherever it runs.
+
+A resource maps to one of 65,536 slots per tenant: the table stays small, holds nothing from which a
+subject could be read back (erasure has nothing to remove), and two resources sharing a slot only
+wait for each other now and then.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import connections
+
+from core.db import lock_key
+
+SLOTS = 1 << 16
+
+# One statement: inserting the slot's row the first time, or updating it in place, leaves it locked
+# until the transaction ends; a concurrent locker of the same slot waits on it either way.
+_LOCK = (
+    "INSERT INTO tenants_tenantlock (tenant_id, slot) VALUES (%s, %s) "
+    "ON CONFLICT (tenant_id, slot) DO UPDATE SET slot = EXCLUDED.slot"
+)
+
+
+def slot_of(*parts: object) -> int:
+    return lock_key(*parts) % SLOTS
+
+
+def tenant_xact_lock(tenant_id: uuid.UUID, *parts: object, using: str = "default") -> None:
+    """Serialise every transaction that names the same (tenant, resource) until this one ends. The
+    caller is inside a transaction and the tenant's scope (row-level security applies)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(_LOCK, [tenant_id, slot_of(tenant_id, *parts)])
