@@ -289,3 +289,9 @@ def _enqueue_consolidation(tenant_id: str, session_id: int) -> None:
     from consolidation.tasks import consolidate_session
 
     consolidate_session.delay(tenant_id, session_id)
+
+
+def session_summary_set(*, tenant: Tenant, session_id: int, summary: str) -> None:
+    """Record the session's summary (written by consolidation as a `summary` episode) on the session,
+    where the API, the dashboard and the router read it."""
+    Session.objects.for_tenant(tenant).filter(pk=session_id).update(summary=summary)
