@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from semantic.models import Cardinality, FactCategory
@@ -48,7 +49,7 @@ def is_fragment(value: str, *, predicate: bool = False) -> bool:
         return True
     if words[-1] in _FUNCTION - {"in", "on", "out", "up"} and len(words) > 1:
         return True
-    for opening, closing in ("()", "[]", "{}"):
+    for opening, closing in (("(", ")"), ("[", "]"), ("{", "}")):
         if text.count(opening) != text.count(closing):
             return True
     return False
@@ -87,7 +88,7 @@ def resolve_dates(text: str, now: datetime) -> str:
         days = count * (7 if unit == "week" else 1)
         return f"around {_day(now - timedelta(days=days))}"
 
-    rules: list[tuple[str, object]] = [
+    rules: list[tuple[str, Callable[[re.Match[str]], str]]] = [
         (r"\b(last|this past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", weekday),
         (
             r"\b(\d+|an?|one|two|three|four|five|six|a few|a couple of|couple of|few|several) (days?|weeks?|months?|years?) ago\b",
@@ -107,7 +108,7 @@ def resolve_dates(text: str, now: datetime) -> str:
         (r"\bnext year\b", lambda m: f"in {now.year + 1}"),
     ]
     for pattern, replace in rules:
-        text = re.sub(pattern, replace, text, flags=re.IGNORECASE)  # type: ignore[arg-type]
+        text = re.sub(pattern, replace, text, flags=re.IGNORECASE)
     return text
 
 

@@ -668,13 +668,20 @@ def extract_from_text(text: str, subject: str) -> list[Found]:
     return found
 
 
+_LEANING = re.compile(
+    r"\b(?:it|them|these|those|this|that|there|he|him|she|they|i|me|my|we|us|our|you|your)\b", re.IGNORECASE
+)
+
+
 def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list[Found]:
     """The patterns' facts, sentence by sentence; a sentence no pattern explains is read as
     self-disclosure (consolidation.extractors.disclosure)."""
     found: list[Found] = []
     seen: set[tuple[str, str]] = set()
     for sentence in sentences(text):
-        facts = extract_from_text(sentence, speaker)
+        # A pattern's value is copied as said: one that leans on context ("keep working on it") or
+        # still speaks in the first or second person is not a fact about the speaker.
+        facts = [f for f in extract_from_text(sentence, speaker) if not _LEANING.search(f.value)]
         if not facts and not _QUESTION_OR_HYPOTHETICAL.search(sentence):
             facts = [
                 Found(d.attribute, d.value, d.category, d.confidence, d.statement, cardinality=d.cardinality)
