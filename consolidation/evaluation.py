@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from consolidation.extractors.rules import SPEAKER_ROLES, extract_from_text
+from episodic.management.commands.import_conversations import locomo_items
+from episodic.models import Episode
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "extraction" / "conversations.json"
 
@@ -71,3 +73,172 @@ def evaluate(conversations: list[dict[str, Any]]) -> Score:
         score.fn += len(remaining)
         score.missed.extend((conv["id"], *fact) for fact in remaining)
     return score
+
+
+# --- LoCoMo: an extractor judged against the dataset's own per-turn observations and session summaries
+
+_DIA_ID = re.compile(r"D\d+:\d+")
+LOCOMO_THRESHOLDS = (0.6, 0.7)
+
+
+@dataclasses.dataclass
+class LocomoFact:
+    conversation: int
+    dia_id: str
+    speaker: str
+    statement: str
+
+
+@dataclasses.dataclass
+class LocomoObservation:
+    conversation: int
+    speaker: str
+    text: str
+    dia_ids: frozenset[str]
+
+
+@dataclasses.dataclass
+class LocomoSession:
+    conversation: int
+    session: int
+    gold_summary: str
+    summary: str
+
+
+@dataclasses.dataclass
+class LocomoRun:
+    """What an extractor produced on LoCoMo, beside the gold annotations, before any scoring."""
+
+    facts: list[LocomoFact] = dataclasses.field(default_factory=list)
+    observations: list[LocomoObservation] = dataclasses.field(default_factory=list)
+    sessions: list[LocomoSession] = dataclasses.field(default_factory=list)
+    turns: int = 0
+    turns_by_conversation: dict[int, int] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class LocomoScore:
+    conversations: list[int]
+    turns: int
+    observations: int
+    facts: int
+    # threshold -> (gold observations covered, facts matching a gold observation of their turn)
+    covered: dict[float, int]
+    matched: dict[float, int]
+    summary_similarity: float
+    sessions: int
+
+    def coverage(self, threshold: float) -> float:
+        return self.covered[threshold] / self.observations if self.observations else 0.0
+
+    def precision(self, threshold: float) -> float:
+        return self.matched[threshold] / self.facts if self.facts else 0.0
+
+
+def locomo_run(
+    conversations: list[dict[str, Any]], extractor: Any, *, tenant: Any, summaries: bool = True
+) -> LocomoRun:
+    """Run `extractor` over every LoCoMo session as the consolidator would (one subject per
+    conversation, one call per session, episodes built exactly as import_conversations stores them,
+    but never saved)."""
+
+    run = LocomoRun()
+    index = {str(sample["sample_id"]): i for i, sample in enumerate(conversations)}
+    next_id = 1
+    for sample_id, items in locomo_items(conversations):
+        conv = index[sample_id]
+        episodes = []
+        dia_of: dict[int, tuple[str, str]] = {}
+        for item in items:
+            episode = Episode(
+                id=next_id,
+                subject=item["subject"],
+                kind=item["kind"],
+                role=item["role"],
+                content=item["content"],
+                payload=item["payload"],
+                occurred_at=item["occurred_at"],
+                external_id=item["external_id"],
+            )
+            dia_of[next_id] = (item["external_id"], item["role"])
+            episodes.append(episode)
+            next_id += 1
+        run.turns += len(episodes)
+        run.turns_by_conversation[conv] = run.turns_by_conversation.get(conv, 0) + len(episodes)
+        result = extractor.extract(tenant=tenant, subject=sample_id, episodes=episodes)
+        for candidate in result.candidates:
+            for episode_id in candidate.source_episode_ids[:1]:
+                dia_id, speaker = dia_of[episode_id]
+                run.facts.append(LocomoFact(conv, dia_id, speaker, candidate.statement))
+        if summaries:
+            number = int(items[0]["session"].rsplit("_", 1)[1])
+            gold = conversations[conv].get("session_summary", {}).get(f"session_{number}_summary", "")
+            if gold:
+                text = extractor.summarise(tenant=tenant, subject=sample_id, episodes=episodes).text
+                run.sessions.append(LocomoSession(conv, number, gold, text))
+    for conv, sample in enumerate(conversations):
+        for per_speaker in sample.get("observation", {}).values():
+            for speaker, observations in per_speaker.items():
+                for text, evidence in observations:
+                    dia_ids = frozenset(_DIA_ID.findall(json.dumps(evidence)))
+                    if text.strip() and dia_ids:
+                        run.observations.append(LocomoObservation(conv, speaker, text.strip(), dia_ids))
+    return run
+
+
+def locomo_score(
+    run: LocomoRun,
+    embedder: Any,
+    *,
+    thresholds: tuple[float, ...] = LOCOMO_THRESHOLDS,
+    halves: list[list[int]],
+) -> tuple[list[LocomoScore], list[tuple[float, int]]]:
+    """Scores for each group of conversations in `halves`, and for every fact of run.facts its best
+    cosine with a gold observation of its own turn and that observation's index (-1: none)."""
+    import numpy as np
+
+    fact_vectors = embedder.embed([f.statement for f in run.facts])
+    obs_vectors = embedder.embed([o.text for o in run.observations])
+    # Gold observations and facts meet only on the same conversation and turn.
+    by_turn: dict[tuple[int, str], list[int]] = {}
+    for i, obs in enumerate(run.observations):
+        for dia_id in obs.dia_ids:
+            by_turn.setdefault((obs.conversation, dia_id), []).append(i)
+    best_for_obs = np.zeros(len(run.observations), dtype=np.float32)
+    best_for_fact = np.zeros(len(run.facts), dtype=np.float32)
+    best_obs = [-1] * len(run.facts)
+    for f, fact in enumerate(run.facts):
+        candidates = by_turn.get((fact.conversation, fact.dia_id), [])
+        if not candidates:
+            continue
+        sims = obs_vectors[candidates] @ fact_vectors[f]
+        best_for_fact[f] = float(sims.max())
+        best_obs[f] = candidates[int(sims.argmax())]
+        for j, sim in zip(candidates, sims, strict=True):
+            best_for_obs[j] = max(best_for_obs[j], float(sim))
+    summary_sims: list[tuple[int, float]] = []
+    if run.sessions:
+        generated = embedder.embed([s.summary or " " for s in run.sessions])
+        gold = embedder.embed([s.gold_summary for s in run.sessions])
+        for k, session in enumerate(run.sessions):
+            sim = float(generated[k] @ gold[k]) if session.summary.strip() else 0.0
+            summary_sims.append((session.conversation, sim))
+    scores = []
+    for group in halves:
+        members = set(group)
+        obs_idx = [i for i, o in enumerate(run.observations) if o.conversation in members]
+        fact_idx = [i for i, f in enumerate(run.facts) if f.conversation in members]
+        sims = [s for c, s in summary_sims if c in members]
+        scores.append(
+            LocomoScore(
+                conversations=sorted(members),
+                turns=sum(run.turns_by_conversation.get(c, 0) for c in members),
+                observations=len(obs_idx),
+                facts=len(fact_idx),
+                covered={t: int(sum(best_for_obs[i] >= t for i in obs_idx)) for t in thresholds},
+                matched={t: int(sum(best_for_fact[i] >= t for i in fact_idx)) for t in thresholds},
+                summary_similarity=sum(sims) / len(sims) if sims else 0.0,
+                sessions=len(sims),
+            )
+        )
+    return scores, [(float(s), best_obs[i]) for i, s in enumerate(best_for_fact)]

@@ -29,7 +29,7 @@ from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
 from core.errors import DomainError
 from episodic.models import Episode, EpisodeKind, Session, SessionStatus
-from episodic.services import episodes_append
+from episodic.services import episodes_append, session_summary_set
 from semantic.models import ActorType
 from semantic.services import embed_statements, fact_upsert
 from semantic.types import Actor, FactCandidate
@@ -264,7 +264,6 @@ SUMMARY_EXTERNAL_ID = "engram:summary"
 
 def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun | None = None) -> Episode | None:
     """Store the summary of an ended session as a `summary` episode, once (its external id is fixed)."""
-
     with tenant_scope(tenant):
         session = Session.objects.for_tenant(tenant).filter(pk=session_id).first()
         if session is None or session.status == SessionStatus.OPEN:
@@ -272,7 +271,11 @@ def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun 
         episodes = list(Episode.objects.for_tenant(tenant).filter(session=session).order_by("occurred_at", "id"))
         # Only this service's own summary counts: working notes summarised at session end are also
         # `summary` episodes, and they are input here, not a reason to skip.
-        if any(e.external_id == SUMMARY_EXTERNAL_ID for e in episodes):
+        written = next((e for e in episodes if e.external_id == SUMMARY_EXTERNAL_ID), None)
+        if written is not None:
+            # A summary stored before sessions carried it (or a retry after a crash in between).
+            if session.summary != written.content:
+                session_summary_set(tenant=tenant, session_id=session.pk, summary=written.content)
             return None
         if not episodes:
             return None
@@ -295,6 +298,7 @@ def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun 
                 }
             ],
         )
+        session_summary_set(tenant=tenant, session_id=session.pk, summary=result.text)
         if run is not None:
             ConsolidationRun.objects.for_tenant(tenant).filter(pk=run.pk).update(
                 summaries_written=F("summaries_written") + 1,

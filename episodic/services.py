@@ -285,3 +285,9 @@ def session_mark_ended(
     session.outcome_signal = None if outcome_signal is None else float(outcome_signal)
     session.save(update_fields=["status", "ended_at", "outcome", "outcome_signal"])
     return session
+
+
+def session_summary_set(*, tenant: Tenant, session_id: int, summary: str) -> None:
+    """Record the session's summary (written by consolidation as a `summary` episode) on the session,
+    where the API, the dashboard and the router read it."""
+    Session.objects.for_tenant(tenant).filter(pk=session_id).update(summary=summary)

@@ -54,6 +54,7 @@ class ContextApi(TenantAPIView):
         )
         as_of = serializers.DateTimeField(required=False, allow_null=True, default=None)
         format = serializers.ChoiceField(choices=FORMATS, required=False, default="markdown")
+        session_kind = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
 
         def validate_budgets(self, value: dict[str, int]) -> dict[str, int]:
             unknown = sorted(set(value) - set(BUDGET_KEYS))
@@ -104,6 +105,7 @@ class ContextApi(TenantAPIView):
                 layers=tuple(dict.fromkeys(v.get("layers") or LAYERS)),
                 as_of=v["as_of"],
                 format=v["format"],
+                session_kind=v["session_kind"],
             ),
         )
         return Response(context_body(result))

@@ -216,6 +216,7 @@ class HeuristicPolicy:
             topics=topics,
             agent=request.agent,
             limit=10,
+            session_kind=request.session_kind,
             query_embedding=embedding,
         )
         out = []

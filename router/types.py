@@ -45,6 +45,7 @@ class ContextRequest:
     layers: tuple[Layer, ...] = LAYERS
     as_of: datetime | None = None
     format: str = "markdown"
+    session_kind: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class ContextRequest:
             "layers": list(self.layers),
             "as_of": self.as_of.isoformat() if self.as_of else None,
             "format": self.format,
+            "session_kind": self.session_kind,
         }
 
 

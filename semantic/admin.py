@@ -122,6 +122,28 @@ class FactEditForm(forms.ModelForm):  # type: ignore[type-arg]
         return None
 
 
+class NeedsConfirmationFilter(admin.SimpleListFilter):
+    """Facts to put to the subject again (GET /v1/facts?needs_confirmation=true). Across tenants the
+    default horizons apply; a tenant's own are used by the API."""
+
+    title = "needs confirmation"
+    parameter_name = "needs_confirmation"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Fact]) -> QuerySet[Fact]:
+        if self.value() != "yes":
+            return queryset
+        from django.utils import timezone
+
+        from semantic.selectors import needs_confirmation_q
+        from tenants.models import TenantSettings
+
+        horizons = TenantSettings().decay_half_life_days
+        return queryset.filter(needs_confirmation_q(horizons=horizons, now=timezone.now()))
+
+
 @admin.register(Fact)
 class FactAdmin(TenantOwnedAdmin):
     form = FactEditForm
@@ -137,7 +159,16 @@ class FactAdmin(TenantOwnedAdmin):
         "recorded_at",
         "tenant",
     )
-    list_filter = ("status", "category", "origin", "cardinality", EntityFilter, AttributeFilter, SubjectFilter)
+    list_filter = (
+        "status",
+        "category",
+        "origin",
+        "cardinality",
+        NeedsConfirmationFilter,
+        EntityFilter,
+        AttributeFilter,
+        SubjectFilter,
+    )
     search_fields = ("entity",)
     search_help_text = "Words of the statement (full text), or an exact entity or subject."
     ordering = ("-recorded_at",)

@@ -139,6 +139,7 @@ class FactListCreateApi(TenantAPIView):
         status = serializers.ChoiceField(choices=[*FactStatus.values, "any"], required=False)
         subject = serializers.CharField(required=False, max_length=255)
         as_of = serializers.DateTimeField(required=False)
+        needs_confirmation = serializers.BooleanField(required=False, default=False)
 
     @extend_schema_serializer(component_name="FactUpsertOutput")
     class UpsertOutputSerializer(serializers.Serializer):

@@ -13,7 +13,7 @@ import math
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -72,6 +72,16 @@ def fact_get(*, tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
     return fact
 
 
+def needs_confirmation_q(*, horizons: dict[str, float], now: datetime) -> Q:
+    """Active facts not confirmed within their category's horizon (days), or pending review."""
+    default = horizons.get("other", 90.0)
+    stale = Q()
+    for category, days in horizons.items():
+        stale |= Q(category=category, last_confirmed_at__lt=now - timedelta(days=days))
+    stale |= ~Q(category__in=list(horizons)) & Q(last_confirmed_at__lt=now - timedelta(days=default))
+    return (Q(status=FactStatus.ACTIVE) & stale) | Q(status=FactStatus.PENDING_REVIEW)
+
+
 def fact_list(
     *,
     tenant: Tenant,
@@ -81,10 +91,19 @@ def fact_list(
     status: str | None = None,
     subject: str | None = None,
     as_of: datetime | None = None,
+    needs_confirmation: bool = False,
+    now: datetime | None = None,
 ) -> QuerySet[Fact]:
     """Facts by filter. Without `status` or `as_of`, the facts held now (active); `status="any"` lists
-    every status; `as_of` restricts to what was believed then."""
+    every status; `as_of` restricts to what was believed then. `needs_confirmation` keeps the facts
+    to put to the subject again: active ones not confirmed within their category's horizon (its
+    decay half-life in the tenant's settings) and, unless a status is given, those waiting in
+    pending_review because the evidence conflicted."""
     qs = Fact.objects.for_tenant(tenant)
+    if needs_confirmation:
+        qs = qs.filter(needs_confirmation_q(horizons=tenant.config.decay_half_life_days, now=now or timezone.now()))
+        if status is None and as_of is None:
+            status = "any"
     if status is not None and status != "any" and status not in FactStatus.values:
         raise ValidationProblem.at("/status", f"status must be one of {[*FactStatus.values, 'any']}.")
     if as_of is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 
 from core.tokens import count_tokens
 from episodic.models import Episode
@@ -19,8 +20,23 @@ from semantic.types import FactCandidate
 from tenants.models import Tenant
 
 from .base import ExtractionResult, SummaryResult, extractable
+from .disclosure import disclose, is_fragment
 
 SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
+# Roles that are not a person speaking about themselves; any other role names the speaker ("Caroline").
+NOT_A_SPEAKER = frozenset({"assistant", "system", "tool", "agent", "bot", "ai", "model", "developer", "function"})
+
+
+def speaker_of(role: str, subject: str) -> str | None:
+    """Who is speaking in a message with this role: the subject for the generic user roles, the role
+    itself when it is a name, None for the agent's side."""
+    low = role.strip().lower()
+    if low in SPEAKER_ROLES:
+        return subject
+    if low in NOT_A_SPEAKER:
+        return None
+    return role.strip()
+
 
 # Known tools name the attribute they fill; anything else is a multi-valued "uses".
 _KNOWN_TOOLS = {
@@ -123,7 +139,7 @@ class Found:
 _NOT_A_VALUE = frozenset("it this that them everything something anything stuff things all one".split())
 
 
-def _clean_value(raw: str, *, max_words: int = 8, keep_time: bool = False) -> str:
+def _clean_value(raw: str, *, max_words: int = 8, keep_time: bool = False, literal: bool = False) -> str:
     value = raw.strip(" \t\"'`")
     for _ in range(2):
         value = _FILLER_TAIL.sub("", value).strip()
@@ -131,6 +147,9 @@ def _clean_value(raw: str, *, max_words: int = 8, keep_time: bool = False) -> st
             value = _TIME_TAIL.sub("", value).strip()
     value = _LEADING_ARTICLE.sub("", value).strip()
     if not value or len(value.split()) > max_words or value.lower() in _NOT_A_VALUE:
+        return ""
+    # Identifiers (an email address, a phone number) are not phrases and are not judged as such.
+    if not literal and is_fragment(value):
         return ""
     return value
 
@@ -159,10 +178,17 @@ def _p(pattern: str) -> re.Pattern[str]:
 
 
 def _simple(
-    attribute: str, category: str, confidence: float, template: str, *, cardinality: str | None = None, words: int = 8
+    attribute: str,
+    category: str,
+    confidence: float,
+    template: str,
+    *,
+    cardinality: str | None = None,
+    words: int = 8,
+    literal: bool = False,
 ) -> Callable[[re.Match[str], str], list[Found]]:
     def build(m: re.Match[str], subject: str) -> list[Found]:
-        value = _clean_value(m.group("v"), max_words=words)
+        value = _clean_value(m.group("v"), max_words=words, literal=literal)
         if not value:
             return []
         return [
@@ -289,6 +315,9 @@ def _our_thing(m: re.Match[str], subject: str) -> list[Found]:
         "ci": "ci",
         "editor": "editor",
     }.get(thing, "uses")
+    # "the database is slow" describes it; only "the database is <a known database>" names it.
+    if m.group("det").lower() == "the" and _tool(value)[0] != attribute:
+        return []
     return [
         Found(
             attribute,
@@ -377,7 +406,7 @@ RULES: list[Rule] = [
     (
         "email",
         _p(r"(?P<v>[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})"),
-        _simple("email", FactCategory.CONTACT_INFO, 0.85, "{s}'s email address is {v}.", words=1),
+        _simple("email", FactCategory.CONTACT_INFO, 0.85, "{s}'s email address is {v}.", words=1, literal=True),
     ),
     (
         "contact_preference",
@@ -387,7 +416,7 @@ RULES: list[Rule] = [
     (
         "phone",
         _p(r"\b(?:phone|number|call me at|reach me at|text me at|mobile)\b[^0-9+]{0,20}(?P<v>\+?\d[\d\s().-]{6,18}\d)"),
-        _simple("phone", FactCategory.CONTACT_INFO, 0.8, "{s}'s phone number is {v}.", words=5),
+        _simple("phone", FactCategory.CONTACT_INFO, 0.8, "{s}'s phone number is {v}.", words=5, literal=True),
     ),
     (
         "name",
@@ -484,8 +513,8 @@ RULES: list[Rule] = [
     (
         "our_thing",
         _p(
-            r"\b(?:our|my) (?:main |primary )?(?P<thing>database|db|cloud provider|cloud|os|operating system|ci|editor)"
-            r" is " + _V + _END
+            r"\b(?P<det>our|my|the) (?:main |primary )?(?P<thing>database|db|cloud provider|cloud|os|operating system|ci|editor)"
+            r" is (?:now |still |currently )?" + _V + _END
         ),
         _our_thing,
     ),
@@ -639,19 +668,47 @@ def extract_from_text(text: str, subject: str) -> list[Found]:
     return found
 
 
+_LEANING = re.compile(
+    r"\b(?:it|them|these|those|this|that|there|he|him|she|they|i|me|my|we|us|our|you|your)\b", re.IGNORECASE
+)
+
+
+def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list[Found]:
+    """The patterns' facts, sentence by sentence; a sentence no pattern explains is read as
+    self-disclosure (consolidation.extractors.disclosure)."""
+    found: list[Found] = []
+    seen: set[tuple[str, str]] = set()
+    for sentence in sentences(text):
+        # A pattern's value is copied as said: one that leans on context ("keep working on it") or
+        # still speaks in the first or second person is not a fact about the speaker.
+        facts = [f for f in extract_from_text(sentence, speaker) if not _LEANING.search(f.value)]
+        if not facts and not _QUESTION_OR_HYPOTHETICAL.search(sentence):
+            facts = [
+                Found(d.attribute, d.value, d.category, d.confidence, d.statement, cardinality=d.cardinality)
+                for d in disclose(sentence, name=speaker, said_at=said_at)
+            ]
+        for fact in facts:
+            key = (fact.attribute, fact.value.lower())
+            if key not in seen:
+                seen.add(key)
+                found.append(fact)
+    return found
+
+
 class RuleBasedExtractor:
     name = "rules"
 
     def extract(self, *, tenant: Tenant, subject: str, episodes: Sequence[Episode]) -> ExtractionResult:
         result = ExtractionResult()
         for episode in extractable(episodes):
-            if episode.kind != "message" or episode.role.lower() not in SPEAKER_ROLES:
+            speaker = speaker_of(episode.role, subject) if episode.kind == "message" else None
+            if speaker is None:
                 continue
-            for found in extract_from_text(episode.content, subject):
+            for found in extract_with_disclosures(episode.content, speaker, episode.occurred_at):
                 result.candidates.append(
                     FactCandidate(
                         subject=subject,
-                        entity=found.entity or subject,
+                        entity=found.entity or speaker,
                         attribute=found.attribute,
                         value=found.value,
                         statement=found.statement,

@@ -1,23 +1,59 @@
-"""Print the offline extractor's precision and recall on the hand-labelled fixtures."""
+"""Measure an extractor: on the hand-labelled fixtures (the rule patterns' precision and recall), or,
+with --locomo, against LoCoMo's own per-turn observations and session summaries.
+
+    manage.py evaluate_extractor
+    manage.py evaluate_extractor --locomo [--extractor dotted.Path] [--sample 100]
+
+--locomo builds the episodes as import_conversations would (never saved), runs the extractor one
+session at a time, and embeds facts and gold observations with MiniLM (ENGRAM_EMBEDDER is ignored
+unless --embedder is given): coverage is the share of gold observations for which a fact from their
+evidence turn has cosine at least the threshold, precision the share of facts at least that close to
+a gold observation of their own turn.
+"""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+from django.utils.module_loading import import_string
 
-from consolidation.evaluation import FIXTURES, evaluate, load_conversations
+from consolidation.evaluation import (
+from consolidation.extractors.base import get_extractor
+from tenants.models import Tenant
+    FIXTURES,
+    LOCOMO_THRESHOLDS,
+    evaluate,
+    load_conversations,
+    locomo_run,
+    locomo_score,
+)
+
+LOCOMO = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "locomo" / "locomo10.json"
 
 
 class Command(BaseCommand):
-    help = "Measure the rule-based extractor on tests/fixtures/extraction (precision, recall, misses)."
+    help = "Measure an extractor on tests/fixtures/extraction, or with --locomo against LoCoMo's observations."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--fixtures", default=str(FIXTURES))
         parser.add_argument("--verbose-misses", action="store_true")
+        parser.add_argument("--locomo", action="store_true")
+        parser.add_argument("--dataset", default=str(LOCOMO))
+        parser.add_argument("--extractor", default="", help="dotted path; default: the configured extractor")
+        parser.add_argument("--embedder", default="core.embedding.MiniLMEmbedder")
+        parser.add_argument("--thresholds", default=",".join(str(t) for t in LOCOMO_THRESHOLDS))
+        parser.add_argument("--conversations", type=int, default=0, help="only the first N (0: all)")
+        parser.add_argument("--no-summaries", action="store_true")
+        parser.add_argument("--sample", type=int, default=0, help="print N facts, drawn with a fixed seed")
+        parser.add_argument("--seed", type=int, default=20)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["locomo"]:
+            self._locomo(options)
+            return
         conversations = load_conversations(Path(options["fixtures"]))
         score = evaluate(conversations)
         labels = sum(len(c["expected"]) for c in conversations)
@@ -32,3 +68,51 @@ class Command(BaseCommand):
                 self.stdout.write(f"false positive: {item}")
             for item in score.missed:
                 self.stdout.write(f"missed: {item}")
+
+    def _locomo(self, options: dict[str, Any]) -> None:
+        import json
+
+
+        conversations = json.loads(Path(options["dataset"]).read_text())
+        if options["conversations"]:
+            conversations = conversations[: options["conversations"]]
+        extractor = import_string(options["extractor"])() if options["extractor"] else get_extractor()
+        embedder = import_string(options["embedder"])()
+        thresholds = tuple(float(t) for t in options["thresholds"].split(","))
+        # An unsaved tenant with default settings: nothing is written.
+        tenant = Tenant(name="evaluation", slug="evaluation")
+        run = locomo_run(conversations, extractor, tenant=tenant, summaries=not options["no_summaries"])
+        n = len(conversations)
+        halves = [list(range(min(5, n))), list(range(5, n))] if n > 5 else [list(range(n))]
+        halves.append(list(range(n)))
+        scores, best = locomo_score(run, embedder, thresholds=thresholds, halves=halves)
+        self.stdout.write(f"extractor: {getattr(extractor, 'name', type(extractor).__name__)}")
+        head = "| conversations | turns | gold observations | facts |"
+        rule = "|---|---|---|---|"
+        for t in thresholds:
+            head += f" coverage @{t} | precision @{t} |"
+            rule += "---|---|"
+        head += " summary similarity |"
+        rule += "---|"
+        self.stdout.write(head)
+        self.stdout.write(rule)
+        for score in scores:
+            label = f"{score.conversations[0]}-{score.conversations[-1]}" if score.conversations else "-"
+            row = f"| {label} | {score.turns} | {score.observations} | {score.facts} |"
+            for t in thresholds:
+                row += f" {score.coverage(t):.3f} | {score.precision(t):.3f} |"
+            row += f" {score.summary_similarity:.3f} ({score.sessions} sessions) |"
+            self.stdout.write(row)
+        if options["sample"] and run.facts:
+            rng = random.Random(options["seed"])
+            picked = sorted(rng.sample(range(len(run.facts)), min(options["sample"], len(run.facts))))
+            self.stdout.write("")
+            self.stdout.write("| # | turn | fact | best gold observation of the turn | cosine |")
+            self.stdout.write("|---|---|---|---|---|")
+            for i in picked:
+                fact = run.facts[i]
+                sim, obs = best[i]
+                gold = run.observations[obs].text if obs >= 0 else "(no observation for this turn)"
+                self.stdout.write(
+                    f"| {i} | {fact.conversation}/{fact.dia_id} | {fact.statement} | {gold} | {sim:.2f} |"
+                )

@@ -1,0 +1,356 @@
+"""Self-disclosure: what a speaker says about themselves, rewritten as a fact about them.
+
+A first-person declarative clause ("I went to a support group yesterday", "My kids love the beach",
+"We're planning a trip next month") becomes a third-person statement with the speaker's name and
+relative dates resolved against when it was said ("Caroline went to a support group on 7 May
+2023."). Only grammar is used: pronouns, auxiliaries, tense and date words; no names, topics or
+phrases of any dataset. A clause is kept only when it says something about the speaker: questions,
+conditionals, clauses addressed to the listener ("you"), small talk ("I'm so happy for you", "I
+agree") and clauses without content words are dropped, and so is any value `is_fragment` rejects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from semantic.models import Cardinality, FactCategory
+
+# Pronouns and determiners that point at something instead of naming it.
+_POINTING = frozenset(
+    "it its it's this that these those them they their theirs he him his she her hers here there "
+    "something anything everything nothing someone anyone everyone one ones which what who".split()
+)
+_FUNCTION = frozenset(
+    "a an the and or but nor so yet to of in on at by for with from as into onto about than then "
+    "if when while because since although though whether unless until that which who whom whose "
+    "is are was were be been being am do does did have has had will would shall should can could "
+    "may might must want wants need needs get gets got make makes go goes".split()
+)
+_NUMBER = re.compile(r"^[\W\d_]*\d[\W\d_]*(?:\s+\w+)?$")
+
+
+def is_fragment(value: str, *, predicate: bool = False) -> bool:
+    """A value that cannot stand as a fact: a bare number (or a number and a noun, "500 readers"),
+    a pointing word ("its simplicity", "that"), a function word or auxiliary where a thing should be
+    named ("want", "want more memory"), a clause left dangling on a preposition or conjunction, or
+    unbalanced brackets ("13)"). A `predicate` ("went to a support group") may start with a verb."""
+    text = value.strip().strip("\"'`").strip()
+    words = re.findall(r"[\w'’-]+", text.lower())
+    if not words:
+        return True
+    if _NUMBER.match(text) and not re.search(r"[a-z]{2,}\s*\d|\d\s*[a-z]{2,}\.", text.lower()):
+        return True
+    if words[0] in _POINTING:
+        return True
+    if words[0] in _FUNCTION - {"a", "an", "the"} and not predicate:
+        return True
+    if words[-1] in _FUNCTION - {"in", "on", "out", "up"} and len(words) > 1:
+        return True
+    for opening, closing in (("(", ")"), ("[", "]"), ("{", "}")):
+        if text.count(opening) != text.count(closing):
+            return True
+    return False
+
+
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
+_NUMBERS.update({"a few": 3, "few": 3, "several": 3, "couple of": 2})
+
+
+def _day(when: datetime) -> str:
+    return f"{when.day} {when:%B %Y}"
+
+
+def _month(when: datetime, delta: int) -> datetime:
+    month = when.month - 1 + delta
+    return when.replace(day=1, year=when.year + month // 12, month=month % 12 + 1)
+
+
+def resolve_dates(text: str, now: datetime) -> str:
+    """Relative date words replaced by the dates they meant when said at `now`."""
+
+    def weekday(m: re.Match[str]) -> str:
+        target = _WEEKDAYS.index(m.group(2).lower())
+        back = (now.weekday() - target) % 7 or 7
+        return f"on {_day(now - timedelta(days=back))}"
+
+    def ago(m: re.Match[str]) -> str:
+        word = m.group(1).lower()
+        count = int(word) if word.isdigit() else _NUMBERS.get(word, 1)
+        unit = m.group(2).lower().rstrip("s")
+        if unit == "year":
+            return f"in {now.year - count}"
+        if unit == "month":
+            return f"in {_month(now, -count):%B %Y}"
+        days = count * (7 if unit == "week" else 1)
+        return f"around {_day(now - timedelta(days=days))}"
+
+    rules: list[tuple[str, Callable[[re.Match[str]], str]]] = [
+        (r"\b(last|this past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", weekday),
+        (
+            r"\b(\d+|an?|one|two|three|four|five|six|a few|a couple of|couple of|few|several) (days?|weeks?|months?|years?) ago\b",
+            ago,
+        ),
+        (r"\byesterday\b", lambda m: f"on {_day(now - timedelta(days=1))}"),
+        (r"\btoday\b", lambda m: f"on {_day(now)}"),
+        (r"\btonight\b", lambda m: f"on the night of {_day(now)}"),
+        (r"\btomorrow\b", lambda m: f"on {_day(now + timedelta(days=1))}"),
+        (r"\blast (week|weekend)\b", lambda m: f"the {m.group(1)} before {_day(now)}"),
+        (r"\bnext (week|weekend)\b", lambda m: f"the {m.group(1)} after {_day(now)}"),
+        (r"\blast month\b", lambda m: f"in {_month(now, -1):%B %Y}"),
+        (r"\bthis month\b", lambda m: f"in {now:%B %Y}"),
+        (r"\bnext month\b", lambda m: f"in {_month(now, 1):%B %Y}"),
+        (r"\blast year\b", lambda m: f"in {now.year - 1}"),
+        (r"\bthis year\b", lambda m: f"in {now.year}"),
+        (r"\bnext year\b", lambda m: f"in {now.year + 1}"),
+    ]
+    for pattern, replace in rules:
+        text = re.sub(pattern, replace, text, flags=re.IGNORECASE)
+    return text
+
+
+# --- first person to third person
+
+_IRREGULAR = {"am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "was": "was", "were": "was"}
+_MODAL = frozenset("will would can could should shall may might must did didn't was wasn't had".split())
+_CONTRACTION = {"'m": "is", "'ve": "has", "'d": "would", "'ll": "will", "'re": "is"}
+_ADVERB = frozenset(
+    "really just also still always never recently finally actually definitely totally absolutely "
+    "usually often sometimes even already currently truly honestly both all each kind sort of".split()
+)
+
+
+_IRREGULAR_PAST = frozenset(
+    "went got took made saw had did met began ran won found gave wrote bought sang felt left built drew came "
+    "became brought caught taught lost spent thought told said knew heard kept slept sent sat stood understood "
+    "wore chose drove flew fell forgot grew hung held led lit meant paid quit rode rose sold shot shut sought "
+    "swam threw woke broke spoke stole fought dug fed hid bit shook sank stuck swore tore won't can't don't "
+    "didn't couldn't wouldn't shouldn't haven't hasn't isn't aren't".split()
+)
+
+
+def _third_person(verb: str) -> str:
+    low = verb.lower()
+    if low in _IRREGULAR:
+        return _IRREGULAR[low]
+    if low in _MODAL or low in _IRREGULAR_PAST or low.endswith("ed") or not low.isalpha():
+        return verb
+    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", low):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+_SLANG = {"gonna": "going to", "wanna": "want to", "gotta": "have to", "kinda": "kind of", "sorta": "sort of"}
+_OBJECT = {"me": None, "us": None, "my": "their", "our": "their", "mine": "'s", "ours": "'s"}
+_OBJECT.update({"myself": "themselves", "ourselves": "themselves"})
+
+
+def third_person(clause: str, name: str) -> str:
+    """The clause with its first-person subjects, objects and possessives replaced by the speaker,
+    and the verb after each subject made to agree ("I love" -> "Caroline loves")."""
+    text = clause.replace("’", "'")
+    for slang, plain in _SLANG.items():
+        text = re.sub(rf"\b{slang}\b", plain, text, flags=re.IGNORECASE)
+    # "My husband and I want ...": the speaker leads and the verb stays plural.
+    text = re.sub(r"^(?:my|our) (\w+(?: \w+)?) and I\b", rf"{name} and their \1", text, flags=re.IGNORECASE)
+    tokens = text.split()
+    out: list[str] = []
+    named = False
+    agree = False
+    for token in tokens:
+        m = re.fullmatch(r"(?P<word>[A-Za-z']+)(?P<punct>[^A-Za-z']*)", token)
+        if not m:
+            out.append(token)
+            continue
+        word, punct = m.group("word"), m.group("punct")
+        low = word.lower()
+        subject = re.fullmatch(r"(i|we)('m|'ve|'d|'ll|'re)?", low)
+        if subject and (low != "we" or word in {"we", "We"}) and (word[0] == "I" or low.startswith("we")):
+            if subject.group(2):
+                out.append(f"{name} {_CONTRACTION[subject.group(2)]}{punct}")
+            else:
+                out.append(name + punct)
+                agree = not punct
+            named = True
+            continue
+        if low in _OBJECT:
+            replacement = _OBJECT[low]
+            if replacement is None:
+                out.append(name + punct)
+            elif replacement == "'s" or (replacement == "their" and not named):
+                out.append(f"{name}'s{punct}")
+            else:
+                out.append(replacement + punct)
+            named = True
+            continue
+        if agree:
+            if low in _ADVERB:
+                out.append(token)
+                continue
+            out.append(_third_person(word) + punct)
+            agree = False
+            continue
+        out.append(token)
+    return " ".join(out)
+
+
+# --- which clauses disclose something
+
+_FIRST_PERSON_START = re.compile(
+    r"^(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b(?:\s+\w+){0,3}", re.IGNORECASE
+)
+_LEADING_NOISE = re.compile(
+    r"^(?:(?:oh|wow|yeah|yes|yep|no|nope|well|hey|hi|hello|haha|lol|thanks|thank you|aw+|ah|um|so|and|but|"
+    r"honestly|actually|sure|ok|okay|totally|absolutely|definitely|right|cool|great|nice|awesome|plus|also|"
+    r"btw|anyway|by the way|you know|gosh|omg|man|dude|true|agreed|exactly|indeed)\b[\s,!.-]*)+",
+    re.IGNORECASE,
+)
+_ADDRESSED = re.compile(r"\b(?:you|your|you're|you've|yours|yourself|u|ur)\b", re.IGNORECASE)
+_NOT_DECLARATIVE = re.compile(
+    r"\?|^\s*(?:if|unless|whether|when|what|which|how|why|who|where)\b|\b(?:if|unless) (?:i|we)\b|"
+    r"^\s*(?:i|we) (?:wonder|wish|bet|guess|suppose|mean|agree|know|see|hear|understand|get it|remember when)\b|"
+    r"^\s*(?:i|we)(?:'d| would) (?:love|like) to (?:hear|see|know)\b",
+    re.IGNORECASE,
+)
+# Feelings about the conversation itself, not news about the speaker.
+_SMALL_TALK = re.compile(
+    r"^\s*(?:i|we)(?:'m| am|'re| are) (?:so |really |very |just |totally )*(?:glad|happy|sorry|thrilled|"
+    r"stoked|proud|grateful|thankful|here|sure|with|all for|excited for|happy for)\b(?! to (?!hear|see))|"
+    r"^\s*(?:i|we) (?:totally |really |definitely )*(?:hope|appreciate|love that|think so|feel you|hear you)\b|"
+    r"^\s*(?:i|we)(?:'ll| will) (?:keep|let|talk|catch|see|check)\b|^\s*(?:i|we) can(?:'t| not|not) wait\b",
+    re.IGNORECASE,
+)
+# A clause that leans on what was said before ("I loved it", "we went there") or that denies
+# something: neither stands alone as a fact.
+_ANAPHORIC = re.compile(
+    r"\b(?:it|them|these|those|there|he|him|she|they|that one|this one)\b|\b(?:that|this)$", re.IGNORECASE
+)
+_NEGATED = re.compile(r"\b(?:not|never|no longer|\w+n't)\b", re.IGNORECASE)
+_HEDGE = re.compile(r"\b(?:i think|i guess|maybe|probably|might|not sure|kind of|sort of)\b", re.IGNORECASE)
+_STOP = frozenset(
+    "i me my we us our you your it its this that the a an and or but so to of in on at for with from by "
+    "is are was were be been am do does did have has had will would can could just really very so too "
+    "about what which who how when there here not no yes all some any more most much many lot lots "
+    "like get got go going gone make made thing things stuff something feel felt way also even still".split()
+)
+# "..., and it was so powerful", "..., which was fun": a remark on what came before, not the fact.
+_TRAILING_COMMENT = re.compile(
+    r",?\s+(?:(?:and|but|so|which|as)\s+(?:it|that|this|they|those|these)(?:'s|'re| was| is| were| are| has| had)?"
+    r"|which (?:is|was|has been))\b.*$",
+    re.IGNORECASE,
+)
+_CLAUSE_SPLIT = re.compile(r"\s*(?:[;:]|\s[-–—]\s|,\s*(?=(?:and |but |so )?(?:i|we|my|our)\b))\s*", re.IGNORECASE)
+_BRACKETED = re.compile(r"\s*\[[^\]]*\]\s*")
+# A subject the speaker left out: "Gonna continue my studies", "Been painting a lot".
+_ELIDED = re.compile(
+    r"^(?:(?P<going>gonna|going to|planning (?:to|on)|hoping to|trying to|thinking (?:of|about)|looking forward to|"
+    r"working on|off to)|(?P<been>been|just got|just finished|just started))\b",
+    re.IGNORECASE,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Disclosure:
+    attribute: str
+    value: str
+    category: str
+    confidence: float
+    statement: str
+    cardinality: str = Cardinality.MULTI
+
+
+_PLAN = re.compile(
+    r"^(?:i|we)(?:'m| am|'re| are)? (?:\w+ )?(?:planning|plan|going|gonna|hoping|hope|intend|intending|"
+    r"want|wanna|aim|aiming|thinking of|thinking about|looking forward|about)\b(?: to)?|^(?:i|we)(?:'ll| will)\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"^(?:i|we) (?:\w+ )?(?:love|like|enjoy|adore|prefer|hate|dislike)\b|^(?:my|our) fav(?:ou?rite)?\b|"
+    r"^(?:i|we)(?:'m| am|'re| are) (?:\w+ )?(?:into|a fan of|passionate about|obsessed with)\b",
+    re.IGNORECASE,
+)
+_POSSESSION = re.compile(r"^(?:i|we)(?:'ve| have)? (?:got|have|own|bought|adopted|received)\b", re.IGNORECASE)
+_RELATION = re.compile(
+    r"^(?:my|our) (?:\w+ )?(?:husband|wife|partner|kids?|children|son|daughter|mom|mother|dad|father|parents|"
+    r"brother|sister|siblings|family|friends?|boyfriend|girlfriend|grandma|grandpa|dog|cat|pets?|team|boss)\b",
+    re.IGNORECASE,
+)
+_WORK = re.compile(
+    r"\b(?:work|jobs?|careers?|compan(?:y|ies)|business|boss|colleagues?|clients?|office|projects?)\b", re.IGNORECASE
+)
+_PAST = re.compile(
+    r"^(?:i|we) (?:\w+ )?(?:\w+ed|went|got|took|made|saw|had|did|met|began|ran|won|found|gave|read|wrote|"
+    r"bought|sang|felt|left|built|drew|came|became|brought|caught|taught|lost|spent|tried)\b|"
+    r"^(?:i|we)(?:'ve| have) (?:\w+ )?\w+(?:ed|en|ne|wn|ht|ung|ot)\b",
+    re.IGNORECASE,
+)
+
+
+def _classify(clause: str) -> tuple[str, str, float]:
+    if _PLAN.match(clause):
+        return "plans", FactCategory.BUSINESS_CONTEXT if _WORK.search(clause) else FactCategory.OTHER, 0.6
+    if _PREFERENCE.match(clause):
+        return "preferences", FactCategory.PREFERENCES, 0.65
+    if _RELATION.match(clause):
+        return "relations", FactCategory.OTHER, 0.6
+    if _POSSESSION.match(clause):
+        return "possessions", FactCategory.OTHER, 0.6
+    if _PAST.match(clause):
+        return "experiences", FactCategory.BUSINESS_CONTEXT if _WORK.search(clause) else FactCategory.OTHER, 0.65
+    return "about", FactCategory.BUSINESS_CONTEXT if _WORK.search(clause) else FactCategory.OTHER, 0.55
+
+
+MIN_CONTENT_WORDS = 3
+MAX_WORDS = 40
+
+
+def _clauses(sentence: str) -> list[str]:
+    parts = [p.strip(" ,") for p in _CLAUSE_SPLIT.split(sentence) if p and p.strip(" ,")]
+    out: list[str] = []
+    for part in parts:
+        part = _LEADING_NOISE.sub("", part).strip(" ,")
+        part = re.sub(r"^(?:and|but|so|because|cause|'cause)\s+", "", part, flags=re.IGNORECASE)
+        if part:
+            out.append(part)
+    return out
+
+
+def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]:
+    """The facts one sentence discloses about its speaker `name`, said at `said_at`."""
+    sentence = _BRACKETED.sub(" ", sentence).strip()
+    if not sentence or sentence.rstrip().endswith("?"):
+        return []
+    hedged = bool(_HEDGE.search(sentence))
+    found: list[Disclosure] = []
+    for clause in _clauses(sentence):
+        clause = clause.replace("’", "'").rstrip(" .!")
+        elided = _ELIDED.match(clause)
+        if elided:
+            prefix = "I'm " if elided.group("going") else "I've " if elided.group(0).lower() == "been" else "I "
+            clause = prefix + re.sub(r"^gonna\b", "going to", clause[0].lower() + clause[1:], flags=re.IGNORECASE)
+        if not _FIRST_PERSON_START.match(clause) or _ADDRESSED.search(clause):
+            continue
+        if _NOT_DECLARATIVE.search(clause) or _SMALL_TALK.search(clause):
+            continue
+        clause = _TRAILING_COMMENT.sub("", clause)
+        if _ANAPHORIC.search(clause) or _NEGATED.search(clause):
+            continue
+        words = clause.split()
+        content = [w for w in re.findall(r"[a-z][a-z'-]+", clause.lower()) if w not in _STOP and len(w) > 2]
+        if len(content) < MIN_CONTENT_WORDS or len(words) > MAX_WORDS:
+            continue
+        attribute, category, confidence = _classify(clause)
+        statement = resolve_dates(third_person(clause, name), said_at)
+        value = statement[len(name) :].strip() if statement.startswith(name) else statement
+        value = re.sub(r"^'s\s+", "", value)
+        if is_fragment(value, predicate=True):
+            continue
+        if hedged:
+            confidence -= 0.15
+        found.append(Disclosure(attribute, value, category, round(confidence, 2), statement.rstrip(" .") + "."))
+    return found
