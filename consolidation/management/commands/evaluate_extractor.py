@@ -21,8 +21,6 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils.module_loading import import_string
 
 from consolidation.evaluation import (
-from consolidation.extractors.base import get_extractor
-from tenants.models import Tenant
     FIXTURES,
     LOCOMO_THRESHOLDS,
     evaluate,
@@ -30,6 +28,8 @@ from tenants.models import Tenant
     locomo_run,
     locomo_score,
 )
+from consolidation.extractors.base import get_extractor
+from tenants.models import Tenant
 
 LOCOMO = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "locomo" / "locomo10.json"
 
@@ -71,7 +71,6 @@ class Command(BaseCommand):
 
     def _locomo(self, options: dict[str, Any]) -> None:
         import json
-
 
         conversations = json.loads(Path(options["dataset"]).read_text())
         if options["conversations"]:
