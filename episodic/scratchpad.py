@@ -365,20 +365,39 @@ def scratchpad_delete(
     return ScratchpadDeletion(version=current, summary_episode=None)
 
 
-def scratchpads_erase(*, tenant: Tenant, session_external_ids: list[str]) -> int:
-    """Erasure: drop the live and shadow copies of these sessions' scratchpads, no summary. Returns
-    how many sessions had one. Orphaned shadows of these sessions are dropped by the sweep, which
-    finds no session to attach them to once the sessions are erased."""
+def _orphans_of(members: set[str]) -> dict[bytes, str]:
+    """The orphaned shadows (JSON arrays of field, value pairs) of these members, with their member."""
+    found = {}
+    for raw in get_redis().lrange(ORPHANS_KEY, 0, -1):
+        flat = json.loads(raw)
+        member = dict(zip(flat[::2], flat[1::2], strict=True)).get("member")
+        if member in members:
+            found[raw] = member
+    return found
+
+
+def scratchpads_held(*, tenant: Tenant, session_external_ids: list[str]) -> int:
+    """How many of these sessions have working memory in Redis: live, shadow or orphaned."""
     redis = get_redis()
-    removed = 0
-    for session in session_external_ids:
-        member = _member(tenant.id, session)
+    members = {_member(tenant.id, s) for s in session_external_ids}
+    held = {m for m in members if redis.exists(_live_key(m), _shadow_key(m))}
+    return len(held | set(_orphans_of(members).values()))
+
+
+def scratchpads_erase(*, tenant: Tenant, session_external_ids: list[str]) -> int:
+    """Erasure: drop every copy of these sessions' working memory (live, shadow, orphaned), no
+    summary. Returns how many sessions had one."""
+    redis = get_redis()
+    held = scratchpads_held(tenant=tenant, session_external_ids=session_external_ids)
+    members = {_member(tenant.id, s) for s in session_external_ids}
+    for member in members:
         pipe = redis.pipeline()
         pipe.delete(_live_key(member), _shadow_key(member))
         pipe.zrem(INDEX_KEY, member)
-        deleted, _ = pipe.execute()
-        removed += 1 if deleted else 0
-    return removed
+        pipe.execute()
+    for raw in _orphans_of(members):
+        redis.lrem(ORPHANS_KEY, 0, raw)
+    return held
 
 
 def _summarise_expired(member: str, raw: Mapping[Any, Any]) -> str:
