@@ -3,8 +3,9 @@
 Layout in Redis (all writes go through Lua scripts, so each is atomic):
 - `engram:scratch:<tenant>:<session>`: the live hash (document, version, generation, times), with
   the tenant's TTL (scratchpad_ttl_seconds), renewed on every write;
-- `engram:scratch-shadow:<tenant>:<session>`: the same hash without a TTL, so that expiry loses
-  nothing: the periodic sweep turns it into a `summary` episode, then drops it;
+- `engram:scratch-shadow:<tenant>:<session>`: the same hash, living SCRATCHPAD_SHADOW_GRACE_SECONDS
+  longer than the live one, so that expiry loses nothing: the periodic sweep turns it into a
+  `summary` episode, then drops it (and a shadow the sweep never reached expires on its own);
 - `engram:scratch-expiry`: a sorted set of `<tenant>:<session>` by expiry time, the sweep's index;
 - `engram:scratch-orphans`: shadows of expired scratchpads that a new write replaced before the
   sweep came by; the sweep summarises them too.
@@ -65,7 +66,8 @@ class ScratchpadDeletion:
     summary_episode: Episode | None
 
 
-# ARGV: expected version ('' any, '0' must be absent), document, now, ttl ms, expiry score, member, new generation.
+# ARGV: expected version ('' any, '0' must be absent), document, now, ttl ms, expiry score, member, new generation,
+# shadow grace ms.
 _WRITE = """
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 if ARGV[1] ~= '' and tonumber(ARGV[1]) ~= version then return {0, version} end
@@ -84,6 +86,7 @@ redis.call('HSET', KEYS[1], 'document', ARGV[2], 'version', version, 'updated_at
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], unpack(redis.call('HGETALL', KEYS[1])))
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]) + tonumber(ARGV[8]))
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6])
 return {1, version}
 """
@@ -184,6 +187,7 @@ def _write(*, tenant: Tenant, session_external_id: str, document: dict[str, Any]
         repr(expires),
         member,
         secrets.token_hex(6),
+        int(settings.ENGRAM["SCRATCHPAD_SHADOW_GRACE_SECONDS"]) * 1000,
     )
     return bool(ok), int(version)
 
