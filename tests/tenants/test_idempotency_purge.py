@@ -66,3 +66,29 @@ def test_the_purge_is_on_the_schedule_and_registered_with_celery() -> None:
     assert "tenants.tasks.purge_idempotency_records" in tasks
     app.loader.import_default_modules()
     assert tasks <= set(app.tasks)
+
+
+def test_the_backfill_adds_the_subjects_named_in_records_stored_before(tenant_a, tenant_b) -> None:
+    import importlib
+
+    from django.db import connection
+
+    backfill = importlib.import_module("tenants.migrations.0004_idempotency_subjects_backfill").BACKFILL
+    body = {"fact": {"subject": "yan", "entity": "acme"}, "previous": None, "items": [{"subject": "zoe"}]}
+    for tenant in (tenant_a, tenant_b):
+        with tenant_scope(tenant):
+            IdempotencyRecord.objects.create(
+                tenant=tenant,
+                key="old",
+                method="POST",
+                path="/v1/facts",
+                request_hash="h",
+                response_status=201,
+                response_body=body,
+                subjects=[],
+            )
+    with connection.cursor() as cursor:
+        cursor.execute(backfill)
+    for tenant in (tenant_a, tenant_b):
+        with tenant_scope(tenant):
+            assert IdempotencyRecord.objects.for_tenant(tenant).get(key="old").subjects == ["acme", "yan", "zoe"]
