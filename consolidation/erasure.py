@@ -11,6 +11,7 @@ neither a location here nor listed in NO_SUBJECT_DATA with the reason why.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
@@ -25,11 +26,14 @@ from django.utils import timezone
 from consolidation.lifecycle import iter_archive_rows, read_archive, write_archive
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
 from episodic.models import allow_episode_deletion
-from episodic.scratchpad import scratchpad_get, scratchpads_erase
+from episodic.scratchpad import scratchpad_get, scratchpads_erase, scratchpads_held
+from semantic.normalise import normalise_entity
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
 ERASURE_DEADLINE_DAYS = 30
+# What a consolidation run may keep of a problem: never an excerpt of what was read or answered.
+PROBLEM_KEYS = frozenset({"error", "attempt", "episode_ids", "ids", "attribute", "subject_batch", "stop_reason"})
 
 
 def subject_hash(tenant: Tenant, subject: str) -> str:
@@ -161,9 +165,7 @@ def _fact_changes_erase(plan: Plan) -> int:
 
 def _scratchpad_count(plan: Plan) -> int:
 
-    return sum(
-        1 for s in plan.session_external_ids if scratchpad_get(tenant=plan.tenant, session_external_id=s) is not None
-    )
+    return scratchpads_held(tenant=plan.tenant, session_external_ids=plan.session_external_ids)
 
 
 def _scratchpad_erase(plan: Plan) -> int:
@@ -202,15 +204,52 @@ def _archive_export(plan: Plan) -> Iterator[dict[str, Any]]:
     yield from iter_archive_rows(tenant=plan.tenant, subject=plan.subject)
 
 
+def _runs_touching_episodes(plan: Plan) -> list[int]:
+    """Runs whose episode range covers one of the subject's episodes: a sweep names no subject."""
+    if not plan.episode_ids:
+        return []
+    ids = sorted(plan.episode_ids)
+    candidates = ConsolidationRun.objects.for_tenant(plan.tenant).filter(
+        first_episode_id__lte=ids[-1], last_episode_id__gte=ids[0]
+    )
+    touching = []
+    for run_id, first, last in candidates.values_list("id", "first_episode_id", "last_episode_id"):
+        at = bisect.bisect_left(ids, first)
+        if at < len(ids) and ids[at] <= last:
+            touching.append(run_id)
+    return touching
+
+
 def _runs_q(plan: Plan) -> Any:
+    as_entity = normalise_entity(plan.subject)
     return ConsolidationRun.objects.for_tenant(plan.tenant).filter(
-        Q(subject=plan.subject) | Q(session_external_id__in=plan.session_external_ids)
+        Q(subject=plan.subject)
+        | Q(session_external_id__in=plan.session_external_ids)
+        | Q(entity__in={plan.subject, as_entity})
+        | Q(reason__contains=f" subject {plan.subject} ")
+        | Q(id__in=_runs_touching_episodes(plan))
     )
 
 
+def scrub_problems(problems: list[Any]) -> list[dict[str, Any]]:
+    """Problems without anything an extractor read or answered: the error and the figures stay."""
+    return [
+        {k: v for k, v in p.items() if k in PROBLEM_KEYS and not (k == "error" and not isinstance(v, str))}
+        for p in problems
+        if isinstance(p, dict)
+    ]
+
+
 def _runs_erase(plan: Plan) -> int:
-    # The run stays for the operators' statistics; who and which session it was about goes.
-    return int(_runs_q(plan).update(subject="", session_external_id="", entity="", reason="(erased)"))
+    # The run stays for the operators' statistics; who, which session and what was read go.
+    count = 0
+    for run in _runs_q(plan).select_for_update():
+        run.subject = run.session_external_id = run.entity = ""
+        run.reason = "(erased)"
+        run.problems = scrub_problems(run.problems or [])
+        run.save(update_fields=["subject", "session_external_id", "entity", "reason", "problems"])
+        count += 1
+    return count
 
 
 def _erasure_requests_q(plan: Plan) -> Any:
@@ -341,7 +380,14 @@ def plan_for(*, tenant: Tenant, subject: str) -> Plan:
     FactSource = apps.get_model("semantic.FactSource")
     sessions = list(Session.objects.for_tenant(tenant).filter(subject=subject).values_list("id", "external_id"))
     episode_ids = list(Episode.objects.for_tenant(tenant).filter(subject=subject).values_list("id", flat=True))
-    own = set(Fact.objects.for_tenant(tenant).filter(subject=subject).values_list("id", flat=True))
+    # The subject's facts, and facts about the subject as an entity recorded under other subjects
+    # (reads serve subject-or-entity as the subject's memory, and the graph serves related entities).
+    as_entity = normalise_entity(subject)
+    own = set(
+        Fact.objects.for_tenant(tenant)
+        .filter(Q(subject=subject) | Q(entity=as_entity) | Q(object_entity=as_entity))
+        .values_list("id", flat=True)
+    )
     # Facts any writer derived only from this subject's episodes go too; mixed-source facts stay.
     touched = set(
         FactSource.objects.for_tenant(tenant).filter(episode_id__in=episode_ids).values_list("fact_id", flat=True)
@@ -375,6 +421,7 @@ def locate(*, tenant: Tenant, subject: str) -> dict[str, int]:
 
 @transaction.atomic
 def erasure_request_create(*, tenant: Tenant, subject: str, requested_by: str = "", reason: str = "") -> ErasureRequest:
+    # Inside the function: consolidation.tasks imports this module.
     from consolidation.tasks import execute_erasure
 
     with tenant_scope(tenant):

@@ -54,7 +54,7 @@ class ConsolidationRun(TenantModel):
     output_tokens = models.PositiveIntegerField(default=0)
     cache_read_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
-    # Malformed or partial extractor answers, each skipped: {"batch", "error", "excerpt"}.
+    # Malformed or partial extractor answers, each skipped: the error and figures, never an excerpt.
     problems = models.JSONField(default=list, blank=True)
     attempts = models.PositiveSmallIntegerField(default=1)
     started_at = models.DateTimeField(default=timezone.now)

@@ -47,6 +47,12 @@ SCHEDULES: list[Schedule] = [
         description="Start waiting erasure requests, retry failed or abandoned ones.",
     ),
     Schedule(
+        "engram: idempotency records",
+        "tenants.tasks.purge_idempotency_records",
+        every_seconds=3600,
+        description="Delete stored idempotent answers older than ENGRAM_IDEMPOTENCY_TTL_HOURS.",
+    ),
+    Schedule(
         "engram: decay and forgetting",
         "consolidation.tasks.decay_and_forget",
         crontab=("15", "2"),

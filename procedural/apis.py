@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from procedural import selectors, services
 from procedural.confidence import wilson_interval
 from procedural.models import Procedure, ProcedureSource, ProcedureStatus
-from tenants.api.idempotency import idempotent
+from tenants.api.idempotency import idempotency_subjects, idempotent
 from tenants.api.pagination import CreatedCursorPagination
 from tenants.api.views import TenantAPIView
 from tenants.auth import TenantPrincipal
@@ -302,4 +302,5 @@ class ProcedureOutcomeApi(TenantAPIView):
             session_external_id=data["session"],
             episode_id=data["episode"],
         )
+        idempotency_subjects(request, selectors.outcome_subject(tenant=self.tenant, outcome=outcome))
         return Response(self.OutputSerializer(outcome).data, status=201)

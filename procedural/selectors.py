@@ -13,6 +13,7 @@ from pgvector.django import CosineDistance
 
 from core.embedding import embed_one
 from core.errors import NotFound
+from episodic.models import Episode, Session
 from procedural.models import Procedure, ProcedureEvent, ProcedureOutcome, ProcedureStatus
 from procedural.triggers import SEMANTIC_WEIGHT, ConditionHit, Situation, combine, trigger_evaluate, trigger_from_text
 from tenants.models import Tenant
@@ -212,3 +213,19 @@ def procedure_stats(*, tenant: Tenant) -> ProcedureStats:
         failures=totals["n_failures"],
         success_rate=round(totals["n_successes"] / judged, 4) if judged else None,
     )
+
+
+def outcome_subject(*, tenant: Tenant, outcome: ProcedureOutcome) -> str:
+    """Whose session or episode the outcome was reported in ("" when neither names a subject)."""
+
+    if outcome.episode_id is not None:
+        found = Episode.objects.for_tenant(tenant).filter(pk=outcome.episode_id).values_list("subject", flat=True)
+    elif outcome.session_external_id:
+        found = (
+            Session.objects.for_tenant(tenant)
+            .filter(external_id=outcome.session_external_id)
+            .values_list("subject", flat=True)
+        )
+    else:
+        return ""
+    return str(found.first() or "")

@@ -14,7 +14,7 @@ from router import selectors, services
 from router.budgets import BUDGET_KEYS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from router.models import ContextTrace, FeedbackOutcome
 from router.types import FORMATS, LAYERS, ContextRequest, Layer
-from tenants.api.idempotency import idempotent
+from tenants.api.idempotency import idempotency_subjects, idempotent
 from tenants.api.pagination import CreatedCursorPagination
 from tenants.api.views import TenantAPIView
 
@@ -175,6 +175,7 @@ class ContextFeedbackApi(TenantAPIView):
             signal=v["signal"],
             asked_to_repeat=v["asked_to_repeat"],
         )
+        idempotency_subjects(request, feedback.subject)
         body = {
             "trace_id": feedback.trace_id,
             "used_item_ids": feedback.used_item_ids,

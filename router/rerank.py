@@ -12,7 +12,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
+
+from core.lru import byte_lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Common English function words: they carry no evidence and are in almost every event.
@@ -27,10 +28,14 @@ STOPWORDS = frozenset(
 )
 
 
-@lru_cache(maxsize=200_000)
+TERM_CACHE_BYTES = 8 * 1024 * 1024
+
+
+@byte_lru_cache(TERM_CACHE_BYTES)
 def _term(word: str) -> str:
     """A word's index term: "" for a stopword, else the word with a light stemmer applied (plurals and
-    -ing/-ed forms meet their stem often enough to be worth it). Cached: vocabularies are small."""
+    -ing/-ed forms meet their stem often enough to be worth it). Cached: vocabularies are small, but a
+    "word" can be a 32,000-character run of letters, so the cache is bounded by bytes."""
     if word in STOPWORDS:
         return ""
     for suffix in ("ing", "ed", "es", "s"):

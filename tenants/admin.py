@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tenants import scope
-from tenants.models import ApiKey, Tenant, TenantMembership
+from tenants.models import ApiKey, ApiKeyScope, Tenant, TenantMembership
 from tenants.services import api_key_create
 
 admin.site.site_header = "Engram operator admin"
@@ -24,6 +25,46 @@ admin.site.index_title = "Memory operations"
 
 def operator_tenant_ids(request: HttpRequest) -> frozenset[Any]:
     return scope.active_tenant_ids() or frozenset()
+
+
+def is_superuser(request: HttpRequest) -> bool:
+    return bool(getattr(request.user, "is_superuser", False))
+
+
+# Apps whose rows belong to the whole platform, not to a tenant: periodic tasks, their intervals and
+# crontabs run for every tenant (and take tenant ids as arguments), so only superusers touch them.
+PLATFORM_APPS = frozenset({"django_celery_beat"})
+
+
+class SuperuserOnlyAdminMixin:
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_superuser(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_superuser(request)
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return is_superuser(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_superuser(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_superuser(request)
+
+
+def restrict_platform_admin(site: admin.AdminSite = admin.site) -> list[str]:
+    """Re-register every platform model's admin as superuser-only; returns their labels. Call once
+    every admin module is loaded (the tenants app's ready())."""
+    restricted = []
+    for model, model_admin in list(site._registry.items()):
+        if model._meta.app_label not in PLATFORM_APPS or isinstance(model_admin, SuperuserOnlyAdminMixin):
+            continue
+        cls = type(model_admin)
+        site.unregister(model)
+        site.register(model, type(f"SuperuserOnly{cls.__name__}", (SuperuserOnlyAdminMixin, cls), {}))
+        restricted.append(model._meta.label)
+    return restricted
 
 
 class TenantOwnedAdmin(admin.ModelAdmin):
@@ -111,19 +152,34 @@ class TenantAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "active", "created_at")
     search_fields = ("slug", "name")
     inlines = (MembershipInline,)
+    # Whether the tenant runs and its tunables (rate limit, budgets, retention) are the platform's call.
+    platform_fields = ("active", "settings")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        base = tuple(super().get_readonly_fields(request, obj))
+        return base if is_superuser(request) else (*base, *self.platform_fields)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
         return super().get_queryset(request).filter(id__in=operator_tenant_ids(request))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return bool(getattr(request.user, "is_superuser", False))
+        return is_superuser(request)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(getattr(request.user, "is_superuser", False))
+        return is_superuser(request)
+
+
+class ApiKeyAdminForm(forms.ModelForm):  # type: ignore[type-arg]
+    scopes = forms.MultipleChoiceField(choices=ApiKeyScope.choices, widget=forms.CheckboxSelectMultiple)
+
+    class Meta:
+        model = ApiKey
+        fields = ("tenant", "name", "scopes")
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(TenantOwnedAdmin):
+    form = ApiKeyAdminForm
     list_display = ("name", "tenant", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
     list_filter = ("revoked_at",)
     search_fields = ("name", "prefix")

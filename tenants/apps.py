@@ -11,3 +11,7 @@ class TenantsConfig(AppConfig):
         from tenants import dbroles, schema  # noqa: F401 - registers the OpenAPI auth extension
 
         dbroles.connect_signals()
+        from tenants.admin import restrict_platform_admin
+
+        # Admin modules were loaded by django.contrib.admin's ready(), listed before this app.
+        restrict_platform_admin()

@@ -10,6 +10,7 @@ from typing import Any, Self, TypeVar
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -161,6 +162,21 @@ class ApiKeyScope(models.TextChoices):
 KEY_PREFIX_LEN = 12
 
 
+def _scopes_valid(scopes: Any) -> bool:
+    return (
+        isinstance(scopes, list)
+        and bool(scopes)
+        and all(isinstance(s, str) and s in ApiKeyScope.values for s in scopes)
+    )
+
+
+def validate_scopes(scopes: Any) -> None:
+    if not _scopes_valid(scopes):
+        raise ValidationError(
+            {"scopes": f"A non-empty list of scopes out of {', '.join(ApiKeyScope.values)}; got {scopes!r}."}
+        )
+
+
 def hash_key(raw: str) -> str:
     # Keys are 256-bit random tokens, so a fast hash is enough: there is nothing to brute-force.
     return hashlib.sha256(raw.encode()).hexdigest()
@@ -195,8 +211,14 @@ class ApiKey(TenantModel):
         raw = f"eng_{prefix}_{secrets.token_urlsafe(32)}"
         return raw, prefix, hash_key(raw)
 
+    def clean(self) -> None:
+        super().clean()
+        validate_scopes(self.scopes)
+
     def has_scope(self, scope: str) -> bool:
-        return scope in self.scopes or ApiKeyScope.ADMIN in self.scopes
+        # Exact membership in a list of known scopes: a string or a malformed list grants nothing.
+        granted = set(self.scopes) if _scopes_valid(self.scopes) else set()
+        return scope in granted or ApiKeyScope.ADMIN in granted
 
 
 class IdempotencyRecord(TenantModel):

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
 from core.errors import ValidationProblem
-from tenants.models import ApiKey, ApiKeyScope, Tenant, TenantMembership
+from tenants.models import ApiKey, ApiKeyScope, IdempotencyRecord, Tenant, TenantMembership
 from tenants.scope import tenant_scope
 
 
@@ -63,3 +65,12 @@ def membership_add(*, tenant: Tenant, user: Any) -> TenantMembership:
     with tenant_scope(tenant):
         membership, _ = TenantMembership.objects.get_or_create(tenant=tenant, user=user)
     return membership
+
+
+def idempotency_records_purge(*, tenant: Tenant, now: datetime | None = None) -> int:
+    """Delete the tenant's stored answers older than ENGRAM_IDEMPOTENCY_TTL_HOURS (a replay after that
+    runs the request again). Safe to run any number of times."""
+    cutoff = (now or timezone.now()) - timedelta(hours=int(settings.ENGRAM["IDEMPOTENCY_TTL_HOURS"]))
+    with tenant_scope(tenant):
+        deleted, _ = IdempotencyRecord.objects.for_tenant(tenant).filter(created_at__lt=cutoff).delete()
+    return int(deleted)

@@ -18,9 +18,10 @@ import logging
 import uuid
 from typing import Any
 
-from celery import Task
+from celery import Task, shared_task
 
 from tenants.models import Tenant
+from tenants.services import idempotency_records_purge
 
 logger = logging.getLogger(__name__)
 
@@ -34,3 +35,10 @@ class TenantTask(Task):
             logger.info("%s: tenant %s is gone or inactive; skipping", self.name, tenant_id)
             return None
         return super().__call__(tenant, *args, **kwargs)
+
+
+@shared_task(name="tenants.tasks.purge_idempotency_records")
+def purge_idempotency_records() -> int:
+    """On a schedule: every tenant's stored idempotent answers past their TTL go. Returns how many."""
+
+    return sum(idempotency_records_purge(tenant=tenant) for tenant in Tenant.objects.all())

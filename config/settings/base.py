@@ -161,6 +161,8 @@ ENGRAM: dict[str, Any] = {
     "MAX_BATCH": env.int("ENGRAM_MAX_BATCH", default=1000),
     "MAX_TEXT_CHARS": env.int("ENGRAM_MAX_TEXT_CHARS", default=32_000),
     "MAX_SCRATCHPAD_BYTES": env.int("ENGRAM_MAX_SCRATCHPAD_BYTES", default=64 * 1024),
+    # How long a scratchpad's shadow outlives the scratchpad, for the expiry sweep to summarise it.
+    "SCRATCHPAD_SHADOW_GRACE_SECONDS": env.int("ENGRAM_SCRATCHPAD_SHADOW_GRACE_SECONDS", default=3 * 24 * 3600),
     # Pluggable parts, named by dotted path.
     "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.MiniLMEmbedder"),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),

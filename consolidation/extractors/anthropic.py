@@ -282,7 +282,7 @@ class AnthropicExtractor:
                     "error": error,
                     "attempt": attempt,
                     "episode_ids": [min(ids), max(ids)],
-                    "excerpt": _excerpt(response),
+                    "stop_reason": str(getattr(response, "stop_reason", "") or ""),
                 }
             )
         return []
@@ -311,14 +311,6 @@ class AnthropicExtractor:
                 problems=[{"error": "summary answer empty or truncated; used the extractive summary"}],
             )
         return SummaryResult(text=truncate_to_tokens(text.strip(), 300), usage=usage)
-
-
-def _excerpt(response: Any) -> str:
-    try:
-        blocks = [getattr(b, "input", None) or getattr(b, "text", None) for b in getattr(response, "content", [])]
-        return json.dumps(blocks, default=str)[:300]
-    except (TypeError, ValueError):
-        return repr(response)[:300]
 
 
 def validate_answer(response: Any, batch_ids: set[int]) -> tuple[list[dict[str, Any]], str | None]:

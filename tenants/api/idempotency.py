@@ -4,6 +4,12 @@
 - same key, another request: 422;
 - same key while the first is still being processed: 409.
 The stored answer commits in the same transaction as the write it describes, so the two cannot part.
+
+Each record lists the subjects its stored answer is about, so that erasure finds it: those named in
+the request body, those a view resolved (`idempotency_subjects`: an outcome names only its session,
+a feedback only its trace), and every `subject` or `entity` anywhere in the stored answer. Reading the
+answer is the safety net that cannot drift from what is stored; the view's declaration covers what
+the answer reaches only by id. Records older than ENGRAM_IDEMPOTENCY_TTL_HOURS are purged on a schedule.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from tenants.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 IN_FLIGHT_SECONDS = 300
+SUBJECT_KEYS = ("subject", "entity")
+_DECLARED = "_engram_idempotency_subjects"
 
 
 def request_fingerprint(request: Request) -> str:
@@ -44,6 +52,35 @@ def subjects_in(data: Any) -> list[str]:
                     if isinstance(item, dict) and isinstance(item.get("subject"), str):
                         found.add(item["subject"])
     return sorted(found)
+
+
+def subjects_in_answer(data: Any, *, depth: int = 0) -> set[str]:
+    """Every non-empty `subject` or `entity` string anywhere in a stored answer."""
+    found: set[str] = set()
+    if depth > 20:
+        return found
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in SUBJECT_KEYS and isinstance(value, str) and value:
+                found.add(value)
+            elif isinstance(value, dict | list):
+                found |= subjects_in_answer(value, depth=depth + 1)
+    elif isinstance(data, list):
+        for item in data:
+            found |= subjects_in_answer(item, depth=depth + 1)
+    return found
+
+
+def idempotency_subjects(request: Request, *subjects: str | None) -> None:
+    """Declare the subjects a view resolved for this request (its answer may name them only by id)."""
+    declared: set[str] = getattr(request, _DECLARED, set())
+    declared |= {s for s in subjects if s}
+    setattr(request, _DECLARED, declared)
+
+
+def record_subjects(request: Request, answer: Any) -> list[str]:
+    body = {s for s in subjects_in(request.data) if s}
+    return sorted(body | getattr(request, _DECLARED, set()) | subjects_in_answer(answer))
 
 
 def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
@@ -71,6 +108,7 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
         if not 200 <= response.status_code < 300:
             redis.delete(lock)
             return response
+        answer = json.loads(json.dumps(response.data, default=str))
         try:
             with transaction.atomic():
                 IdempotencyRecord.objects.create(
@@ -80,8 +118,8 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
                     path=request.path,
                     request_hash=fingerprint,
                     response_status=response.status_code,
-                    response_body=json.loads(json.dumps(response.data, default=str)),
-                    subjects=subjects_in(request.data),
+                    response_body=answer,
+                    subjects=record_subjects(request, answer),
                 )
         except IntegrityError as exc:
             redis.delete(lock)

@@ -193,3 +193,23 @@ def test_llm_summary_and_fallback_to_the_extractive_one(tenant_a, conversation) 
     down = AnthropicExtractor(client=FakeClient([timed_out()] * 4), sleep=lambda s: None)
     fallback = down.summarise(tenant=tenant_a, subject="u-ana", episodes=conversation[1])
     assert "PostgreSQL 15" in fallback.text and fallback.problems
+
+
+def test_a_runs_problems_keep_no_value_of_a_malformed_answer(tenant_a, conversation) -> None:
+    from consolidation.extractors import base
+
+    ids = [e.id for e in conversation[1]]
+    fake = FakeClient([recorded("missing_fields", ids), recorded("missing_fields", ids), recorded("summary", ids)])
+    original = services.get_extractor
+    services.get_extractor = lambda: AnthropicExtractor(client=fake, sleep=lambda s: None)  # type: ignore[assignment]
+    try:
+        run = services.run_start(tenant=tenant_a, trigger=RunTrigger.MANUAL)
+        services.consolidate(tenant=tenant_a, run=run)
+    finally:
+        services.get_extractor = original
+        base.get_extractor.cache_clear()
+    with tenant_scope(tenant_a):
+        run = ConsolidationRun.objects.for_tenant(tenant_a).get(pk=run.pk)
+    assert [p["attempt"] for p in run.problems] == [1, 2]
+    stored = json.dumps(run.problems)
+    assert "PostgreSQL" not in stored and "u-ana" not in stored, stored

@@ -230,3 +230,21 @@ def test_erasure_and_export_need_an_admin_key(tenant_a) -> None:
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
     assert client.post(f"/v1/subjects/{SUBJECT}/erasure", {}, format="json").status_code == 403
     assert client.get(f"/v1/subjects/{SUBJECT}/export").status_code == 403
+
+
+def test_a_sweep_run_that_read_the_subjects_episodes_is_found_and_scrubbed(tenant_a) -> None:
+    session = make_session(tenant_a, "sw-1", SUBJECT, ended=True)
+    make_episode(tenant_a, session, "My email is x@example.org.")
+    run = services.run_start(tenant=tenant_a, trigger=RunTrigger.SWEEP, reason="backlog older than 1:00:00")
+    services.consolidate(tenant=tenant_a, run=run)
+    with tenant_scope(tenant_a):
+        # As an earlier version stored them: an excerpt of the model's answer in the problems.
+        ConsolidationRun.objects.for_tenant(tenant_a).filter(pk=run.pk).update(
+            problems=[{"error": "bad answer", "attempt": 1, "excerpt": '{"value": "x@example.org"}'}]
+        )
+    assert erasure.locate(tenant=tenant_a, subject=SUBJECT)["consolidation_runs"] == 1
+    request = erasure.erasure_request_create(tenant=tenant_a, subject=SUBJECT)
+    assert erasure.erasure_execute(tenant=tenant_a, request_id=str(request.pk)).status == ErasureStatus.DONE
+    with tenant_scope(tenant_a):
+        after = ConsolidationRun.objects.for_tenant(tenant_a).get(pk=run.pk)
+    assert after.problems == [{"error": "bad answer", "attempt": 1}] and after.episodes_read == 1

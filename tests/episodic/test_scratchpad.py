@@ -244,3 +244,18 @@ def test_merge_patch_is_idempotent_and_sets_every_non_null_member(target, patch)
             assert once[key] == value
     for key in set(target) - set(patch):
         assert once[key] == target[key]
+
+
+def test_a_shadow_copy_expires_a_grace_period_after_its_scratchpad(api_a, tenant_a, session, settings) -> None:
+    settings.ENGRAM = {**settings.ENGRAM, "SCRATCHPAD_SHADOW_GRACE_SECONDS": 600}
+    tenant_a.settings = {**tenant_a.settings, "scratchpad_ttl_seconds": 120}
+    tenant_a.save(update_fields=["settings"])
+    assert api_a.put(URL, {"plan": "a"}, format="json").status_code == 201
+    redis = get_redis()
+    member = f"{tenant_a.id}:s-1"
+    live, shadow = redis.pttl(f"engram:scratch:{member}"), redis.pttl(f"engram:scratch-shadow:{member}")
+    assert 0 < live <= 120_000
+    assert 120_000 < shadow <= 720_000 and shadow - live >= 590_000
+    # Every write renews both.
+    assert api_a.patch(URL, {"more": 1}, format="json").status_code == 200
+    assert 700_000 < redis.pttl(f"engram:scratch-shadow:{member}") <= 720_000

@@ -34,7 +34,7 @@ def model(monkeypatch: pytest.MonkeyPatch) -> CountingEmbedder:
 
 
 def test_a_text_is_embedded_once_and_served_from_the_cache(model: CountingEmbedder) -> None:
-    cache = EmbeddingCache(size=10)
+    cache = EmbeddingCache()
     first = cache.embed(["where is my dog", "printer jam"])
     again = cache.embed(["printer jam", "new text", "where is my dog", "new text"])
     assert model.calls == [["where is my dog", "printer jam"], ["new text"]]
@@ -44,7 +44,9 @@ def test_a_text_is_embedded_once_and_served_from_the_cache(model: CountingEmbedd
 
 
 def test_the_least_recently_used_text_is_dropped_first(model: CountingEmbedder) -> None:
-    cache = EmbeddingCache(size=2)
+    probe = EmbeddingCache()
+    probe.embed(["a"])
+    cache = EmbeddingCache(max_bytes=2 * probe.nbytes + 10)  # room for two one-letter texts
     cache.embed(["a"])
     cache.embed(["b"])
     cache.embed(["a"])  # "a" is now the most recent

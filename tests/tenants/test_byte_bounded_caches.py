@@ -1,0 +1,100 @@
+"""Process caches keyed by caller text stay under a byte bound whatever the callers send."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import tracemalloc
+from collections.abc import Callable
+
+import pytest
+
+from core import embedding, tokens
+from core.embedding import EmbeddingCache, HashingEmbedder
+from core.lru import ByteLRU
+from router import rerank
+
+HUGE = 32_000
+MB = 1024 * 1024
+
+
+def retained(flood: Callable[[], None]) -> int:
+    """Bytes still allocated after `flood` returns: what the caches kept of it."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        flood()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_an_lru_of_a_flood_of_huge_keys_stays_under_its_byte_bound() -> None:
+    cache: ByteLRU[str, int] = ByteLRU(max_bytes=1_000_000)
+    for i in range(500):
+        cache.put(f"{i:05d}" + "\U0001f600" * HUGE, i)  # astral: 4 bytes a character in a str
+        assert cache.nbytes <= 1_000_000
+    assert 0 < len(cache) < 10
+    assert cache.get("00499" + "\U0001f600" * HUGE) == 499 and cache.get("00000" + "\U0001f600" * HUGE) is None
+
+
+def test_an_entry_larger_than_the_bound_is_not_kept_and_a_replaced_entry_is_not_counted_twice() -> None:
+    cache: ByteLRU[str, str] = ByteLRU(max_bytes=10_000)
+    cache.put("big", "x" * 20_000)
+    assert cache.get("big") is None and cache.nbytes == 0
+    cache.put("k", "v" * 100)
+    first = cache.nbytes
+    cache.put("k", "w" * 100)
+    assert cache.nbytes == first and len(cache) == 1
+
+
+def test_the_query_embedding_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedding, "get_embedder", lambda: HashingEmbedder())
+    cache = EmbeddingCache(max_bytes=2_000_000)
+    for i in range(100):
+        cache.embed([f"query {i} " + "\U0001f600" * HUGE])
+        assert cache.nbytes <= 2_000_000
+    assert len(cache) < 20
+    # A vector stored from a batch does not keep the whole batch alive.
+    cache.clear()
+    cache.embed([f"t{i}" for i in range(50)])
+    assert cache.nbytes < 50 * (embedding.EMBEDDING_DIM * 4 + 400)
+
+
+def test_a_flood_of_32000_character_queries_keeps_the_embedding_cache_under_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(embedding, "get_embedder", lambda: HashingEmbedder())
+    monkeypatch.setattr(embedding, "embedding_cache", EmbeddingCache())
+
+    def flood() -> None:
+        for i in range(400):
+            embedding.embed_one(f"{i} " + "\u4e16" * HUGE)
+
+    assert retained(flood) <= embedding.EMBEDDING_CACHE_BYTES + 2 * MB
+
+
+def test_a_flood_of_long_lines_keeps_the_token_count_cache_under_its_bound() -> None:
+    tokens._count_short.cache_clear()
+
+    def flood() -> None:
+        for i in range(3_000):
+            assert tokens.count_tokens(f"{i} " + "\u4e16" * 1_990) > 0
+
+    assert retained(flood) <= tokens.TOKEN_CACHE_BYTES + 2 * MB
+    tokens._count_short.cache_clear()
+
+
+def test_a_flood_of_huge_words_keeps_the_rerank_term_cache_under_its_bound() -> None:
+    rerank._term.cache_clear()
+    word = "q" * HUGE
+
+    def flood() -> None:
+        for i in range(600):
+            rerank.terms(word + f"{i:04d}".translate(str.maketrans("0123456789", "abcdefghij")))
+
+    assert retained(flood) <= rerank.TERM_CACHE_BYTES + 2 * MB
+    assert sys.getsizeof(word) * 2 < rerank.TERM_CACHE_BYTES
+    rerank._term.cache_clear()
