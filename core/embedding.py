@@ -127,7 +127,11 @@ class MiniLMEmbedder:
                     super().__init__()
                     self.graph = graph
 
-                def forward(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.jit.Future[torch.Tensor]:
+                # TorchScript compiles this from its source; with the signature on one line (as the
+                # formatter would write it) it fails to compile the class, so the lines stay as they are.
+                def forward(  # fmt: skip
+                    self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
+                ) -> torch.jit.Future[torch.Tensor]:
                     return torch.jit.fork(self.graph, a, b, c)
 
             with warnings.catch_warnings(), torch.inference_mode():
