@@ -1,10 +1,11 @@
 """URL map: /v1/ (each app's urls), the admin, the dashboard, schema and docs, probes and metrics."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core import health
+from tenants.api.problems import not_found_view
 
 v1 = [
     path("", include("tenants.urls")),
@@ -14,6 +15,8 @@ v1 = [
     path("", include("router.urls")),
     path("", include("consolidation.urls")),
     path("", include("dashboard.api_urls")),
+    # Last: any other path under /v1/ is a problem+json 404, in DEBUG too (handler404 is not used then).
+    re_path(r"^[\s\S]*$", not_found_view),
 ]
 
 urlpatterns = [
