@@ -119,3 +119,18 @@ def test_an_unknown_route_under_v1_is_a_404_problem_in_debug_too(api_a, settings
     settings.DEBUG = True
     _is_problem(api_a.get("/v1/subjects/a/b/c/nothing"), 404)
     _is_problem(api_a.get("/v1/"), 404)
+
+
+def test_a_problem_names_its_instance(api_a) -> None:
+    assert _is_problem(api_a.get("/v1/no-such-thing"), 404)["instance"] == "/v1/no-such-thing"
+    assert _is_problem(api_a.get("/v1/facts/00000000-0000-0000-0000-000000000000"), 404)["instance"] == (
+        "/v1/facts/00000000-0000-0000-0000-000000000000"
+    )
+
+
+def test_a_write_to_an_unknown_route_is_a_404_problem_not_a_csrf_page(ctx_a) -> None:
+    from rest_framework.test import APIClient
+
+    client = APIClient(enforce_csrf_checks=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {ctx_a.raw_key}")
+    _is_problem(client.post("/v1/procedures/-5/outcomes", {"applied": True}, format="json"), 404)
