@@ -243,7 +243,7 @@ def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes
         role = _string(item, "role", at, errors, required=False, max_chars=MAX_ROLE_CHARS) or ""
         external_id = _string(item, "external_id", at, errors, required=False, max_chars=MAX_ID_CHARS) or None
         kind = item.get("kind", EpisodeKind.MESSAGE)
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             errors.add(f"{at}/kind", f"Unknown kind {kind!r}; one of {sorted(KINDS)}.")
         content = item.get("content", "")
         if content is None:
@@ -265,7 +265,7 @@ def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes
         if not content.strip() and not payload:
             errors.add(f"{at}/content", "An episode needs content or a payload.")
         outcome = item.get("outcome")
-        if outcome is not None and outcome not in OUTCOMES:
+        if outcome is not None and (not isinstance(outcome, str) or outcome not in OUTCOMES):
             errors.add(f"{at}/outcome", f"Unknown outcome {outcome!r}; one of {sorted(OUTCOMES)}.")
         drafts.append(
             EpisodeDraft(

@@ -134,3 +134,17 @@ def test_a_write_to_an_unknown_route_is_a_404_problem_not_a_csrf_page(ctx_a) -> 
     client = APIClient(enforce_csrf_checks=True)
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {ctx_a.raw_key}")
     _is_problem(client.post("/v1/procedures/-5/outcomes", {"applied": True}, format="json"), 404)
+
+
+@pytest.mark.parametrize("field", ["kind", "outcome"])
+@pytest.mark.parametrize("value", [{}, [], ["message"]])
+def test_an_enumerated_episode_field_of_another_type_is_a_400(api_a, field: str, value) -> None:
+    item = {"subject": "s", "session": "t", "content": "c", field: value}
+    body = _is_problem(api_a.post("/v1/episodes", {"episodes": [item]}, format="json"), 400)
+    assert body["errors"][0]["pointer"] == f"/episodes/0/{field}"
+
+
+def test_a_format_or_accept_that_names_no_renderer_still_answers_json(api_a) -> None:
+    response = api_a.get("/v1/tenant?format=-9223372036854775809", HTTP_ACCEPT="text/html")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
