@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,6 +32,11 @@ os.environ.setdefault("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 import django  # noqa: E402
 
 django.setup()
+
+import logging  # noqa: E402
+
+# Each expected 4xx would log a warning; errors still show.
+logging.getLogger("django.request").setLevel(logging.ERROR)
 
 from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
@@ -46,11 +52,17 @@ from tests.api.test_fuzz import seed_known_ids  # noqa: E402
 OUT = ROOT / "docs" / "benchmarks" / "fuzz.md"
 
 
-def run_fuzz(requests: int, seed_value: int, raw_key: str, known: dict[str, list[str]]) -> dict[str, object]:
+def run_fuzz(
+    requests: int,
+    seed_value: int,
+    raw_key: str,
+    known: dict[str, list[str]],
+    progress: Callable[[dict[str, object]], None] | None = None,
+) -> dict[str, object]:
     schema = json.loads(Client().get("/api/schema/?format=json").content)
     documented = fuzzing.documented_statuses(schema)
     routes = fuzzing.v1_routes()
-    strategy = fuzzing.requests(routes, fuzzing.schema_field_names(schema), raw_key, known)
+    strategy = fuzzing.requests(routes, fuzzing.schema_field_names(schema), raw_key, known, fuzzing.body_shapes(schema))
     client = Client()
     statuses: Counter[int] = Counter()
     per_route: dict[str, Counter[str]] = {}
@@ -76,15 +88,24 @@ def run_fuzz(requests: int, seed_value: int, raw_key: str, known: dict[str, list
         if problem is not None:
             counts["violations"] += 1
             violations.append(problem)
+        done = sum(statuses.values())
+        if done % 1000 == 0:
+            print(f"{done} requests, {time.monotonic() - started:.0f} s, {len(violations)} violations", flush=True)
+        if progress is not None and done % 2000 == 0 and done < requests:
+            # A long run on a busy machine: the report says how far it got, should it be stopped.
+            progress({**summary(), "partial_of": requests})
+
+    def summary() -> dict[str, object]:
+        return {
+            "routes": len(routes),
+            "statuses": statuses,
+            "per_route": per_route,
+            "violations": violations,
+            "seconds": time.monotonic() - started,
+        }
 
     one()
-    return {
-        "routes": len(routes),
-        "statuses": statuses,
-        "per_route": per_route,
-        "violations": violations,
-        "seconds": time.monotonic() - started,
-    }
+    return summary()
 
 
 def run_schemathesis(examples: int, raw_key: str) -> dict[str, object]:
@@ -122,6 +143,7 @@ def run_schemathesis(examples: int, raw_key: str) -> dict[str, object]:
         started = time.monotonic()
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=3600)
         output = result.stdout + result.stderr
+        (ROOT / ".data" / "schemathesis-last.log").write_text(output)
         shown = " ".join(c if not c.startswith("Authorization") else "Authorization: Bearer <key>" for c in command)
         return {
             "command": shown.replace(str(Path(sys.executable).parent) + "/", ".venv/bin/"),
@@ -135,11 +157,13 @@ def run_schemathesis(examples: int, raw_key: str) -> dict[str, object]:
 
 
 def _summary_lines(output: str) -> list[str]:
+    """The failures (their titles and reproductions, not the long bodies) and the summary."""
     lines = output.splitlines()
+    kept = [ln for ln in lines if ln.startswith(("_", "- ST", "    curl", "[")) and len(ln) < 400]
     for i, line in enumerate(lines):
         if "SUMMARY" in line:
-            return [ln for ln in lines[i : i + 40] if ln.strip()]
-    return lines[-30:]
+            return kept[:40] + [ln for ln in lines[i : i + 40] if ln.strip()]
+    return kept[:40] + lines[-30:]
 
 
 def _app_database_url() -> str:
@@ -148,13 +172,21 @@ def _app_database_url() -> str:
     return f"postgres://{user}:{password}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
-def write_report(args: argparse.Namespace, fuzz: dict, schemathesis: dict | None, command: str) -> None:  # type: ignore[type-arg]
+SCHEMATHESIS_HEADING = "## schemathesis against a live server"
+
+
+def fuzz_section(fuzz: dict, command: str) -> list[str]:  # type: ignore[type-arg]
     statuses: Counter[int] = fuzz["statuses"]
     total = sum(statuses.values())
     server_errors = sum(n for status, n in statuses.items() if status >= 500)
     lines = [
         "# Fuzzing the API: no 5xx on crafted input",
         "",
+        *(
+            [f"**Partial: {total} of the {fuzz['partial_of']} requests of this run so far.**", ""]
+            if fuzz.get("partial_of")
+            else []
+        ),
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with:",
         "",
         f"    {command}",
@@ -184,35 +216,51 @@ def write_report(args: argparse.Namespace, fuzz: dict, schemathesis: dict | None
         )
     if fuzz["violations"]:
         lines += ["", "First violations:", ""] + [f"- `{v[:300]}`" for v in fuzz["violations"][:20]]
-    if schemathesis is not None:
-        lines += [
-            "",
-            "## schemathesis against a live server",
-            "",
-            "The external check of issue 22, from outside over HTTP against `manage.py runserver` on the same",
-            "database, with status-code, content-type and response-schema conformance:",
-            "",
-            f"    {schemathesis['command']}",
-            "",
-            f"Exit status {schemathesis['exit']} ({schemathesis['seconds']:.0f} s). Its summary:",
-            "",
-            "```",
-            *schemathesis["summary"],
-            "```",
-        ]
     lines += [
         "",
-        "The test suite runs a bounded version of both: tests/api/test_fuzz.py (400 raw requests) and",
-        "tests/test_schemathesis.py (schemathesis in process, and against pytest-django's live server with",
-        "the same conformance checks, 8 examples per operation).",
+        "The test suite runs a bounded version of both this and the run below: tests/api/test_fuzz.py (400",
+        "raw requests) and tests/test_schemathesis.py (schemathesis in process, and against pytest-django's",
+        "live server with the same conformance checks, 8 examples per operation).",
         "",
     ]
-    OUT.write_text("\n".join(lines))
+    return lines
+
+
+def schemathesis_section(schemathesis: dict, command: str) -> list[str]:  # type: ignore[type-arg]
+    return [
+        SCHEMATHESIS_HEADING,
+        "",
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command}`: the external check of issue 22, from",
+        "outside over HTTP against `manage.py runserver` on the bench database, with status-code,",
+        "content-type and response-schema conformance:",
+        "",
+        f"    {schemathesis['command']}",
+        "",
+        f"Exit status {schemathesis['exit']} ({schemathesis['seconds']:.0f} s). Its failures and summary:",
+        "",
+        "```",
+        *schemathesis["summary"],
+        "```",
+        "",
+    ]
+
+
+def write_report(fuzz: dict | None, schemathesis: dict | None, command: str) -> None:  # type: ignore[type-arg]
+    """Each run rewrites its own section and keeps the other's."""
+    existing = OUT.read_text() if OUT.exists() else ""
+    old_fuzz, _, old_schemathesis = existing.partition(SCHEMATHESIS_HEADING)
+    top = "\n".join(fuzz_section(fuzz, command)) if fuzz is not None else old_fuzz
+    bottom = (
+        "\n".join(schemathesis_section(schemathesis, command))
+        if schemathesis is not None
+        else (SCHEMATHESIS_HEADING + old_schemathesis if old_schemathesis else "")
+    )
+    OUT.write_text(top.rstrip() + "\n\n" + bottom if bottom else top)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--requests", type=int, default=20_000, help="0 skips the raw-request run")
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--schemathesis-examples", type=int, default=100, help="0 skips the schemathesis run")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
@@ -240,23 +288,33 @@ def main() -> None:
         api = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw}")
         known = seed_known_ids(api)
-        fuzz = run_fuzz(args.requests, args.seed, issued.raw, known)
-        statuses: Counter[int] = fuzz["statuses"]  # type: ignore[assignment]
-        print(f"{'status':>8} {'answers':>8}")
-        for status, n in sorted(statuses.items()):
-            print(f"{status:>8} {n:>8}")
-        print(
-            f"{sum(statuses.values())} requests, {sum(n for s, n in statuses.items() if s >= 500)} 5xx, "
-            f"{len(fuzz['violations'])} violations"
-        )  # type: ignore[arg-type]
-        for violation in fuzz["violations"][:10]:  # type: ignore[index]
-            print("  ", violation[:400])
+        fuzz = (
+            run_fuzz(
+                args.requests,
+                args.seed,
+                issued.raw,
+                known,
+                progress=lambda partial: write_report(partial, None, command),
+            )
+            if args.requests
+            else None
+        )
+        if fuzz is not None:
+            statuses: Counter[int] = fuzz["statuses"]  # type: ignore[assignment]
+            print(f"{'status':>8} {'answers':>8}")
+            for status, n in sorted(statuses.items()):
+                print(f"{status:>8} {n:>8}")
+            server_errors = sum(n for code, n in statuses.items() if code >= 500)
+            violations: list[str] = fuzz["violations"]  # type: ignore[assignment]
+            print(f"{sum(statuses.values())} requests, {server_errors} 5xx, {len(violations)} violations")
+            for violation in violations[:10]:
+                print("  ", violation[:400])
         schemathesis = None
         if args.schemathesis_examples:
             connection.close()
             schemathesis = run_schemathesis(args.schemathesis_examples, issued.raw)
             print("\n".join(schemathesis["summary"]))  # type: ignore[arg-type]
-        write_report(args, fuzz, schemathesis, command)
+        write_report(fuzz, schemathesis, command)
         print(f"wrote {OUT.relative_to(ROOT)}")
     finally:
         switch_connection_user("default", *owner)

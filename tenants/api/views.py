@@ -21,6 +21,12 @@ class TenantAPIView(APIView):
     def tenant(self) -> Tenant:
         return request_tenant(self.request)
 
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[Any, str]:
+        # JSON is the one representation: neither `?format=` (a query parameter like any other here)
+        # nor Accept selects another, so neither can turn a request into an undocumented 404 or 406.
+        renderer = self.get_renderers()[0]
+        return renderer, renderer.media_type
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         _check_request_text(request, kwargs)

@@ -96,6 +96,38 @@ def schema_field_names(schema: dict[str, Any]) -> list[str]:
     return sorted(names)
 
 
+@dataclass(frozen=True)
+class BodyShape:
+    """The fields of an operation's JSON body, and of the objects in its array fields."""
+
+    fields: tuple[str, ...]
+    nested: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+def body_shapes(schema: dict[str, Any]) -> dict[tuple[str, str], BodyShape]:
+    components = schema.get("components", {}).get("schemas", {})
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        ref = node.get("$ref", "")
+        return components.get(ref.rsplit("/", 1)[-1], {}) if ref else node
+
+    shapes: dict[tuple[str, str], BodyShape] = {}
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            content = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if method.upper() not in METHODS or not content:
+                continue
+            body = resolve(content.get("schema", {}))
+            properties = body.get("properties", {})
+            nested = []
+            for name, prop in properties.items():
+                items = resolve(prop.get("items", {})) if prop.get("type") == "array" else {}
+                if items.get("properties"):
+                    nested.append((name, tuple(items["properties"])))
+            shapes[(method.upper(), path)] = BodyShape(tuple(properties), tuple(nested))
+    return shapes
+
+
 @dataclass
 class FuzzRequest:
     method: str
@@ -186,14 +218,36 @@ _header_text = st.text(st.characters(min_codepoint=0, max_codepoint=255), max_si
 )
 
 
-def requests(routes: list[Route], field_names: list[str], raw_key: str, known_ids: dict[str, list[str]]) -> Any:
+def _shaped_body(shape: BodyShape, field_names: list[str]) -> st.SearchStrategy[bytes]:
+    """The operation's own fields, each present or not, each with a value of any type: wrong types
+    where validation must refuse them, right ones often enough to get past the first check."""
+    values = _json_values(field_names)
+
+    def fields(names: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
+        return st.fixed_dictionaries({}, optional=dict.fromkeys(names, values))
+
+    strategy = fields(shape.fields)
+    for name, item_fields in shape.nested:
+        strategy = st.builds(
+            lambda d, items, n=name: {**d, n: items}, strategy, st.lists(fields(item_fields), max_size=3)
+        )
+    return strategy.map(lambda value: json.dumps(value).encode())
+
+
+def requests(
+    routes: list[Route],
+    field_names: list[str],
+    raw_key: str,
+    known_ids: dict[str, list[str]],
+    shapes: dict[tuple[str, str], BodyShape] | None = None,
+) -> Any:
     """A strategy of FuzzRequests over `routes`; `known_ids` maps a path parameter name to real ids,
     so that a share of the requests reach the objects and not only the 404s."""
 
     @st.composite
     def build(draw: Any) -> FuzzRequest:
         route = draw(st.sampled_from(routes))
-        method = draw(st.sampled_from(route.methods) | st.sampled_from(METHODS))
+        method = draw(st.sampled_from(route.methods)) if draw(st.integers(0, 4)) else draw(st.sampled_from(METHODS))
         path = route.template
         for converter, name in route.converters:
             if converter == "int":
@@ -211,9 +265,15 @@ def requests(routes: list[Route], field_names: list[str], raw_key: str, known_id
         query = "&".join(
             f"{quote(k.encode('utf-8', 'surrogatepass'))}={quote(v.encode('utf-8', 'surrogatepass'))}" for k, v in pairs
         )
-        body = draw(_raw_body(field_names)) if method in ("POST", "PUT", "PATCH") or draw(st.booleans()) else None
+        shape = (shapes or {}).get((method, route.openapi_path))
+        if shape is not None and draw(st.booleans()):
+            body: bytes | None = draw(_shaped_body(shape, field_names))
+        elif method in ("POST", "PUT", "PATCH") or draw(st.integers(0, 3)) == 0:
+            body = draw(_raw_body(field_names))
+        else:
+            body = None
         headers: dict[str, str] = {}
-        auth = draw(st.sampled_from(["good"] * 8 + ["none", "bad", "garbage"]))
+        auth = draw(st.sampled_from(["good"] * 17 + ["none", "bad", "garbage"]))
         if auth == "good":
             headers["Authorization"] = f"Bearer {raw_key}"
         elif auth == "bad":

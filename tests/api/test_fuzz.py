@@ -61,7 +61,11 @@ def test_no_raw_request_makes_the_api_fail(ctx_a, api_a) -> None:  # type: ignor
     schema = json.loads(Client().get("/api/schema/?format=json").content)
     documented = fuzzing.documented_statuses(schema)
     strategy = fuzzing.requests(
-        fuzzing.v1_routes(), fuzzing.schema_field_names(schema), ctx_a.raw_key, seed_known_ids(api_a)
+        fuzzing.v1_routes(),
+        fuzzing.schema_field_names(schema),
+        ctx_a.raw_key,
+        seed_known_ids(api_a),
+        fuzzing.body_shapes(schema),
     )
     client = Client()
     violations: list[str] = []
