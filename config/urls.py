@@ -2,14 +2,14 @@
 (token or address allow-list: core.metrics_access)."""
 
 from django.contrib import admin
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core import health, metrics_access
 from tenants.api.problems import not_found_view
 
-v1 = [
+v1: list[URLPattern | URLResolver] = [
     path("", include("tenants.urls")),
     path("", include("episodic.urls")),
     path("", include("semantic.urls")),

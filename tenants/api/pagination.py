@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Model, QuerySet
+from django.db.models import Field, Model, QuerySet
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
@@ -39,7 +39,8 @@ class CreatedCursorPagination(CursorPagination):
             first = self.ordering[0] if isinstance(self.ordering, (list, tuple)) else self.ordering
             field = self._model._meta.get_field(first.lstrip("-"))
             try:
-                field.to_python(cursor.position)
+                if isinstance(field, Field):
+                    field.to_python(cursor.position)
             except (DjangoValidationError, ValueError, TypeError, OverflowError) as exc:
                 raise ValidationProblem.at(f"/{self.cursor_query_param}", "Invalid cursor.") from exc
         return cursor
