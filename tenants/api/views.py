@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from core.errors import ValidationProblem
+from core.errors import NotFound, ValidationProblem
 from core.text import text_problem
 from tenants.auth import request_tenant
 from tenants.models import Tenant
@@ -33,11 +33,12 @@ class TenantAPIView(APIView):
 
 
 def _check_request_text(request: Request, kwargs: dict[str, Any]) -> None:
-    """Path, query and header text the database cannot store is a 400 here, for every view, rather
+    """Path (404), query and header (400) text the database cannot store is refused here, for every view, rather
     than an error from wherever it first reaches PostgreSQL (the body is checked by the parser)."""
     for name, value in kwargs.items():
-        if isinstance(value, str) and (problem := text_problem(value)) is not None:
-            raise ValidationProblem.at(f"/{name}", problem)
+        # A path naming something that cannot exist is not found, like any other missing thing.
+        if isinstance(value, str) and text_problem(value) is not None:
+            raise NotFound(f"No such {name}.")
     for name, values in request.query_params.lists():
         for value in (name, *values):
             if (problem := text_problem(value)) is not None:
