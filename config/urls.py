@@ -18,7 +18,7 @@ v1: list[URLPattern | URLResolver] = [
     path("", include("consolidation.urls")),
     path("", include("dashboard.api_urls")),
     # Last: any other path under /v1/ is a problem+json 404, in DEBUG too (handler404 is not used then).
-    re_path(r"^[\s\S]*$", csrf_exempt(not_found_view)),
+    re_path(r"^[\s\S]*$", csrf_exempt(not_found_view), name="v1-not-found"),
 ]
 
 urlpatterns = [

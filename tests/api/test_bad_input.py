@@ -109,7 +109,9 @@ def test_nul_in_a_path_is_a_4xx_problem(api_a) -> None:
         assert response["Content-Type"] == PROBLEM
 
 
-def test_an_unknown_route_under_v1_is_a_404_problem(api_a) -> None:
+@pytest.mark.isolation("v1-not-found")
+def test_an_unknown_route_under_v1_is_a_404_problem(api_a, api_b) -> None:
+    assert api_a.get("/v1/no-such-thing").content == api_b.get("/v1/no-such-thing").content
     body = _is_problem(api_a.get("/v1/no-such-thing"), 404)
     assert body["type"] == "/problems/not-found"
     _is_problem(api_a.post("/v1/subjects/a/b/c/nothing", {}, format="json"), 404)
