@@ -1,12 +1,15 @@
-"""URL map: /v1/ (each app's urls), the admin, the dashboard, schema and docs, probes and metrics."""
+"""URL map: /v1/ (each app's urls), the admin, the dashboard, schema and docs, probes and metrics
+(token or address allow-list: core.metrics_access)."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from core import health
+from core import health, metrics_access
+from tenants.api.problems import not_found_view
 
-v1 = [
+v1: list[URLPattern | URLResolver] = [
     path("", include("tenants.urls")),
     path("", include("episodic.urls")),
     path("", include("semantic.urls")),
@@ -14,6 +17,8 @@ v1 = [
     path("", include("router.urls")),
     path("", include("consolidation.urls")),
     path("", include("dashboard.api_urls")),
+    # Last: any other path under /v1/ is a problem+json 404, in DEBUG too (handler404 is not used then).
+    re_path(r"^[\s\S]*$", csrf_exempt(not_found_view), name="v1-not-found"),
 ]
 
 urlpatterns = [
@@ -24,7 +29,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    path("", include("django_prometheus.urls")),
+    path("metrics", metrics_access.metrics, name="prometheus-django-metrics"),
 ]
 
 handler404 = "tenants.api.problems.not_found_view"

@@ -25,6 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from consolidation import metrics
+from consolidation.erasure import scrub_problems
 from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
 from core.errors import DomainError
@@ -143,7 +144,6 @@ def _merge(
 
 
 def _note_problem(run: ConsolidationRun, problem: dict[str, Any]) -> None:
-    from consolidation.erasure import scrub_problems
 
     problems = list(run.problems or [])
     if len(problems) < MAX_PROBLEMS_KEPT:

@@ -318,6 +318,15 @@ class MergePatchParser(LimitedJSONParser):
     media_type = "application/merge-patch+json"
 
 
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description='The scratchpad version, as in its ETag ("3").',
+)
+
+
 def _if_match(request: Request) -> int | str | None:
     raw = request.headers.get("If-Match")
     if raw is None:
@@ -370,8 +379,8 @@ class ScratchpadApi(TenantAPIView):
 
     @extend_schema(
         request=OpenApiTypes.OBJECT,
-        responses=OutputSerializer,
-        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=False)],
+        responses={200: OutputSerializer, 201: OutputSerializer},
+        parameters=[IF_MATCH, OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER, required=False)],
         summary="Replace the scratchpad (If-Match: version; If-None-Match: * to create only)",
     )
     def put(self, request: Request, session: str) -> Response:
@@ -392,6 +401,7 @@ class ScratchpadApi(TenantAPIView):
     @extend_schema(
         request=OpenApiTypes.OBJECT,
         responses=OutputSerializer,
+        parameters=[IF_MATCH],
         summary="Apply a JSON merge patch (RFC 7396) to the scratchpad",
     )
     def patch(self, request: Request, session: str) -> Response:
@@ -405,7 +415,7 @@ class ScratchpadApi(TenantAPIView):
         return _scratchpad_response(pad)
 
     @extend_schema(
-        parameters=[OpenApiParameter("summarise", bool, required=False)],
+        parameters=[OpenApiParameter("summarise", bool, required=False), IF_MATCH],
         responses=DeletedSerializer,
         summary="Delete the scratchpad; with summarise=true it first becomes a summary episode",
     )

@@ -16,6 +16,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from core.db import set_local
 from core.embedding import EMBEDDING_DIM
+from tenants.dbroles import eraser_role
 from tenants.models import TenantManager, TenantModel, TenantQuerySet
 
 # Columns an UPDATE may touch outside `allow_episode_deletion()`: derived data, filled in later. The
@@ -32,7 +33,6 @@ class AppendOnlyError(RuntimeError):
 def _eraser_role() -> str | None:
     """The eraser role when this connection may switch to it (a member of it); None when it connects
     as the owner, which needs no switch (development without separate roles)."""
-    from tenants.dbroles import eraser_role
 
     with connection.cursor() as cursor:
         cursor.execute(

@@ -18,9 +18,11 @@ from django.conf import settings
 
 from core.embedding import EMBEDDING_DIM
 from core.errors import NotFound, PayloadTooLarge, ValidationProblem
+from core.text import text_problem
 from core.tokens import count_tokens
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_with_config, normalise_terms
 from episodic.models import EpisodeKind, Outcome
+from tenants.api.converters import SESSION_ROUTE_SUFFIXES
 from tenants.models import TenantSettings
 
 FIELDS = frozenset(
@@ -45,6 +47,7 @@ MAX_ID_CHARS = 255
 MAX_ROLE_CHARS = 64
 MAX_TERMS = 100
 KINDS = frozenset(EpisodeKind.values)
+SESSION_ROUTE_ENDINGS = tuple(f"/{suffix}" for suffix in SESSION_ROUTE_SUFFIXES)
 OUTCOMES = frozenset(Outcome.values)
 
 
@@ -132,8 +135,8 @@ def _string(item: dict[str, Any], key: str, at: str, errors: _Errors, *, require
         errors.add(f"{at}/{key}", "Must be a string.")
         return None
     value = value.strip()
-    if "\x00" in value:
-        errors.add(f"{at}/{key}", "Null characters are not allowed.")
+    if (problem := text_problem(value)) is not None:
+        errors.add(f"{at}/{key}", problem)
         return None
     if required and not value:
         errors.add(f"{at}/{key}", "Must not be empty.")
@@ -173,9 +176,9 @@ def _terms(value: Any, pointer: str, errors: _Errors, *, max_chars: int) -> list
     if len(value) > MAX_TERMS:
         errors.add(pointer, f"At most {MAX_TERMS} items.")
         return None
-    with_nul = [i for i, v in enumerate(value) if "\x00" in v]
-    if with_nul:
-        errors.add(f"{pointer}/{with_nul[0]}", "Null characters are not allowed.")
+    with_bad = [(i, problem) for i, v in enumerate(value) if (problem := text_problem(v)) is not None]
+    if with_bad:
+        errors.add(f"{pointer}/{with_bad[0][0]}", with_bad[0][1])
         return None
     too_long = [i for i, v in enumerate(value) if len(v.strip()) > max_chars]
     if too_long:
@@ -230,11 +233,17 @@ def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes
             errors.add(f"{at}/{key}", "Unknown field.")
         subject = _string(item, "subject", at, errors, required=True, max_chars=MAX_ID_CHARS)
         session = _string(item, "session", at, errors, required=True, max_chars=MAX_ID_CHARS)
+        if session is not None and session.endswith(SESSION_ROUTE_ENDINGS):
+            errors.add(
+                f"{at}/session",
+                f"A session id may not end in {' or '.join(SESSION_ROUTE_ENDINGS)}: its URL would name a route.",
+            )
+            session = None
         agent = _string(item, "agent", at, errors, required=False, max_chars=MAX_ID_CHARS) or ""
         role = _string(item, "role", at, errors, required=False, max_chars=MAX_ROLE_CHARS) or ""
         external_id = _string(item, "external_id", at, errors, required=False, max_chars=MAX_ID_CHARS) or None
         kind = item.get("kind", EpisodeKind.MESSAGE)
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             errors.add(f"{at}/kind", f"Unknown kind {kind!r}; one of {sorted(KINDS)}.")
         content = item.get("content", "")
         if content is None:
@@ -242,8 +251,8 @@ def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes
         if not isinstance(content, str):
             errors.add(f"{at}/content", "Must be a string.")
             content = ""
-        elif "\x00" in content:
-            errors.add(f"{at}/content", "Null characters are not allowed.")
+        elif (problem := text_problem(content)) is not None:
+            errors.add(f"{at}/content", problem)
             content = ""
         elif len(content) > max_text:
             errors.add(f"{at}/content", f"{len(content)} characters; the limit is {max_text}.", size=True)
@@ -256,7 +265,7 @@ def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes
         if not content.strip() and not payload:
             errors.add(f"{at}/content", "An episode needs content or a payload.")
         outcome = item.get("outcome")
-        if outcome is not None and outcome not in OUTCOMES:
+        if outcome is not None and (not isinstance(outcome, str) or outcome not in OUTCOMES):
             errors.add(f"{at}/outcome", f"Unknown outcome {outcome!r}; one of {sorted(OUTCOMES)}.")
         drafts.append(
             EpisodeDraft(

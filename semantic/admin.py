@@ -27,6 +27,7 @@ from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactSource, FactStatus
+from semantic.selectors import needs_confirmation_q
 from semantic.services import (
     allowed_categories,
     fact_confirm,
@@ -37,6 +38,7 @@ from semantic.services import (
 )
 from semantic.types import Actor
 from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
+from tenants.models import TenantSettings
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 EDITABLE_FIELDS = ("value", "statement", "category", "confidence")
@@ -136,9 +138,6 @@ class NeedsConfirmationFilter(admin.SimpleListFilter):
         if self.value() != "yes":
             return queryset
         from django.utils import timezone
-
-        from semantic.selectors import needs_confirmation_q
-        from tenants.models import TenantSettings
 
         horizons = TenantSettings().decay_half_life_days
         return queryset.filter(needs_confirmation_q(horizons=horizons, now=timezone.now()))

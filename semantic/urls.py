@@ -1,6 +1,7 @@
 from django.urls import path
 
 from semantic import apis
+from tenants.api import converters  # noqa: F401  (registers extid)
 
 urlpatterns = [
     path("facts", apis.FactListCreateApi.as_view(), name="fact-list"),
@@ -10,5 +11,5 @@ urlpatterns = [
     path("facts/<uuid:fact_id>/history", apis.FactHistoryApi.as_view(), name="fact-history"),
     path("facts/<uuid:fact_id>/review", apis.FactReviewApi.as_view(), name="fact-review"),
     path("fact-changes/<int:change_id>/revert", apis.FactChangeRevertApi.as_view(), name="fact-change-revert"),
-    path("entities/<str:entity>/graph", apis.EntityGraphApi.as_view(), name="entity-graph"),
+    path("entities/<extid:entity>/graph", apis.EntityGraphApi.as_view(), name="entity-graph"),
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from rest_framework.request import Request
 
 from core.db import set_local
 from tenants import scope
+from tenants.api.auth_failures import AuthFailureThrottle
 from tenants.models import ApiKey, Tenant, hash_key
 
 # Touch last_used_at at most this often, so that reads do not turn into writes on every request.
@@ -35,7 +37,8 @@ class TenantPrincipal:
 
 def _parse(raw: str) -> str | None:
     parts = raw.split("_")
-    if len(parts) < 3 or parts[0] != "eng":
+    # A prefix is hex (ApiKey.generate); anything else reaches neither the database nor Redis.
+    if len(parts) < 3 or parts[0] != "eng" or not re.fullmatch(r"[0-9a-f]{1,64}", parts[1]):
         return None
     return parts[1]
 
@@ -47,13 +50,27 @@ class ApiKeyAuthentication(BaseAuthentication):
         header = get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
+        raw = header[1].decode("utf-8", "replace") if len(header) == 2 else ""
+        prefix = _parse(raw)
+        throttle = AuthFailureThrottle(address=client_address(request), prefix=prefix)
+        wait = throttle.wait()
+        if wait is not None:
+            raise exceptions.Throttled(wait, "Too many failed authentications; retry later.")
+        try:
+            api_key = self._verify(header, raw, prefix)
+        except exceptions.AuthenticationFailed:
+            throttle.record_failure()
+            raise
+        tenant = api_key.tenant
+        scope.activate([tenant])
+        now = timezone.now()
+        if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+            ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        return TenantPrincipal(tenant, api_key), api_key
+
+    def _verify(self, header: list[bytes], raw: str, prefix: str | None) -> ApiKey:
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <api key>'.")
-        try:
-            raw = header[1].decode()
-        except UnicodeError as exc:
-            raise exceptions.AuthenticationFailed("Invalid API key.") from exc
-        prefix = _parse(raw)
         if prefix is None:
             raise exceptions.AuthenticationFailed("Invalid API key.")
         api_key = self._lookup(prefix)
@@ -61,14 +78,9 @@ class ApiKeyAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid API key.")
         if api_key.revoked_at is not None:
             raise exceptions.AuthenticationFailed("This API key has been revoked.")
-        tenant = api_key.tenant
-        if not tenant.active:
+        if not api_key.tenant.active:
             raise exceptions.AuthenticationFailed("This tenant is not active.")
-        scope.activate([tenant])
-        now = timezone.now()
-        if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
-            ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
-        return TenantPrincipal(tenant, api_key), api_key
+        return api_key
 
     @staticmethod
     def _lookup(prefix: str) -> ApiKey | None:
@@ -84,6 +96,12 @@ class ApiKeyAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="engram"'
+
+
+def client_address(request: Any) -> str:
+    """The peer address. Behind a proxy this is the proxy's unless the proxy sets REMOTE_ADDR (for
+    example gunicorn's --forwarded-allow-ips with a trusted proxy); X-Forwarded-For is not trusted here."""
+    return str(request.META.get("REMOTE_ADDR") or "unknown")[:64]
 
 
 def request_tenant(request: Any) -> Tenant:

@@ -53,3 +53,34 @@ def test_no_input_makes_the_api_fail(wsgi_app, ctx_a) -> None:  # type: ignore[n
         except AssertionError as exc:
             failures.append(str(exc).splitlines()[0])
     assert failures == []
+
+
+@pytest.mark.live
+def test_the_live_server_answers_as_its_schema_says(live_server, ctx_a) -> None:  # type: ignore[no-untyped-def]
+    """The external check of issue 22, run from outside over HTTP: no 5xx, and every status, media
+    type and body the server answers is one the schema documents for that operation."""
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/?format=json")
+    headers = {"Authorization": f"Bearer {ctx_a.raw_key}"}
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) > 30
+    failures: list[str] = []
+    for operation in operations:
+
+        @given(case=operation.as_strategy())
+        @hypothesis_settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        def check(case: schemathesis.Case) -> None:
+            case.call_and_validate(base_url=live_server.url, headers=headers, checks=checks)
+
+        try:
+            check()
+        except Exception as exc:  # noqa: BLE001  (a group of check failures, or a generation error)
+            failures.append(f"{operation.method.upper()} {operation.path}: {str(exc)[:1500]}")
+    assert failures == [], "\n".join(failures)

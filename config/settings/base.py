@@ -140,7 +140,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "tenants.api.pagination.CreatedCursorPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "tenants.api.problems.problem_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "tenants.schema.ProblemAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
@@ -153,6 +153,17 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # The tenant's own ids in paths (tenants.api.converters): any text, `/` included, percent-encoded.
+    "PATH_CONVERTER_OVERRIDES": {
+        "extid": {"type": "string", "minLength": 1, "maxLength": 255},
+        "session_id": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "not": {"pattern": "/(end|scratchpad)$"},
+            "description": "A session id; ids ending in /end or /scratchpad are refused when written.",
+        },
+    },
 }
 
 ENGRAM: dict[str, Any] = {
@@ -171,8 +182,17 @@ ENGRAM: dict[str, Any] = {
     "PARALLEL_READERS": env.int("ENGRAM_PARALLEL_READERS", default=4),
     "ANTHROPIC_MODEL": env.str("ENGRAM_ANTHROPIC_MODEL", default="claude-sonnet-4-5"),
     "IDEMPOTENCY_TTL_HOURS": env.int("ENGRAM_IDEMPOTENCY_TTL_HOURS", default=24),
+    # Failed authentications allowed per window, per client address and per key prefix; past either,
+    # every attempt from there is a 429 until the window ends (0 turns a limit off).
+    "AUTH_FAILURES_PER_ADDRESS": env.int("ENGRAM_AUTH_FAILURES_PER_ADDRESS", default=30),
+    "AUTH_FAILURES_PER_PREFIX": env.int("ENGRAM_AUTH_FAILURES_PER_PREFIX", default=100),
+    "AUTH_FAILURE_WINDOW_SECONDS": env.int("ENGRAM_AUTH_FAILURE_WINDOW_SECONDS", default=300),
 }
 ANTHROPIC_API_KEY = env_secret("ANTHROPIC_API_KEY", default="")
+# /metrics on the API port: served to a bearer of METRICS_TOKEN, or to a client address in
+# METRICS_ALLOWED_ADDRESSES (addresses or networks); nothing else.
+METRICS_TOKEN = env_secret("METRICS_TOKEN", default="")
+METRICS_ALLOWED_ADDRESSES = env.list("METRICS_ALLOWED_ADDRESSES", default=["127.0.0.1", "::1"])
 
 # --- Celery: no task is lost when a worker dies ------------------------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)

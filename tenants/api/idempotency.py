@@ -128,6 +128,7 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
         transaction.on_commit(lambda: redis.delete(lock))
         return response
 
+    wrapper.idempotent = True  # type: ignore[attr-defined]  # read by the OpenAPI schema (tenants.schema)
     return wrapper
 
 

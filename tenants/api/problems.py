@@ -40,6 +40,7 @@ def problem_response(
     errors: list[dict[str, Any]] | None = None,
     extra: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
+    instance: str | None = None,
 ) -> JsonResponse:
     body: dict[str, Any] = {
         "type": f"/problems/{type_slug}" if type_slug else "about:blank",
@@ -47,6 +48,8 @@ def problem_response(
         "status": status,
         "detail": detail,
     }
+    if instance:
+        body["instance"] = instance
     if errors:
         body["errors"] = errors
     if extra:
@@ -84,6 +87,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> JsonRe
     # Every error answer changes nothing: the request transaction is rolled back.
     if transaction.get_connection().in_atomic_block:
         transaction.set_rollback(True)
+    request = context.get("request")
+    instance = getattr(request, "path", None)
     if isinstance(exc, DomainError):
         return problem_response(
             status=exc.status,
@@ -92,6 +97,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> JsonRe
             type_slug=exc.type_slug,
             errors=exc.errors,
             extra=exc.extra,
+            instance=instance,
         )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
@@ -109,12 +115,22 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> JsonRe
             errors = flatten_errors(exc.detail)
             detail = "; ".join(f"{e['pointer']}: {e['detail']}" for e in errors[:5])
             return problem_response(
-                status=exc.status_code, title=title, detail=detail, type_slug=type_slug, errors=errors, headers=headers
+                status=exc.status_code,
+                title=title,
+                detail=detail,
+                type_slug=type_slug,
+                errors=errors,
+                headers=headers,
+                instance=instance,
             )
         return problem_response(
-            status=exc.status_code, title=title, detail=str(exc.detail), type_slug=type_slug, headers=headers
+            status=exc.status_code,
+            title=title,
+            detail=str(exc.detail),
+            type_slug=type_slug,
+            headers=headers,
+            instance=instance,
         )
-    request = context.get("request")
     logger.exception("Unhandled error in %s", getattr(request, "path", "?"), exc_info=exc)
     return problem_response(
         status=500, title="Internal error", detail="The server failed to answer this request.", type_slug="internal"
@@ -122,7 +138,9 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> JsonRe
 
 
 def not_found_view(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
-    return problem_response(status=404, title="Not found", detail="No such resource.", type_slug="not-found")
+    return problem_response(
+        status=404, title="Not found", detail="No such resource.", type_slug="not-found", instance=request.path
+    )
 
 
 def server_error_view(request: HttpRequest) -> JsonResponse:

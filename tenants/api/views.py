@@ -1,9 +1,17 @@
 """The base of every /v1/ view."""
 
+from typing import Any
+
+from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from core.errors import NotFound, ValidationProblem
+from core.text import text_problem
 from tenants.auth import request_tenant
 from tenants.models import Tenant
+
+# Headers whose values reach the database or a comparison.
+CHECKED_HEADERS = ("Idempotency-Key", "If-Match", "If-None-Match")
 
 
 class TenantAPIView(APIView):
@@ -12,3 +20,36 @@ class TenantAPIView(APIView):
     @property
     def tenant(self) -> Tenant:
         return request_tenant(self.request)
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[Any, str]:
+        # JSON is the one representation: neither `?format=` (a query parameter like any other here)
+        # nor Accept selects another, so neither can turn a request into an undocumented 404 or 406.
+        renderer = self.get_renderers()[0]
+        return renderer, renderer.media_type
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        _check_request_text(request, kwargs)
+
+
+def _check_request_text(request: Request, kwargs: dict[str, Any]) -> None:
+    """Path (404), query and header (400) text the database cannot store is refused here, for every view, rather
+    than an error from wherever it first reaches PostgreSQL (the body is checked by the parser)."""
+    for name, value in kwargs.items():
+        # A path naming something that cannot exist is not found, like any other missing thing.
+        if isinstance(value, str) and text_problem(value) is not None:
+            raise NotFound(f"No such {name}.")
+    for name, values in request.query_params.lists():
+        for value in (name, *values):
+            if (problem := text_problem(value)) is not None:
+                raise ValidationProblem.at(f"/{name}", problem)
+    for header in CHECKED_HEADERS:
+        value = request.headers.get(header)
+        if value is not None and (problem := text_problem(value) or _control_problem(value)) is not None:
+            raise ValidationProblem.at("/", f"{header}: {problem}")
+
+
+def _control_problem(value: str) -> str | None:
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        return "Control characters are not allowed."
+    return None

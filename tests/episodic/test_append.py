@@ -88,7 +88,7 @@ def test_session_counters_and_times_follow_the_events(append, tenant_a) -> None:
         (item(content="nul \x00 byte"), "/episodes/0/content", 400),
         (item(subject="a\x00b"), "/episodes/0/subject", 400),
         (item(entities=["ok", "x\x00"]), "/episodes/0/entities/1", 400),
-        (item(payload={"k": "v\x00"}), "/episodes/0/payload", 400),
+        (item(payload={"k": "v\x00"}), "/episodes/0/payload/k", 400),
     ],
 )
 def test_bad_item_is_a_problem_naming_the_field_and_writes_nothing(api_a, tenant_a, episode, pointer, status) -> None:

@@ -1,0 +1,152 @@
+"""Crafted input found by hand and by the fuzzers: each answers a 4xx problem+json and changes nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+from urllib.parse import quote
+
+import pytest
+
+from episodic.models import Episode
+from tenants.scope import tenant_scope
+
+pytestmark = pytest.mark.django_db
+
+PROBLEM = "application/problem+json"
+
+
+def _is_problem(response, status: int) -> dict:
+    assert response.status_code == status, response.content[:300]
+    assert response["Content-Type"] == PROBLEM
+    body = json.loads(response.content)
+    assert body["status"] == status
+    return body
+
+
+def _post_raw(client, path: str, raw: str):
+    return client.generic("POST", path, raw.encode("utf-8", "surrogatepass"), content_type="application/json")
+
+
+def test_a_cursor_whose_position_is_not_a_timestamp_is_a_400(api_a) -> None:
+    cursor = base64.b64encode(b"p=foo").decode()
+    response = api_a.get("/v1/episodes", {"subject": "x", "cursor": cursor})
+    body = _is_problem(response, 400)
+    assert body["errors"][0]["pointer"] == "/cursor"
+
+
+def test_every_list_refuses_a_cursor_with_a_bad_position(api_a) -> None:
+    cursor = base64.b64encode(b"o=1&p=2020-13-45").decode()
+    for path in ("/v1/episodes?subject=x", "/v1/facts?", "/v1/procedures?", "/v1/traces?"):
+        _is_problem(api_a.get(f"{path}&cursor={quote(cursor)}"), 400)
+
+
+def test_a_malformed_cursor_is_a_400(api_a) -> None:
+    _is_problem(api_a.get("/v1/episodes", {"subject": "x", "cursor": "!!!not base64"}), 400)
+    _is_problem(api_a.get("/v1/episodes", {"subject": "x", "cursor": "A" * 5000}), 400)
+
+
+def test_a_lone_surrogate_in_episode_content_is_refused_with_its_pointer(api_a, tenant_a) -> None:
+    raw = '{"episodes": [{"subject": "s", "session": "t", "content": "a\\ud800b"}]}'
+    body = _is_problem(_post_raw(api_a, "/v1/episodes", raw), 400)
+    assert body["errors"] == [{"pointer": "/episodes/0/content", "detail": body["errors"][0]["detail"]}]
+    assert "surrogate" in body["errors"][0]["detail"]
+    with tenant_scope(tenant_a):
+        assert Episode.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        ("/v1/facts", '{"entity": "a\\udfffb", "attribute": "x", "value": "y", "statement": "z"}'),
+        ("/v1/facts", '{"entity": "a", "attribute": "x", "value": {"k\\ud800": 1}}'),
+        ("/v1/facts/search", '{"query": "\\ud800"}'),
+        ("/v1/episodes/search", '{"query": "q\\udc00", "subject": "s"}'),
+        ("/v1/context", '{"subject": "s", "query": "\\ud83d"}'),
+        ("/v1/procedures/match", '{"message": "\\ud800"}'),
+        ("/v1/episodes", '{"episodes": [{"subject": "s", "session": "t", "content": "a\\u0000b"}]}'),
+        ("/v1/context", '{"subject": "s\\u0000", "query": "q"}'),
+    ],
+)
+def test_surrogates_and_nul_anywhere_in_a_body_are_a_400(api_a, path: str, raw: str) -> None:
+    body = _is_problem(_post_raw(api_a, path, raw), 400)
+    assert body["errors"][0]["pointer"].startswith("/")
+
+
+def test_a_surrogate_pair_written_as_two_escapes_is_one_character_and_welcome(api_a) -> None:
+    raw = '{"episodes": [{"subject": "s", "session": "t", "content": "smile \\ud83d\\ude00"}]}'
+    response = _post_raw(api_a, "/v1/episodes", raw)
+    assert response.status_code == 201, response.content
+    listed = api_a.get("/v1/episodes", {"subject": "s"}).json()["results"]
+    assert listed[0]["content"] == "smile \U0001f600"
+
+
+def test_a_body_nested_100000_arrays_deep_is_a_400(api_a) -> None:
+    raw = '{"episodes": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    body = _is_problem(_post_raw(api_a, "/v1/episodes", raw), 400)
+    assert "nested" in body["detail"]
+
+
+def test_a_body_nested_a_little_too_deep_is_a_400_even_where_no_recursion_fails(api_a) -> None:
+    raw = '{"query": "q", "x": ' + "[" * 200 + "]" * 200 + "}"
+    _is_problem(_post_raw(api_a, "/v1/facts/search", raw), 400)
+
+
+def test_a_body_that_is_not_utf8_is_a_400(api_a) -> None:
+    response = api_a.generic("POST", "/v1/episodes", b'{"episodes": "\xff\xfe"}', content_type="application/json")
+    _is_problem(response, 400)
+
+
+@pytest.mark.parametrize("query", ["subject=a%00b", "session=%00", "entity=x%00"])
+def test_nul_in_a_query_string_is_a_400(api_a, query: str) -> None:
+    _is_problem(api_a.get(f"/v1/episodes?{query}"), 400)
+
+
+def test_nul_in_a_path_is_a_4xx_problem(api_a) -> None:
+    for path in ("/v1/subjects/a%00b/export", "/v1/entities/a%00b/graph", "/v1/sessions/a%00/scratchpad"):
+        response = api_a.get(path)
+        assert 400 <= response.status_code < 500
+        assert response["Content-Type"] == PROBLEM
+
+
+@pytest.mark.isolation("v1-not-found")
+def test_an_unknown_route_under_v1_is_a_404_problem(api_a, api_b) -> None:
+    assert api_a.get("/v1/no-such-thing").content == api_b.get("/v1/no-such-thing").content
+    body = _is_problem(api_a.get("/v1/no-such-thing"), 404)
+    assert body["type"] == "/problems/not-found"
+    _is_problem(api_a.post("/v1/subjects/a/b/c/nothing", {}, format="json"), 404)
+
+
+def test_an_unknown_route_under_v1_is_a_404_problem_in_debug_too(api_a, settings) -> None:
+    settings.DEBUG = True
+    _is_problem(api_a.get("/v1/subjects/a/b/c/nothing"), 404)
+    _is_problem(api_a.get("/v1/"), 404)
+
+
+def test_a_problem_names_its_instance(api_a) -> None:
+    assert _is_problem(api_a.get("/v1/no-such-thing"), 404)["instance"] == "/v1/no-such-thing"
+    assert _is_problem(api_a.get("/v1/facts/00000000-0000-0000-0000-000000000000"), 404)["instance"] == (
+        "/v1/facts/00000000-0000-0000-0000-000000000000"
+    )
+
+
+def test_a_write_to_an_unknown_route_is_a_404_problem_not_a_csrf_page(ctx_a) -> None:
+    from rest_framework.test import APIClient
+
+    client = APIClient(enforce_csrf_checks=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {ctx_a.raw_key}")
+    _is_problem(client.post("/v1/procedures/-5/outcomes", {"applied": True}, format="json"), 404)
+
+
+@pytest.mark.parametrize("field", ["kind", "outcome"])
+@pytest.mark.parametrize("value", [{}, [], ["message"]])
+def test_an_enumerated_episode_field_of_another_type_is_a_400(api_a, field: str, value) -> None:
+    item = {"subject": "s", "session": "t", "content": "c", field: value}
+    body = _is_problem(api_a.post("/v1/episodes", {"episodes": [item]}, format="json"), 400)
+    assert body["errors"][0]["pointer"] == f"/episodes/0/{field}"
+
+
+def test_a_format_or_accept_that_names_no_renderer_still_answers_json(api_a) -> None:
+    response = api_a.get("/v1/tenant?format=-9223372036854775809", HTTP_ACCEPT="text/html")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
