@@ -123,7 +123,7 @@ class ArchiveManifestAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     readonly_fields = fields
 
 
-class ErasureRequestForm(forms.ModelForm):  # type: ignore[type-arg]
+class ErasureRequestForm(forms.ModelForm):
     subject = forms.CharField(max_length=255, help_text="The subject id whose memory is to be erased, everywhere.")
 
     class Meta:

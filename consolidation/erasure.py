@@ -214,6 +214,8 @@ def _runs_touching_episodes(plan: Plan) -> list[int]:
     )
     touching = []
     for run_id, first, last in candidates.values_list("id", "first_episode_id", "last_episode_id"):
+        if first is None or last is None:
+            continue
         at = bisect.bisect_left(ids, first)
         if at < len(ids) and ids[at] <= last:
             touching.append(run_id)

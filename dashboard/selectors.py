@@ -226,12 +226,16 @@ def memory_totals(*, tenant: Tenant) -> dict[str, int]:
 
 def recent_subjects(*, tenant: Tenant, limit: int = 25) -> list[dict[str, Any]]:
 
-    return list(
+    rows = (
         Session.objects.for_tenant(tenant)
         .values("subject")
-        .annotate(sessions=Count("id"), episodes=Sum("episode_count"), last=Max("started_at"))
+        .annotate(sessions=Count("id"), episode_total=Sum("episode_count"), last=Max("started_at"))
         .order_by("-last", "subject")[:limit]
     )
+    return [
+        {"subject": r["subject"], "sessions": r["sessions"], "episodes": r["episode_total"], "last": r["last"]}
+        for r in rows
+    ]
 
 
 @dataclass

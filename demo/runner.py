@@ -43,7 +43,7 @@ def engram_for(tenant: Tenant, *, url: str | None = None, purpose: str = "demo")
         else:
             from django.core.wsgi import get_wsgi_application
 
-            transport = httpx.WSGITransport(app=get_wsgi_application())  # type: ignore[arg-type]
+            transport = httpx.WSGITransport(app=get_wsgi_application())
             client = EngramClient("http://localhost", issued.raw, transport=transport)
         with client:
             yield client

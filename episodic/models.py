@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -143,7 +143,7 @@ class Session(TenantModel):
     episode_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = SessionManager()
+    objects: ClassVar[SessionManager] = SessionManager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=("tenant", "external_id"), name="uniq_session_external_id")]
@@ -200,7 +200,7 @@ class Episode(TenantModel):
         db_persist=True,
     )
 
-    objects = EpisodeManager()
+    objects: ClassVar[EpisodeManager] = EpisodeManager()
 
     class Meta:
         constraints = [

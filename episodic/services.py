@@ -83,7 +83,7 @@ def _known_external_ids(
         .filter(session_id__in={s for s, _ in wanted}, external_id__in={e for _, e in wanted})
         .values_list("session_id", "external_id")
     )
-    return {(s, e) for s, e in rows if (s, e) in wanted}
+    return {(s, e) for s, e in rows if e is not None and (s, e) in wanted}
 
 
 def _bump_session_counters(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:

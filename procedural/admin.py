@@ -32,7 +32,7 @@ def _actor(request: HttpRequest) -> str:
     return f"operator:{request.user.get_username()}"
 
 
-class ProcedureEventInline(admin.TabularInline):  # type: ignore[type-arg]
+class ProcedureEventInline(admin.TabularInline):
     model = ProcedureEvent
     fk_name = "procedure"
     extra = 0

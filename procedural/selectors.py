@@ -115,13 +115,17 @@ def procedure_match(
     qs = (
         Procedure.objects.for_tenant(tenant)
         .filter(is_current=True, status=ProcedureStatus.ACTIVE, agent__in=agents)
-        .annotate(trigger_json=Cast("trigger", TextField()), has_text=~Q(trigger_text=""))
+        .annotate(
+            trigger_json=Cast("trigger", TextField()),
+            has_text=~Q(trigger_text=""),
+            distance=(
+                CosineDistance("trigger_embedding", query_embedding)
+                if semantic and query_embedding is not None
+                else Value(None, output_field=FloatField())
+            ),
+        )
         .order_by("id")
     )
-    if semantic and query_embedding is not None:
-        qs = qs.annotate(distance=CosineDistance("trigger_embedding", query_embedding))
-    else:
-        qs = qs.annotate(distance=Value(None, output_field=FloatField()))
     rows = list(qs.values_list("id", "agent", "confidence", "trigger_json", "has_text", "distance"))
     similarities = {pk: 1.0 - float(d) for pk, *_, d in rows if d is not None}
     if semantic and query_embedding is None and any(row[4] for row in rows):
@@ -218,6 +222,7 @@ def procedure_stats(*, tenant: Tenant) -> ProcedureStats:
 def outcome_subject(*, tenant: Tenant, outcome: ProcedureOutcome) -> str:
     """Whose session or episode the outcome was reported in ("" when neither names a subject)."""
 
+    found: QuerySet[Any, str]
     if outcome.episode_id is not None:
         found = Episode.objects.for_tenant(tenant).filter(pk=outcome.episode_id).values_list("subject", flat=True)
     elif outcome.session_external_id:

@@ -99,7 +99,7 @@ class ChangeAttributeFilter(AttributeFilter):
     lookup = "fact__attribute"
 
 
-class FactEditForm(forms.ModelForm):  # type: ignore[type-arg]
+class FactEditForm(forms.ModelForm):
     """The operator's correction of a live fact; checks here mirror fact_edit's so that the admin
     shows them next to the field."""
 

@@ -169,7 +169,7 @@ class TenantAdmin(admin.ModelAdmin):
         return is_superuser(request)
 
 
-class ApiKeyAdminForm(forms.ModelForm):  # type: ignore[type-arg]
+class ApiKeyAdminForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(choices=ApiKeyScope.choices, widget=forms.CheckboxSelectMultiple)
 
     class Meta:

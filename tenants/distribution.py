@@ -140,7 +140,7 @@ def check_unique_keys(schemas: Sequence[str] | None = None) -> list[str]:
     for relid, index, primary, exclusion, columns in rows:
         table = distributed[int(str(relid))]
         kind = "primary key" if primary else "exclusion constraint" if exclusion else "unique index"
-        keys = list(columns or [])  # type: ignore[call-overload]
+        keys = list(columns or [])
         if DISTRIBUTION_COLUMN not in keys:
             out.append(
                 f"{table}: {kind} {index} on ({', '.join(str(k) for k in keys)}) lacks {DISTRIBUTION_COLUMN} "
@@ -175,7 +175,7 @@ def check_foreign_keys(schemas: Sequence[str] | None = None) -> list[str]:
         source_distributed = int(str(relid)) in distributed
         target_distributed = int(str(frelid)) in distributed
         target = tables.get(int(str(frelid)), f"oid {frelid}")
-        keys, fkeys = list(cols or []), list(fcols or [])  # type: ignore[call-overload]
+        keys, fkeys = list(cols or []), list(fcols or [])
         if not source_distributed and target_distributed:
             out.append(f"{table}: foreign key {name} from a reference table to distributed {target} (Citus refuses it)")
         if source_distributed and target_distributed:

@@ -104,7 +104,7 @@ class TenantQuerySet(models.QuerySet[_M, _M]):
 class TenantManager(models.Manager[_M]):
     """Fails closed: no query is built outside a tenant scope."""
 
-    _queryset_class = TenantQuerySet
+    _queryset_class: type[TenantQuerySet[Any]] = TenantQuerySet
 
     def get_queryset(self) -> TenantQuerySet[_M]:
         require_scope(self.model._meta.label)

@@ -45,7 +45,8 @@ def is_fragment(value: str, *, predicate: bool = False) -> bool:
         return True
     if words[0] in _POINTING:
         return True
-    if words[0] in _FUNCTION - {"a", "an", "the"} and not predicate:
+    # A capitalised single word is a name ("Go", "Will"), not the function word it spells.
+    if words[0] in _FUNCTION - {"a", "an", "the"} and not predicate and not (len(words) == 1 and text[:1].isupper()):
         return True
     if words[-1] in _FUNCTION - {"in", "on", "out", "up"} and len(words) > 1:
         return True

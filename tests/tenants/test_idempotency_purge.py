@@ -73,7 +73,7 @@ def test_the_backfill_adds_the_subjects_named_in_records_stored_before(tenant_a,
 
     from django.db import connection
 
-    backfill = importlib.import_module("tenants.migrations.0004_idempotency_subjects_backfill").BACKFILL
+    backfill = importlib.import_module("tenants.migrations.0006_idempotency_subjects_backfill").BACKFILL
     body = {"fact": {"subject": "yan", "entity": "acme"}, "previous": None, "items": [{"subject": "zoe"}]}
     for tenant in (tenant_a, tenant_b):
         with tenant_scope(tenant):

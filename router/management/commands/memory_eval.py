@@ -270,7 +270,9 @@ def stored_vectors(tenant: Tenant, subject: str) -> dict[str, list[float]]:
 
     with tenant_scope(tenant):
         rows = Episode.objects.for_tenant(tenant).filter(subject=subject, embedding__isnull=False)
-        return {str(ext): list(vec) for ext, vec in rows.values_list("external_id", "embedding") if ext}
+        return {
+            str(ext): list(vec) for ext, vec in rows.values_list("external_id", "embedding") if ext and vec is not None
+        }
 
 
 def _embed_queries(texts: Sequence[str]) -> list[list[float]]:
