@@ -2,49 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 
 from core.errors import NotFound
-from core.timestamps import epoch_us_sql, from_epoch_us
 from episodic.models import Session
-from episodic.selectors import episode_search_rows
+from episodic.selectors import EpisodeRow, episode_rows_neighbours, episode_rows_recent, episode_search_rows
 from procedural.models import Procedure
 from router.models import ContextFeedback, ContextTrace
 from router.types import Source
 from semantic.selectors import fact_sources as semantic_fact_sources
 from tenants.models import Tenant
-
-
-@dataclass(frozen=True)
-class EpisodeRow:
-    """The few columns of an episode that a context line and its source need. `payload` is read for
-    the recent events only (procedure matching looks at their tool calls)."""
-
-    id: int
-    session: str
-    kind: str
-    role: str
-    content: str
-    occurred_at: datetime
-    external_id: str | None
-    content_hash: str
-    # Tokens of `content` (cl100k), counted at ingestion: the line's cost (router.packing.said_tokens).
-    token_count: int = 0
-    payload: dict[str, Any] = field(default_factory=dict)
-
-    def source(self) -> Source:
-        return Source(
-            episode_id=self.id, external_id=self.external_id, occurred_at=self.occurred_at, session=self.session
-        )
 
 
 @dataclass(frozen=True)
@@ -54,54 +29,23 @@ class EpisodeHit:
     score_parts: dict[str, float]
 
 
-# An EpisodeRow's columns over `episodic_episode e` and its session `episodic_session s`. occurred_at
-# comes as microseconds since the epoch: Django's loader for timestamptz runs in Python, and a context
-# request reads hundreds of rows.
-ROW_COLUMNS = (
-    f"e.id, s.external_id, e.kind, e.role, e.content, {epoch_us_sql('e.occurred_at')},"
-    " e.external_id, e.content_hash, e.token_count"
-)
-
-
-def _row(values: Sequence[Any], payload: Any = None) -> EpisodeRow:
-    if isinstance(payload, str):
-        payload = json.loads(payload)
-    return EpisodeRow(
-        id=values[0],
-        session=values[1] or "",
-        kind=values[2],
-        role=values[3],
-        content=values[4],
-        occurred_at=from_epoch_us(values[5]),
-        external_id=values[6],
-        content_hash=values[7],
-        token_count=values[8],
-        payload=payload or {},
-    )
-
-
-_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
-# The session's id first, so that its latest events are one backward step in episode_session_seq
-# rather than the whole session sorted.
-_RECENT_SQL = f"""
-SELECT {ROW_COLUMNS}, e.payload
-FROM episodic_episode e JOIN episodic_session s ON s.id = e.session_id AND s.tenant_id = e.tenant_id
-WHERE e.session_id = (SELECT id FROM episodic_session WHERE tenant_id = %(tenant)s AND external_id = %(session)s)
-  AND e.tenant_id = %(tenant)s AND e.occurred_at < %(until)s
-ORDER BY e.occurred_at DESC, e.id DESC
-LIMIT %(limit)s
-"""  # noqa: S608
+def episode_source(row: EpisodeRow) -> Source:
+    """Where a context line drawn from this episode comes from."""
+    return Source(episode_id=row.id, external_id=row.external_id, occurred_at=row.occurred_at, session=row.session)
 
 
 def recent_episodes(
     *, tenant: Tenant, session: str, until: datetime | None = None, limit: int = 40
 ) -> list[EpisodeRow]:
-    """The latest events of a session, newest first."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _RECENT_SQL, {"tenant": tenant.id, "session": session, "until": until or _FAR_FUTURE, "limit": limit}
-        )
-        return [_row(values, payload) for *values, payload in cursor.fetchall()]
+    """The latest events of a session, newest first (episodic.selectors.episode_rows_recent)."""
+    return episode_rows_recent(tenant=tenant, session=session, until=until, limit=limit)
+
+
+def episode_neighbours(
+    *, tenant: Tenant, episode_ids: Sequence[int], until: datetime | None = None
+) -> list[tuple[int, EpisodeRow]]:
+    """The turn before and the turn after each anchor (episodic.selectors.episode_rows_neighbours)."""
+    return episode_rows_neighbours(tenant=tenant, episode_ids=episode_ids, until=until)
 
 
 def episode_hits(
@@ -119,56 +63,13 @@ def episode_hits(
     scored = episode_search_rows(
         tenant=tenant,
         query=query,
-        columns=ROW_COLUMNS,
         subject=subject,
         until=until,
         limit=limit,
         query_embedding=embedding,
         exclude_ids=list(exclude_ids),
     )
-    return [EpisodeHit(row=_row(s.values), score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
-
-
-_NEIGHBOURS_SQL = f"""
-SELECT h.anchor, {ROW_COLUMNS}
-FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS h(anchor, pos)
-JOIN episodic_episode a ON a.id = h.anchor AND a.tenant_id = %(tenant)s
-CROSS JOIN LATERAL (
-    (SELECT x.* FROM episodic_episode x
-     WHERE x.session_id = a.session_id
-       AND (x.occurred_at, x.id) < (a.occurred_at, a.id)
-     ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1)
-    UNION ALL
-    (SELECT x.* FROM episodic_episode x
-     WHERE x.session_id = a.session_id
-       AND (x.occurred_at, x.id) > (a.occurred_at, a.id) AND x.occurred_at < %(until)s
-     ORDER BY x.occurred_at, x.id LIMIT 1)
-) e
-JOIN episodic_session s ON s.id = e.session_id AND s.tenant_id = e.tenant_id
-ORDER BY h.pos, e.occurred_at, e.id
-"""  # noqa: S608
-
-
-def episode_neighbours(
-    *, tenant: Tenant, episode_ids: Sequence[int], until: datetime | None = None
-) -> list[tuple[int, EpisodeRow]]:
-    """The turn before and the turn after each anchor in its session, as (anchor id, row), in the
-    anchors' order: a question's answer is often in the reply to the line that matched.
-
-    The anchors are filtered by tenant; their neighbours by the anchor's session alone (a session
-    belongs to one tenant, and row-level security holds as well), which is one step in the index
-    episode_session_seq each: 1 ms for 40 anchors on a tenant of 1,000,000 episodes, against 36 ms
-    when the foreign key's index made it sort the session. A tenant_id condition there lets the planner
-    AND indexes and read the whole tenant instead (seconds)."""
-    if not episode_ids:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _NEIGHBOURS_SQL,
-            {"ids": list(episode_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE},
-        )
-        rows = cursor.fetchall()
-    return [(anchor, _row(values)) for anchor, *values in rows]
+    return [EpisodeHit(row=s.row, score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
 
 
 def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Source]]:
