@@ -123,12 +123,12 @@ def test_the_row_projection_ranks_and_scores_as_the_search(tenant_a, events) -> 
     query = "VPN printer release"
     searched = _search(tenant_a, query, limit=4, exclude_ids=[events[1].id])
     with tenant_scope(tenant_a):
-        rows = episode_search_rows(
-            tenant=tenant_a, query=query, columns="e.content, e.external_id", limit=4, exclude_ids=[events[1].id]
-        )
-    assert [(r.episode.content, r.episode.external_id) for r in searched] == [r.values for r in rows]
+        rows = episode_search_rows(tenant=tenant_a, query=query, limit=4, exclude_ids=[events[1].id])
+    assert [(r.episode.content, r.episode.external_id) for r in searched] == [
+        (r.row.content, r.row.external_id) for r in rows
+    ]
     assert [(r.score, r.score_parts) for r in searched] == [(r.score, r.score_parts) for r in rows]
-    assert events[1].content not in {r.values[0] for r in rows}
+    assert events[1].content not in {r.row.content for r in rows}
 
 
 def test_full_text_ranks_only_the_most_recent_matches(tenant_a, events) -> None:

@@ -94,7 +94,7 @@ def test_access_line_names_request_tenant_and_route_never_the_subject(
     line = _access_line(gunicorn_conf, response)
     assert line["request_id"] == "req-1"
     assert line["tenant_id"] == str(ctx_a.tenant.id)
-    assert line["route"] == "/v1/subjects/<str:subject>/export"
+    assert line["route"] == "/v1/subjects/<extid:subject>/export"
     assert line["method"] == "GET" and line["status"] == 200 and line["duration_ms"] == 12.0
     assert SUBJECT not in json.dumps(line)
 
