@@ -97,8 +97,9 @@ class RequestContextMiddleware:
             match = getattr(request, "resolver_match", None)
             request.META[ENVIRON_PREFIX + "tenant_id"] = tenant
             # The /v1/ catch-all that answers problem+json 404s is no route of the API.
-            routed = match is not None and match.url_name != "v1-not-found"
-            request.META[ENVIRON_PREFIX + "route"] = "/" + match.route if routed else None
+            request.META[ENVIRON_PREFIX + "route"] = (
+                "/" + match.route if match is not None and match.url_name != "v1-not-found" else None
+            )
             request_id_var.reset(rid_token)
             tenant_id_var.reset(tenant_token)
         response[REQUEST_ID_HEADER] = rid
