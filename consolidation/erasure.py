@@ -130,6 +130,18 @@ def _episodes_erase(plan: Plan) -> int:
     return count
 
 
+def _passages_q(plan: Plan) -> Any:
+    return _qs("episodic.Passage", plan).filter(Q(subject=plan.subject) | Q(episode_id__in=plan.episode_ids))
+
+
+def _passages_erase(plan: Plan) -> int:
+    qs = _passages_q(plan)
+    count = int(qs.count())
+    with allow_episode_deletion():
+        qs.delete()
+    return count
+
+
 def _sessions_erase(plan: Plan) -> int:
 
     sessions = _qs("episodic.Session", plan).filter(subject=plan.subject)
@@ -305,6 +317,15 @@ LOCATIONS: list[Location] = [
         "router.ContextTrace",
         "contexts served for the subject, with their queries",
         queryset=lambda p: _qs("router.ContextTrace", p).filter(subject=p.subject),
+    ),
+    Location(
+        "passages",
+        "episodic.Passage",
+        "the parts of the subject's episodes that search ranks: their text, embeddings and search vectors",
+        queryset=_passages_q,
+        erase_fn=_passages_erase,
+        # Copies of the episodes' own content, which the export holds in full.
+        export_fn=lambda p: [],
     ),
     Location(
         "episodes",

@@ -27,6 +27,7 @@ from consolidation.lifecycle import iter_archive_rows
 from consolidation.models import ConsolidationWatermark
 from core.errors import Conflict
 from episodic.models import Episode
+from episodic.passages import passages_create
 from semantic.models import FactSource
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -54,6 +55,7 @@ NOT_EXPORTED = {
     "tenants.TenantMembership": "operators, not tenant data",
     "consolidation.ConsolidationWatermark": "recomputed on import",
     "consolidation.ArchiveManifest": "archived episodes are exported as rows",
+    "episodic.Passage": "derived from episodes: rebuilt on import",
 }
 VECTOR_FIELDS = {"embedding", "trigger_embedding"}
 GENERATED = {"search_vector"}
@@ -176,6 +178,8 @@ class _Importer:
         converted = [self._convert(model, data) for data in batch]
         objs = [model(tenant=self.tenant, **fields) for _old, fields, _later in converted]
         model.objects.bulk_create(objs)  # type: ignore[attr-defined]
+        if label == "episodic.Episode":
+            passages_create(tenant=self.tenant, episodes=objs)  # type: ignore[arg-type]
         mapping = self.maps.setdefault(label, {})
         for (old_pk, _fields, later), obj in zip(converted, objs, strict=True):
             mapping[str(old_pk)] = obj.pk
@@ -224,6 +228,7 @@ class _Importer:
             )
             episodes.append((episode, row.get("fact_ids", [])))
         Episode.objects.bulk_create([e for e, _ in episodes])
+        passages_create(tenant=self.tenant, episodes=[e for e, _ in episodes])
         facts = self.maps.get("semantic.Fact", {})
         for episode, fact_ids in episodes:
             links += [FactSource(tenant=self.tenant, fact_id=facts[f], episode=episode) for f in fact_ids if f in facts]

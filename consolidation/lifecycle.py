@@ -32,6 +32,7 @@ from django.utils.dateparse import parse_datetime
 
 from consolidation.models import ArchiveManifest, FactDecayAnchor
 from episodic.models import Episode, Session, allow_episode_deletion
+from episodic.passages import passages_create
 from semantic.models import ActorType, Fact, FactSource, FactStatus
 from semantic.services import fact_expire, facts_decay
 from semantic.types import Actor
@@ -321,6 +322,7 @@ def archive_restore(*, tenant: Tenant, month: str) -> int:
                 if uuid.UUID(f) in live_facts
             ]
         Episode.objects.bulk_create(episodes, ignore_conflicts=True)
+        passages_create(tenant=tenant, episodes=episodes)
         FactSource.objects.bulk_create(links, ignore_conflicts=True)
         write_archive(tenant=tenant, month=month, rows=[], manifest=manifest)
     return len(episodes)

@@ -245,3 +245,61 @@ class Episode(TenantModel):
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         _refuse("Episode.delete()")
         return super().delete(*args, **kwargs)
+
+
+class Passage(TenantModel):
+    """A sentence-aware part of an episode's content, the unit that retrieval ranks (episodic.passages).
+    Derived from the episode when it is written, never edited: only its embedding is filled in later,
+    and it goes when its episode goes (erasure, archiving). `entities` and `topics` are the episode's,
+    so that every channel of the search reads one table."""
+
+    episode = models.ForeignKey(
+        Episode, on_delete=models.CASCADE, related_name="passages", db_index=False, db_constraint=False
+    )
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    subject = models.CharField(max_length=255)
+    occurred_at = models.DateTimeField()
+    position = models.PositiveIntegerField()
+    # The characters [char_start, char_end) of the episode's content that this passage is.
+    char_start = models.PositiveIntegerField()
+    char_end = models.PositiveIntegerField()
+    # The episode's last passage: an excerpt that is not the last one is served with a trailing "…".
+    last = models.BooleanField(default=True)
+    content = models.TextField(blank=True, default="")
+    token_count = models.PositiveIntegerField(default=0)
+    entities = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    topics = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("tenant", "episode", "position"), name="uniq_passage_position"),
+        ]
+        indexes = [
+            models.Index(fields=("tenant", "subject", "-occurred_at"), name="passage_subject_time"),
+            # The passage before or after another in its session (the router's neighbours).
+            models.Index(fields=("session", "occurred_at", "episode", "position"), name="passage_session_seq"),
+            GinIndex(fields=("tenant", "entities"), name="passage_entities_gin"),
+            GinIndex(fields=("tenant", "topics"), name="passage_topics_gin"),
+            GinIndex(fields=("tenant", "search_vector"), name="passage_fts_gin"),
+            models.Index(
+                fields=("tenant", "id"), condition=models.Q(embedding__isnull=True), name="passage_embedding_backlog"
+            ),
+            HnswIndex(
+                name="passage_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"passage:{self.pk} of episode:{self.episode_id}"

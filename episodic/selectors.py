@@ -35,7 +35,7 @@ from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one
 from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
-from episodic.models import Episode, Session, SessionStatus
+from episodic.models import Episode, Passage, Session, SessionStatus
 from episodic.validation import check_session_id
 from tenants.models import Tenant
 
@@ -205,6 +205,8 @@ class _Ranking:
     tsquery: str
     # The overlap of the query's entities and topics (_overlap_sql), or None when it has none.
     overlap: tuple[list[str], list[str]] | None
+    # The ranked table: episodes, or their passages.
+    table: str = "episodic_episode"
 
     @property
     def ids(self) -> list[int]:
@@ -228,7 +230,7 @@ class _Ranking:
             )
         else:
             qs = qs.annotate(similarity=Value(0.0, output_field=FloatField()))
-        expr = _overlap_expression(*self.overlap) if self.overlap is not None else None
+        expr = _overlap_expression(*self.overlap, table=self.table) if self.overlap is not None else None
         return qs.annotate(overlap=expr if expr is not None else Value(0.0))
 
     def row_scores_sql(self, table: str) -> tuple[str, list[Any]]:
@@ -266,7 +268,7 @@ class _Ranking:
 def _rank(
     *,
     tenant: Tenant,
-    base: QuerySet[Episode],
+    base: QuerySet[Episode] | QuerySet[Passage],
     query: str,
     entities: Sequence[str] | None,
     topics: Sequence[str] | None,
@@ -304,7 +306,8 @@ def _rank(
     query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
     wanted_entities = normalise_terms([*query_entities, *(entities or ())], max_chars=MAX_ENTITY_CHARS)
     wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
-    overlap_expr = _overlap_expression(wanted_entities, wanted_topics)
+    table = base.model._meta.db_table
+    overlap_expr = _overlap_expression(wanted_entities, wanted_topics, table=table)
     overlap = (wanted_entities, wanted_topics) if overlap_expr is not None else None
     if overlap_expr is not None:
         carries = Q(entities__overlap=wanted_entities) if wanted_entities else Q(pk__in=[])
@@ -339,7 +342,13 @@ def _rank(
 
     top = sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
     return _Ranking(
-        top=top, search_query=search_query, vector=vector, similarity=similarity, tsquery=tsquery, overlap=overlap
+        top=top,
+        search_query=search_query,
+        vector=vector,
+        similarity=similarity,
+        tsquery=tsquery,
+        overlap=overlap,
+        table=table,
     )
 
 
@@ -567,6 +576,151 @@ def episode_search_rows(
     return out
 
 
+@dataclass(frozen=True)
+class PassageRow(EpisodeRow):
+    """A passage with the columns of its episode that a context line needs: `id`, `kind`, `role`,
+    `external_id` are the episode's; `content`, `token_count` and `occurred_at` the passage's.
+    `content_hash` is the episode's for a passage that is the whole episode, else it names the passage
+    within it (identical episodes split identically)."""
+
+    passage_id: int = 0
+    position: int = 0
+    char_start: int = 0
+    char_end: int = 0
+    last: bool = True
+
+    @property
+    def whole(self) -> bool:
+        return self.position == 0 and self.last
+
+
+@dataclass(frozen=True)
+class ScoredPassageRow:
+    row: PassageRow
+    score: float
+    score_parts: dict[str, float]
+
+
+# A PassageRow's columns over `episodic_passage p`, its episode `e` and its session `s`.
+PASSAGE_COLUMNS = (
+    f"e.id, s.external_id, e.kind, e.role, p.content, {epoch_us_sql('p.occurred_at')},"
+    " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last"
+)
+PASSAGE_JOINS = (
+    "JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id"
+    " JOIN episodic_session s ON s.tenant_id = p.tenant_id AND s.id = p.session_id"
+)
+
+
+def _passage_row(values: Sequence[Any]) -> PassageRow:
+    position, last = values[10], values[13]
+    whole = position == 0 and last
+    return PassageRow(
+        id=values[0],
+        session=values[1] or "",
+        kind=values[2],
+        role=values[3],
+        content=values[4],
+        occurred_at=from_epoch_us(values[5]),
+        external_id=values[6],
+        content_hash=values[7] if whole else f"{values[7]}:{position}",
+        token_count=values[8],
+        passage_id=values[9],
+        position=position,
+        char_start=values[11],
+        char_end=values[12],
+        last=last,
+    )
+
+
+def passage_search_rows(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None = None,
+    until: datetime | None = None,
+    limit: int = 20,
+    query_embedding: list[float] | Future[list[float]] | None = None,
+    exclude_episode_ids: Iterable[int] | None = None,
+) -> list[ScoredPassageRow]:
+    """The hybrid ranking of episode_search over passages (the same three channels and fusion), as
+    typed rows with their episode's columns: a long episode is found by the part that matches, and
+    the part is what gets served."""
+    base = Passage.objects.for_tenant(tenant)
+    if subject is not None:
+        base = base.filter(subject=subject)
+    if until is not None:
+        base = base.filter(occurred_at__lt=until)
+    excluded = list(exclude_episode_ids or ())
+    if excluded:
+        base = base.exclude(episode_id__in=excluded)
+    ranking = _rank(
+        tenant=tenant,
+        base=base,
+        query=query,
+        entities=None,
+        topics=None,
+        limit=limit,
+        query_embedding=query_embedding,
+        exclude_ids=None,
+    )
+    if not ranking.top:
+        return []
+    scores, params = ranking.row_scores_sql("p")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT p.id, {scores}, {PASSAGE_COLUMNS} FROM episodic_passage p {PASSAGE_JOINS}"  # noqa: S608
+            " WHERE p.tenant_id = %s AND p.id = ANY(%s::bigint[])",
+            [*params, tenant.id, ranking.ids],
+        )
+        by_id = {row[0]: row for row in cursor.fetchall()}
+    out: list[ScoredPassageRow] = []
+    for passage_id, fused in ranking.top:
+        if (row := by_id.get(passage_id)) is not None:
+            score, parts = ranking.scored(fused, passage_id, row[1], row[2], row[3])
+            out.append(ScoredPassageRow(row=_passage_row(row[4:]), score=score, score_parts=parts))
+    return out
+
+
+_PASSAGE_NEIGHBOURS_SQL = f"""
+SELECT h.anchor, {PASSAGE_COLUMNS}
+FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS h(anchor, pos)
+JOIN episodic_passage a ON a.id = h.anchor AND a.tenant_id = %(tenant)s
+CROSS JOIN LATERAL (
+    (SELECT x.* FROM episodic_passage x
+     WHERE x.session_id = a.session_id
+       AND (x.occurred_at, x.episode_id, x.position) < (a.occurred_at, a.episode_id, a.position)
+     ORDER BY x.occurred_at DESC, x.episode_id DESC, x.position DESC LIMIT 1)
+    UNION ALL
+    (SELECT x.* FROM episodic_passage x
+     WHERE x.session_id = a.session_id
+       AND (x.occurred_at, x.episode_id, x.position) > (a.occurred_at, a.episode_id, a.position)
+       AND x.occurred_at < %(until)s
+     ORDER BY x.occurred_at, x.episode_id, x.position LIMIT 1)
+) p
+{PASSAGE_JOINS}
+ORDER BY h.pos, p.occurred_at, p.episode_id, p.position
+"""  # noqa: S608
+
+
+def passage_rows_neighbours(
+    *, tenant: Tenant, passage_ids: Sequence[int], until: datetime | None = None
+) -> list[tuple[int, PassageRow]]:
+    """The passage before and the passage after each anchor in its session (within a long episode,
+    its neighbouring parts; at an episode's edge, the turn before or after), as (anchor passage id,
+    row), in the anchors' order. One step each in the index passage_session_seq; see
+    episode_rows_neighbours for why the neighbours are not filtered by tenant_id again."""
+    if not passage_ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _PASSAGE_NEIGHBOURS_SQL,
+            {"ids": list(passage_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE},
+        )
+        rows = cursor.fetchall()
+    return [(anchor, _passage_row(values)) for anchor, *values in rows]
+
+
 _INTERSECTION = "cardinality(ARRAY(SELECT unnest({table}.{column}) INTERSECT SELECT unnest(%s::varchar[])))"
 
 
@@ -586,8 +740,8 @@ def _overlap_sql(entities: list[str], topics: list[str], *, table: str) -> tuple
     return f"(({' + '.join(parts)})::float / {total})", params
 
 
-def _overlap_expression(entities: list[str], topics: list[str]) -> Any:
-    overlap = _overlap_sql(entities, topics, table="episodic_episode")
+def _overlap_expression(entities: list[str], topics: list[str], *, table: str) -> Any:
+    overlap = _overlap_sql(entities, topics, table=table)
     if overlap is None:
         return None
     sql, params = overlap

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from core.errors import Conflict, NotFound, ValidationProblem
 from episodic.models import Episode, Outcome, Session, SessionStatus
+from episodic.passages import passages_create
 from episodic.validation import EpisodeDraft, check_session_id, parse_items
 from tenants.models import Tenant
 
@@ -237,6 +238,7 @@ def episodes_append(*, tenant: Tenant, items: list[dict[str, Any]], skip_existin
     except IntegrityError as exc:
         # Another request stored the same (session, external_id) between our check and the insert.
         raise Conflict("An episode with one of these external_ids was stored concurrently; retry.") from exc
+    passages_create(tenant=tenant, episodes=episodes)
     _bump_session_counters(tenant=tenant, episodes=episodes)
     return episodes
 

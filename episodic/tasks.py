@@ -12,10 +12,12 @@ import time
 from dataclasses import dataclass, field
 
 from celery import shared_task
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Q, QuerySet
 
 from core.embedding import get_embedder
-from episodic.models import Episode
+from episodic.models import Episode, Passage
+from episodic.passages import passages_create
 from episodic.scratchpad import scratchpads_sweep_expired
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -31,7 +33,7 @@ EMBED_TEXT_CHARS = 2000
 
 
 def embedding_text(episode: Episode) -> str:
-    """What an episode's vector stands for: its content, or for a bare tool event its payload."""
+    """What an episode's vector stands for when its content is empty: a bare tool event's payload."""
     if episode.content.strip():
         return episode.content[:EMBED_TEXT_CHARS]
     return f"{episode.kind} {json.dumps(episode.payload, sort_keys=True, default=str)}"[:EMBED_TEXT_CHARS]
@@ -43,12 +45,72 @@ class DrainReport:
     batches: int = 0
     batch_seconds: list[float] = field(default_factory=list)
     remaining: bool = False
+    episodes: int = 0
+
+
+_WITHOUT_PASSAGES_SQL = """
+SELECT e.id FROM episodic_episode e
+WHERE e.tenant_id = %s AND e.embedding IS NULL
+  AND NOT EXISTS (SELECT 1 FROM episodic_passage p WHERE p.tenant_id = e.tenant_id AND p.episode_id = e.id)
+ORDER BY e.id LIMIT %s
+"""
+
+# An episode's vector is the mean of its passages' (the passage's own for a one-passage episode), once
+# every passage has one; cosine search does not need it normalised.
+_FINISH_SQL = """
+UPDATE episodic_episode e SET embedding = p.v
+FROM (
+    SELECT episode_id, avg(embedding) AS v FROM episodic_passage
+    WHERE tenant_id = %(tenant)s AND episode_id = ANY(%(ids)s::bigint[])
+    GROUP BY episode_id HAVING count(*) = count(embedding)
+) p
+WHERE e.tenant_id = %(tenant)s AND e.id = p.episode_id AND e.embedding IS NULL
+"""
+
+_UNFINISHED_SQL = """
+SELECT e.id FROM episodic_episode e
+WHERE e.tenant_id = %s AND e.embedding IS NULL
+ORDER BY e.id LIMIT %s
+"""
+
+
+def _ensure_passages(tenant: Tenant, limit: int) -> int:
+    """Passages for backlog episodes stored before passages existed (or by a writer that skipped them);
+    how many episodes got theirs."""
+    with connection.cursor() as cursor:
+        cursor.execute(_WITHOUT_PASSAGES_SQL, [tenant.id, limit])
+        ids = [row[0] for row in cursor.fetchall()]
+    if ids:
+        passages_create(tenant=tenant, episodes=list(Episode.objects.for_tenant(tenant).filter(id__in=ids)))
+    return len(ids)
+
+
+def _finish_episodes(tenant: Tenant, episode_ids: list[int]) -> int:
+    if not episode_ids:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(_FINISH_SQL, {"tenant": tenant.id, "ids": episode_ids})
+        return int(cursor.rowcount)
+
+
+def _passage_texts(tenant: Tenant, batch: list[Passage]) -> list[str]:
+    bare = [p.episode_id for p in batch if not p.content.strip()]
+    payloads = (
+        {
+            e.id: embedding_text(e)
+            for e in Episode.objects.for_tenant(tenant).filter(id__in=bare).only("id", "kind", "payload", "content")
+        }
+        if bare
+        else {}
+    )
+    return [p.content if p.content.strip() else payloads.get(p.episode_id, "") for p in batch]
 
 
 def embed_pending(
     *, tenant: Tenant, batch_size: int = EMBED_BATCH, max_batches: int = MAX_BATCHES_PER_RUN
 ) -> DrainReport:
-    """Embed up to max_batches batches of the tenant's episodes that have no embedding yet."""
+    """Embed up to max_batches batches of the tenant's passages that have no embedding yet, and give
+    each episode whose passages are all embedded its vector. `embedded` counts passages."""
     embedder = get_embedder()
     report = DrainReport()
     for _ in range(max_batches):
@@ -56,26 +118,38 @@ def embed_pending(
         with tenant_scope(tenant):
             # Claim the batch: SKIP LOCKED lets two workers drain one tenant without doing a row twice.
             batch = list(
-                Episode.objects.for_tenant(tenant)
+                Passage.objects.for_tenant(tenant)
                 .filter(embedding__isnull=True)
                 .order_by("id")
                 .select_for_update(skip_locked=True)
-                .only("id", "kind", "content", "payload")[:batch_size]
+                .only("id", "episode_id", "content")[:batch_size]
             )
             if not batch:
+                if _ensure_passages(tenant, batch_size):
+                    continue
+                with connection.cursor() as cursor:
+                    cursor.execute(_UNFINISHED_SQL, [tenant.id, batch_size])
+                    report.episodes += _finish_episodes(tenant, [row[0] for row in cursor.fetchall()])
                 return report
-            vectors = embedder.embed([embedding_text(e) for e in batch])
-            for episode, vector in zip(batch, vectors, strict=True):
-                episode.embedding = vector.tolist()
-            Episode.objects.bulk_update(batch, ["embedding"])
+            vectors = embedder.embed(_passage_texts(tenant, batch))
+            for passage, vector in zip(batch, vectors, strict=True):
+                passage.embedding = vector.tolist()
+            Passage.objects.bulk_update(batch, ["embedding"])
+            report.episodes += _finish_episodes(tenant, sorted({p.episode_id for p in batch}))
         report.embedded += len(batch)
         report.batches += 1
         report.batch_seconds.append(time.perf_counter() - started)
         if len(batch) < batch_size:
+            with tenant_scope(tenant):
+                report.remaining = _backlog(tenant).exists()
             return report
     with tenant_scope(tenant):
-        report.remaining = Episode.objects.for_tenant(tenant).filter(embedding__isnull=True).exists()
+        report.remaining = _backlog(tenant).exists()
     return report
+
+
+def _backlog(tenant: Tenant) -> QuerySet[Passage]:
+    return Passage.objects.for_tenant(tenant).filter(embedding__isnull=True)
 
 
 @shared_task(base=TenantTask, name="episodic.tasks.embed_backlog_for_tenant")
@@ -88,18 +162,22 @@ def embed_backlog_for_tenant(tenant: Tenant) -> int:
 
 
 def tenants_with_backlog() -> list[str]:
-    """Ids of active tenants with episodes waiting for an embedding: one query in a scope over all of
-    them, answered by the partial backlog index."""
+    """Ids of active tenants with episodes or passages waiting for an embedding: one query each in a
+    scope over all of them, answered by the partial backlog indexes."""
     ids = list(Tenant.objects.filter(active=True).values_list("id", flat=True))
     if not ids:
         return []
     with tenant_scope(*ids):
-        rows = (
+        pending = set(
             Episode.objects.filter(Q(tenant_id__in=ids) & Q(embedding__isnull=True))
             .values_list("tenant_id", flat=True)
             .distinct()
+        ) | set(
+            Passage.objects.filter(Q(tenant_id__in=ids) & Q(embedding__isnull=True))
+            .values_list("tenant_id", flat=True)
+            .distinct()
         )
-        return sorted(str(t) for t in rows)
+        return sorted(str(t) for t in pending)
 
 
 @shared_task(name="episodic.tasks.embed_backlog")

@@ -26,6 +26,15 @@ class SourceSerializer(serializers.Serializer):
     external_id = serializers.CharField(allow_null=True)
     occurred_at = serializers.DateTimeField(allow_null=True)
     session = serializers.CharField(allow_null=True)
+    span = serializers.ListField(
+        child=serializers.IntegerField(min_value=0),
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        required=False,
+        help_text="The characters [start, end) of the episode's content that the item serves (a passage of a "
+        "long episode is served as an excerpt); null when the item does not quote the episode (a fact, a summary).",
+    )
 
 
 class ItemSerializer(serializers.Serializer):

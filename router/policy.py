@@ -326,18 +326,31 @@ class HeuristicPolicy:
         score: float,
         parts: dict[str, float],
     ) -> Candidate:
+        """A line for an episode, or for a passage of a long one: an excerpt marked with "…" where the
+        episode's content goes on before or after it, sourced with its span."""
         speaker = row.role or row.kind
-        raw = f"{speaker}: {row.content}" if speaker else row.content
+        excerpt = isinstance(row, router_selectors.PassageRow) and not row.whole
+        content = row.content
+        if isinstance(row, router_selectors.PassageRow) and excerpt:
+            content = f"{'… ' if row.char_start > 0 else ''}{content}{'' if row.last else ' …'}"
+        raw = f"{speaker}: {content}" if speaker else content
         text = " ".join(raw.split())
-        # Stored content that needs no normalising is priced from its stored count; other lines are counted.
-        counts = said_tokens(speaker, row.content, row.token_count) if text == raw else None
+        # Stored content that needs no normalising is priced from its stored count; other lines are counted
+        # (an excerpt is at most a passage long).
+        counts = said_tokens(speaker, row.content, row.token_count) if text == raw and not excerpt else None
         if counts is None or counts[0] > self.w.episode_max_tokens:
             text, line_count = _clip(text, self.w.episode_max_tokens), -1
         else:
             line_count = counts[1]
+        position = row.position if isinstance(row, router_selectors.PassageRow) else 0
+        item_id = (
+            f"passage:{row.passage_id}"
+            if isinstance(row, router_selectors.PassageRow) and excerpt
+            else f"episode:{row.id}"
+        )
         return self._length_scaled(
             Candidate(
-                id=f"episode:{row.id}",
+                id=item_id,
                 type="episode",
                 layer="episodic",
                 section=section,
@@ -350,7 +363,7 @@ class HeuristicPolicy:
                 occurred_at=row.occurred_at,
                 group=row.occurred_at.date().isoformat(),
                 group_header=format_day(row.occurred_at),
-                order=(row.occurred_at.date(), row.session, row.occurred_at, row.id),
+                order=(row.occurred_at.date(), row.session, row.occurred_at, row.id, position),
             )
         )
 
@@ -368,10 +381,11 @@ class HeuristicPolicy:
         recent: Sequence[router_selectors.EpisodeRow],
     ) -> list[Candidate]:
         out: list[Candidate] = []
-        seen_ids: set[int] = set()
+        recent_ids: set[int] = set()
+        seen_passages: set[int] = set()
         seen_hashes: set[str] = set()
         for rank, row in enumerate(recent):
-            seen_ids.add(row.id)
+            recent_ids.add(row.id)
             if row.content_hash in seen_hashes:
                 continue
             seen_hashes.add(row.content_hash)
@@ -392,22 +406,22 @@ class HeuristicPolicy:
             until=request.as_of,
             limit=limit,
             embedding=embedding,
-            exclude_ids=sorted(seen_ids),
+            exclude_ids=sorted(recent_ids),
         )
         if not hits:
             return out
         relevance = self.relevance(request.query, hits)
-        anchors = sorted(hits, key=lambda h: (-relevance[h.row.id], h.row.id))[: self.w.neighbour_hits]
-        neighbours = router_selectors.episode_neighbours(
-            tenant=tenant, episode_ids=[h.row.id for h in anchors], until=request.as_of
+        anchors = sorted(hits, key=lambda h: (-relevance[h.row.passage_id], h.row.passage_id))[: self.w.neighbour_hits]
+        neighbours = router_selectors.passage_neighbours(
+            tenant=tenant, passage_ids=[h.row.passage_id for h in anchors], until=request.as_of
         )
         for hit in hits:
             row = hit.row
-            if row.id in seen_ids or row.content_hash in seen_hashes:
+            if row.passage_id in seen_passages or row.content_hash in seen_hashes:
                 continue
-            seen_ids.add(row.id)
+            seen_passages.add(row.passage_id)
             seen_hashes.add(row.content_hash)
-            rel = relevance[row.id]
+            rel = relevance[row.passage_id]
             out.append(
                 self._episode_candidate(
                     row,
@@ -418,9 +432,9 @@ class HeuristicPolicy:
                 )
             )
         for anchor_id, row in neighbours:
-            if row.id in seen_ids or row.content_hash in seen_hashes:
+            if row.id in recent_ids or row.passage_id in seen_passages or row.content_hash in seen_hashes:
                 continue
-            seen_ids.add(row.id)
+            seen_passages.add(row.passage_id)
             seen_hashes.add(row.content_hash)
             rel = relevance.get(anchor_id, 0.0) * self.w.neighbour_factor
             out.append(
@@ -436,12 +450,12 @@ class HeuristicPolicy:
         return out
 
     def relevance(self, query: str, hits: Sequence[router_selectors.EpisodeHit]) -> dict[int, float]:
-        """Each hit's relevance in [0, 1]. BM25 over the pool (router.rerank) relative to the best, plus
-        the vector similarity scaled to the pool's range, weighted; then scaled down for lines by other
-        speakers than the one the query names, and by the standing of the line's session. Reciprocal
-        rank fusion orders the pool well enough to gather it, but flattens the scores, and ts_rank
-        weighs every word alike; packing by value per token needs values that fall as fast as
-        relevance does."""
+        """Each hit's relevance in [0, 1], by passage id. BM25 over the pool (router.rerank) relative to
+        the best, plus the vector similarity scaled to the pool's range, weighted; then scaled down for
+        lines by other speakers than the one the query names, and by the standing of the line's
+        session. Reciprocal rank fusion orders the pool well enough to gather it, but flattens the
+        scores, and ts_rank weighs every word alike; packing by value per token needs values that fall
+        as fast as relevance does."""
         if not hits:
             return {}
         lexical = bm25_scores(query, [f"{h.row.role} {h.row.content}" for h in hits])
@@ -458,13 +472,15 @@ class HeuristicPolicy:
             if named and h.row.role.casefold() not in named:
                 value *= w.other_speaker_factor
             # The fused rank breaks ties between hits with the same parts.
-            raw[h.row.id] = max(value, 0.0) + 1e-4 * h.score
-        standing = session_standing(((h.row.session or f"#{h.row.id}", raw[h.row.id]) for h in hits), top=w.session_top)
+            raw[h.row.passage_id] = max(value, 0.0) + 1e-4 * h.score
+        standing = session_standing(
+            ((h.row.session or f"#{h.row.id}", raw[h.row.passage_id]) for h in hits), top=w.session_top
+        )
         for h in hits:
             share = standing[h.row.session or f"#{h.row.id}"]
-            raw[h.row.id] *= 1.0 - w.session_weight + w.session_weight * share
+            raw[h.row.passage_id] *= 1.0 - w.session_weight + w.session_weight * share
         top = max(raw.values()) or 1.0
-        return {episode_id: value / top for episode_id, value in raw.items()}
+        return {passage_id: value / top for passage_id, value in raw.items()}
 
     def _summaries(
         self,
@@ -479,7 +495,7 @@ class HeuristicPolicy:
         for hit in hits:
             session = hit.row.session
             if session and session != request.session:
-                best[session] = max(best.get(session, 0.0), relevance[hit.row.id])
+                best[session] = max(best.get(session, 0.0), relevance[hit.row.passage_id])
                 first_hit.setdefault(session, hit.row)
         summaries = router_selectors.session_summaries(tenant=tenant, sessions=sorted(best))
         out = []
@@ -497,12 +513,12 @@ class HeuristicPolicy:
                         value=rel**self.w.sharpness + 1e-6,
                         score=rel,
                         score_parts={"session_relevance": best[session]},
-                        sources=[router_selectors.episode_source(first_hit[session])],
+                        sources=[router_selectors.episode_source(first_hit[session], quoted=False)],
                         occurred_at=moment,
                         group=moment.date().isoformat(),
                         group_header=format_day(moment),
                         # Before the session's own lines in its block.
-                        order=(moment.date(), session, moment, -1),
+                        order=(moment.date(), session, moment, -1, 0),
                     )
                 )
             )

@@ -14,7 +14,13 @@ from django.db.models import Count, Q, QuerySet, Sum
 
 from core.errors import NotFound
 from episodic.models import Session
-from episodic.selectors import EpisodeRow, episode_rows_neighbours, episode_rows_recent, episode_search_rows
+from episodic.selectors import (
+    EpisodeRow,
+    PassageRow,
+    episode_rows_recent,
+    passage_rows_neighbours,
+    passage_search_rows,
+)
 from procedural.models import Procedure
 from router.models import ContextFeedback, ContextTrace
 from router.types import Source
@@ -24,14 +30,26 @@ from tenants.models import Tenant
 
 @dataclass(frozen=True)
 class EpisodeHit:
-    row: EpisodeRow
+    """A ranked passage: the whole episode when it is one passage, else a part of it."""
+
+    row: PassageRow
     score: float
     score_parts: dict[str, float]
 
 
-def episode_source(row: EpisodeRow) -> Source:
-    """Where a context line drawn from this episode comes from."""
-    return Source(episode_id=row.id, external_id=row.external_id, occurred_at=row.occurred_at, session=row.session)
+def episode_source(row: EpisodeRow, *, quoted: bool = True) -> Source:
+    """Where a context line drawn from this episode (or this passage of it) comes from, with the span
+    of the episode's content that the line serves (none when the line does not quote it)."""
+    span: tuple[int, int] | None
+    if not quoted:
+        span = None
+    elif isinstance(row, PassageRow):
+        span = (row.char_start, row.char_end)
+    else:
+        span = (0, len(row.content))
+    return Source(
+        episode_id=row.id, external_id=row.external_id, occurred_at=row.occurred_at, session=row.session, span=span
+    )
 
 
 def recent_episodes(
@@ -41,11 +59,11 @@ def recent_episodes(
     return episode_rows_recent(tenant=tenant, session=session, until=until, limit=limit)
 
 
-def episode_neighbours(
-    *, tenant: Tenant, episode_ids: Sequence[int], until: datetime | None = None
-) -> list[tuple[int, EpisodeRow]]:
-    """The turn before and the turn after each anchor (episodic.selectors.episode_rows_neighbours)."""
-    return episode_rows_neighbours(tenant=tenant, episode_ids=episode_ids, until=until)
+def passage_neighbours(
+    *, tenant: Tenant, passage_ids: Sequence[int], until: datetime | None = None
+) -> list[tuple[int, PassageRow]]:
+    """The passage before and after each anchor (episodic.selectors.passage_rows_neighbours)."""
+    return passage_rows_neighbours(tenant=tenant, passage_ids=passage_ids, until=until)
 
 
 def episode_hits(
@@ -58,16 +76,17 @@ def episode_hits(
     embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Sequence[int],
 ) -> list[EpisodeHit]:
-    """The episodic layer's ranked search (episodic.selectors.episode_search_rows), as rows."""
+    """The episodic layer's ranked search over passages (episodic.selectors.passage_search_rows);
+    `exclude_ids` are episodes already offered."""
 
-    scored = episode_search_rows(
+    scored = passage_search_rows(
         tenant=tenant,
         query=query,
         subject=subject,
         until=until,
         limit=limit,
         query_embedding=embedding,
-        exclude_ids=list(exclude_ids),
+        exclude_episode_ids=list(exclude_ids),
     )
     return [EpisodeHit(row=s.row, score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
 

@@ -16,6 +16,7 @@ class SourceDict(TypedDict):
     external_id: str | None
     occurred_at: str | None
     session: str | None
+    span: list[int] | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +25,9 @@ class Source:
     external_id: str | None
     occurred_at: datetime | None
     session: str | None
+    # The characters [start, end) of the episode's content that the item serves; None when the item
+    # stands for the episode as a whole without quoting it (a fact, a session summary).
+    span: tuple[int, int] | None = None
 
     def as_dict(self) -> SourceDict:
         return {
@@ -31,6 +35,7 @@ class Source:
             "external_id": self.external_id,
             "occurred_at": self.occurred_at.isoformat() if self.occurred_at else None,
             "session": self.session,
+            "span": list(self.span) if self.span is not None else None,
         }
 
 

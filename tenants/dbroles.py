@@ -84,8 +84,9 @@ def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
     cursor.execute(f'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO "{eraser}"')
     # May switch to it (SET ROLE), does not inherit its privileges (PostgreSQL 16+).
     cursor.execute(f'GRANT "{eraser}" TO "{role}" WITH INHERIT FALSE, SET TRUE')
-    cursor.execute(f'REVOKE UPDATE, DELETE ON episodic_episode FROM "{role}"')
-    cursor.execute(f'GRANT UPDATE (embedding) ON episodic_episode TO "{role}"')
+    for table in ("episodic_episode", "episodic_passage"):
+        cursor.execute(f'REVOKE UPDATE, DELETE ON {table} FROM "{role}"')
+        cursor.execute(f'GRANT UPDATE (embedding) ON {table} TO "{role}"')
 
 
 def _after_migrate(sender: Any, using: str = "default", **kwargs: Any) -> None:

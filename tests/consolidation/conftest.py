@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from consolidation.extractors.base import get_extractor
 from episodic.models import Episode, Session, SessionStatus
+from episodic.passages import passages_create
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -53,7 +54,7 @@ def make_episode(
     subject: str | None = None,
 ) -> Episode:
     with tenant_scope(tenant):
-        return Episode.objects.create(
+        episode = Episode.objects.create(
             tenant=tenant,
             session=session,
             subject=subject or session.subject,
@@ -64,6 +65,8 @@ def make_episode(
             entities=entities or [],
             content_hash=hashlib.sha256(content.encode()).hexdigest(),
         )
+        passages_create(tenant=tenant, episodes=[episode])
+        return episode
 
 
 @pytest.fixture

@@ -132,6 +132,7 @@ def test_erasure_of_a_subject_seeded_everywhere_leaves_zero_rows_and_others_unto
         "procedure_outcomes",
         "context_feedback",
         "context_traces",
+        "passages",
         "episodes",
         "sessions",
         "scratchpads",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import factory
 
 from episodic.models import Episode, EpisodeKind, Session
+from episodic.passages import passages_create
 from episodic.validation import content_hash
+from tenants.scope import tenant_scope
 from tests.factories.tenants import TenantOwnedFactory
 
 
@@ -29,3 +33,11 @@ class EpisodeFactory(TenantOwnedFactory):
     role = "user"
     content = factory.Sequence(lambda n: f"event number {n}")
     content_hash = factory.LazyAttribute(lambda o: content_hash(o.content, {}))
+
+    @classmethod
+    def _create(cls, model_class: Any, *args: Any, **kwargs: Any) -> Any:
+        # Its passages too, as episodes_append writes them.
+        episode = super()._create(model_class, *args, **kwargs)
+        with tenant_scope(episode.tenant):
+            passages_create(tenant=episode.tenant, episodes=[episode])
+        return episode

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from core.embedding import get_embedder
 from episodic.models import Episode
 from episodic.services import episodes_append
+from episodic.tasks import embed_pending
 from semantic.services import fact_upsert
 from semantic.types import Actor, FactCandidate
 from tenants.models import Tenant
@@ -46,10 +46,9 @@ def remember(
         )
     with tenant_scope(tenant):
         episodes = episodes_append(tenant=tenant, items=items)
-        if embed:
-            vectors = get_embedder().embed([e.content for e in episodes])
-            for episode, vector in zip(episodes, vectors, strict=True):
-                Episode.objects.for_tenant(tenant).filter(id=episode.id).update(embedding=list(map(float, vector)))
+    if embed:
+        # The worker's drain: the passages' vectors, then the episodes'.
+        embed_pending(tenant=tenant, max_batches=10**6)
     return episodes
 
 

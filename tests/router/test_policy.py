@@ -9,15 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from router.policy import HeuristicPolicy, named_speakers, session_standing
-from router.selectors import EpisodeHit, EpisodeRow
+from router.selectors import EpisodeHit, PassageRow
 from tests.router.conftest import T0, remember
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def _hit(pk: int, role: str, content: str, *, session: str = "s-1", vector: float = 0.5) -> EpisodeHit:
-    row = EpisodeRow(
+    row = PassageRow(
         id=pk,
+        passage_id=pk,
         session=session,
         kind="message",
         role=role,

@@ -110,6 +110,8 @@ class Source(TypedDict):
     external_id: str | None
     occurred_at: str | None
     session: str | None
+    # [start, end) of the episode's content that the item serves; absent from older servers.
+    span: NotRequired[list[int] | None]
 
 
 class Fact(TypedDict):

@@ -1,0 +1,222 @@
+"""Passages: the parts of an episode's content that retrieval ranks.
+
+An episode stays the unit of provenance; a passage is a sentence-aware slice of its content of about
+MIN_TOKENS to MAX_TOKENS tokens, with its own embedding, full-text vector and token count, stored when
+the episode is written. A short episode is one passage spanning all of it. Splitting is deterministic:
+the same content always gives the same spans, so passages can be rebuilt from episodes at any time
+(import, archive restore, the backfill command).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from django.db import connection
+
+from core.tokens import count_tokens, encoding
+from episodic.models import Episode
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
+
+MIN_TOKENS = 40
+MAX_TOKENS = 120
+
+# A sentence ends at terminal punctuation (with any closing quotes or brackets) followed by space, at a
+# line break, or after CJK terminal punctuation, which takes no space.
+_BREAK = re.compile(r"[.!?…]+[\"'’”)\]]*\s+|\n\s*|[。！？]+[」』”)]*\s*")
+
+
+@dataclass(frozen=True)
+class PassageSpan:
+    """Characters [start, end) of the episode's content, and the tokens of that text."""
+
+    start: int
+    end: int
+    tokens: int
+
+
+def _sentences(content: str) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    at = 0
+    for match in _BREAK.finditer(content):
+        if match.end() > at:
+            out.append((at, match.end()))
+            at = match.end()
+    if at < len(content):
+        out.append((at, len(content)))
+    return out
+
+
+def _trimmed(content: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and content[start].isspace():
+        start += 1
+    while end > start and content[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _token_starts(content: str) -> list[int]:
+    """The character offset where each cl100k token of `content` starts."""
+    tokens = encoding().encode(content, disallowed_special=())
+    _, offsets = encoding().decode_with_offsets(tokens)
+    return list(offsets)
+
+
+def _pieces(content: str) -> list[tuple[int, int, int]]:
+    """Sentences as (start, end, tokens), a sentence longer than MAX_TOKENS cut at word boundaries
+    (or anywhere, in a script without spaces) into pieces of at most MAX_TOKENS."""
+    starts = _token_starts(content)
+    out: list[tuple[int, int, int]] = []
+    index = 0
+    for s, e in _sentences(content):
+        first = index
+        while index < len(starts) and starts[index] < e:
+            index += 1
+        n = index - first
+        if n <= MAX_TOKENS:
+            out.append((s, e, n))
+            continue
+        piece_start, t = s, first
+        while t < index:
+            cut_token = min(t + MAX_TOKENS, index)
+            cut = e if cut_token >= index else starts[cut_token]
+            if cut < e:
+                space = content.rfind(" ", piece_start + 1, cut + 1)
+                if space > piece_start:
+                    cut = space
+                    while cut_token > t + 1 and starts[cut_token - 1] >= cut:
+                        cut_token -= 1
+            if cut <= piece_start:
+                cut = starts[cut_token] if cut_token < index else e
+            out.append((piece_start, cut, cut_token - t))
+            piece_start, t = cut, cut_token
+    return out
+
+
+def split_passages(content: str) -> list[PassageSpan]:
+    """The passages of an episode's content, in order. Sentences are gathered while a passage stays
+    within MAX_TOKENS; a passage shorter than MIN_TOKENS takes the next sentence even past that (up
+    to MAX_TOKENS + MIN_TOKENS), and a short tail joins the passage before it."""
+    tokens = count_tokens(content)
+    if tokens <= MAX_TOKENS:
+        return [PassageSpan(0, len(content), tokens)]
+    groups: list[list[tuple[int, int, int]]] = []
+    size = 0
+    for piece in _pieces(content):
+        n = piece[2]
+        if groups and (size + n <= MAX_TOKENS or (size < MIN_TOKENS and size + n <= MAX_TOKENS + MIN_TOKENS)):
+            groups[-1].append(piece)
+            size += n
+        else:
+            groups.append([piece])
+            size = n
+    if len(groups) > 1 and sum(p[2] for p in groups[-1]) < MIN_TOKENS:
+        tail = groups.pop()
+        groups[-1].extend(tail)
+    out: list[PassageSpan] = []
+    for group in groups:
+        start, end = _trimmed(content, group[0][0], group[-1][1])
+        if end > start:
+            out.append(PassageSpan(start, end, count_tokens(content[start:end])))
+    return out or [PassageSpan(0, len(content), tokens)]
+
+
+_INSERT_SQL = """
+INSERT INTO episodic_passage (tenant_id, episode_id, session_id, subject, occurred_at, position, char_start,
+    char_end, last, content, token_count, entities, topics, embedding)
+SELECT %s::uuid, v.episode_id, v.session_id, v.subject, v.occurred_at, v.position, v.char_start, v.char_end, v.last,
+    v.content, v.token_count, e.entities, e.topics, v.embedding::vector
+FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::timestamptz[], %s::integer[], %s::integer[],
+    %s::integer[], %s::boolean[], %s::text[], %s::integer[], %s::text[])
+    AS v(episode_id, session_id, subject, occurred_at, position, char_start, char_end, last, content, token_count,
+        embedding)
+JOIN episodic_episode e ON e.tenant_id = %s::uuid AND e.id = v.episode_id
+ON CONFLICT (tenant_id, episode_id, position) DO NOTHING
+"""
+
+
+def _vector_literal(vector: Any) -> str | None:
+    if vector is None:
+        return None
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def passage_rows(episodes: Iterable[Episode]) -> Iterator[tuple[Any, ...]]:
+    """The passage rows of these stored episodes. A single-passage episode that already has an
+    embedding (sent by the client, or computed before passages existed) passes it on."""
+    for e in episodes:
+        spans = split_passages(e.content)
+        whole = len(spans) == 1
+        for position, span in enumerate(spans):
+            yield (
+                e.pk,
+                e.session_id,
+                e.subject,
+                e.occurred_at,
+                position,
+                span.start,
+                span.end,
+                position == len(spans) - 1,
+                e.content[span.start : span.end],
+                span.tokens if not whole else (e.token_count or span.tokens),
+                _vector_literal(e.embedding) if whole else None,
+            )
+
+
+def passages_create(*, tenant: Tenant, episodes: Sequence[Episode]) -> int:
+    """Store the passages of stored episodes (one INSERT for the batch; a passage already there is
+    left as it is, so that this is safe to repeat). Returns how many rows the batch had."""
+    columns: list[list[Any]] = [[] for _ in range(11)]
+    for row in passage_rows(episodes):
+        for column, value in zip(columns, row, strict=True):
+            column.append(value)
+    if not columns[0]:
+        return 0
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(_INSERT_SQL, [tenant.id, *columns, tenant.id])
+    return len(columns[0])
+
+
+_MISSING_SQL = """
+SELECT e.id FROM episodic_episode e
+WHERE e.tenant_id = %s AND e.id > %s
+  AND NOT EXISTS (SELECT 1 FROM episodic_passage p WHERE p.tenant_id = e.tenant_id AND p.episode_id = e.id)
+ORDER BY e.id LIMIT %s
+"""
+
+
+def passages_missing(*, tenant: Tenant) -> int:
+    """How many of the tenant's episodes have no passages yet. Call inside the tenant's scope."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM episodic_episode e WHERE e.tenant_id = %s AND NOT EXISTS"
+            " (SELECT 1 FROM episodic_passage p WHERE p.tenant_id = e.tenant_id AND p.episode_id = e.id)",
+            [tenant.id],
+        )
+        return int(cursor.fetchone()[0])
+
+
+def passages_backfill(*, tenant: Tenant, batch_size: int = 500, progress: Callable[[int], None] | None = None) -> int:
+    """Give every episode of the tenant that has none its passages, batch by batch in id order, each
+    batch its own transaction (safe to stop and run again). Passages of a one-passage episode take the
+    episode's embedding; the others join the embedding backlog that the worker drains. Returns how many
+    episodes were done."""
+    done = 0
+    after = 0
+    while True:
+        with tenant_scope(tenant):
+            with connection.cursor() as cursor:
+                cursor.execute(_MISSING_SQL, [tenant.id, after, batch_size])
+                ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return done
+            passages_create(tenant=tenant, episodes=list(Episode.objects.for_tenant(tenant).filter(id__in=ids)))
+        after = ids[-1]
+        done += len(ids)
+        if progress is not None:
+            progress(len(ids))

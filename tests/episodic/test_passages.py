@@ -1,0 +1,152 @@
+"""Passages: how an episode's content is split, and that every writer, the drain, the backfill and
+erasure keep them with their episodes."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from consolidation import erasure
+from core.tokens import count_tokens
+from episodic.models import Episode, Passage, allow_episode_deletion
+from episodic.passages import MAX_TOKENS, MIN_TOKENS, split_passages
+from episodic.tasks import embed_pending
+from tenants.scope import tenant_scope
+from tests.episodic.conftest import item
+
+SENTENCES = [
+    "We moved the billing service to a new cluster last spring.",
+    "The migration took three weekends because the old database had no primary keys on two tables.",
+    "Marta wrote the runbook and Joao reviewed every step of it twice.",
+    "After the move, invoices were generated forty percent faster.",
+    "The spare key to the boathouse is hidden under the blue flowerpot by the gate.",
+    "Customers in Brazil asked for receipts in Portuguese, which we added in June.",
+    "Our on-call rotation changed from weekly to fortnightly shifts.",
+    "Nobody liked the new dashboard colours, so we switched back to the old palette.",
+]
+
+
+def long_text(repeat: int = 6) -> str:
+    """About 100 sentences: several passages."""
+    return " ".join(f"{s[:-1]} (note {i}.{j})." for i in range(repeat) for j, s in enumerate(SENTENCES))
+
+
+def check_spans(content: str) -> None:
+    spans = split_passages(content)
+    assert spans
+    previous_end = 0
+    for span in spans:
+        assert previous_end <= span.start <= span.end <= len(content)
+        # Nothing but whitespace is left out between passages.
+        assert content[previous_end : span.start].strip() == ""
+        assert span.tokens == count_tokens(content[span.start : span.end])
+        previous_end = span.end
+    assert content[previous_end:].strip() == ""
+    if len(spans) > 1:
+        assert all(s.tokens <= MAX_TOKENS + 2 * MIN_TOKENS for s in spans)
+        assert all(s.tokens >= MIN_TOKENS for s in spans[:-1])
+    assert split_passages(content) == spans
+
+
+def test_a_short_episode_is_one_passage_spanning_all_of_it() -> None:
+    text = "  I prefer answers in Portuguese.  "
+    assert [(s.start, s.end) for s in split_passages(text)] == [(0, len(text))]
+    assert [(s.start, s.end) for s in split_passages("")] == [(0, 0)]
+
+
+def test_a_long_episode_is_split_at_sentence_ends_into_passages_of_about_40_to_120_tokens() -> None:
+    text = long_text()
+    spans = split_passages(text)
+    assert len(spans) >= count_tokens(text) // MAX_TOKENS
+    for span in spans:
+        passage = text[span.start : span.end]
+        assert passage.endswith(")."), passage[-20:]
+        assert MIN_TOKENS <= span.tokens <= MAX_TOKENS + MIN_TOKENS
+    check_spans(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "word " * 2000,
+        "x" * 5000,
+        "数据库迁移用了三个周末。" * 200,
+        "Línea uno.\n\nLínea dos sin punto\n" * 150,
+        'Why?! Because... it\'s "done." ' * 300,
+    ],
+    ids=["no-sentences", "one-long-run", "cjk", "newlines", "punctuation"],
+)
+def test_texts_without_sentences_or_spaces_are_still_cut_within_bounds(text: str) -> None:
+    check_spans(text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=0, max_size=3000))
+def test_any_text_is_covered_in_order_by_its_passages(text: str) -> None:
+    check_spans(text)
+
+
+@pytest.mark.django_db
+def test_appending_writes_passages_and_the_drain_embeds_them_then_the_episode(append, tenant_a) -> None:
+    content = long_text()
+    short, long = append(tenant_a, [item("I prefer answers in Portuguese."), item(content)])
+    with tenant_scope(tenant_a):
+        passages = list(Passage.objects.for_tenant(tenant_a).filter(episode=long).order_by("position"))
+        assert len(passages) > 3
+        assert [p.content for p in passages] == [content[p.char_start : p.char_end] for p in passages]
+        assert [p.last for p in passages] == [False] * (len(passages) - 1) + [True]
+        assert all(p.embedding is None for p in passages)
+        one = Passage.objects.for_tenant(tenant_a).get(episode=short)
+        assert (one.char_start, one.char_end, one.token_count) == (0, len(short.content), short.token_count)
+    report = embed_pending(tenant=tenant_a)
+    assert report.embedded == len(passages) + 1
+    with tenant_scope(tenant_a):
+        assert not Passage.objects.for_tenant(tenant_a).filter(embedding__isnull=True).exists()
+        assert not Episode.objects.for_tenant(tenant_a).filter(embedding__isnull=True).exists()
+        one = Passage.objects.for_tenant(tenant_a).get(episode=short)
+        stored = Episode.objects.for_tenant(tenant_a).get(pk=short.pk)
+        assert list(stored.embedding) == pytest.approx(list(one.embedding))
+
+
+@pytest.mark.django_db
+def test_backfill_gives_old_episodes_passages_reusing_their_vector(append, tenant_a, capsys) -> None:
+    first, second = append(tenant_a, [item("We deploy on AWS eu-west-1."), item(long_text(2))])
+    embed_pending(tenant=tenant_a)
+    with tenant_scope(tenant_a):
+        # As stored before passages existed.
+        with allow_episode_deletion():
+            Passage.objects.for_tenant(tenant_a).filter(episode_id__in=[first.pk, second.pk]).delete()
+        vector = list(Episode.objects.for_tenant(tenant_a).get(pk=first.pk).embedding)
+    out = StringIO()
+    call_command("backfill_passages", tenant=tenant_a.slug, batch=1, stdout=out)
+    assert "2 episodes split into passages" in out.getvalue()
+    assert "2/2" in capsys.readouterr().err  # the progress bar
+    with tenant_scope(tenant_a):
+        one = Passage.objects.for_tenant(tenant_a).get(episode_id=first.pk)
+        assert list(one.embedding) == pytest.approx(vector)
+        assert Passage.objects.for_tenant(tenant_a).filter(episode_id=second.pk, embedding__isnull=True).count() > 1
+    # The rest waits in the backlog that the worker drains; a second run has nothing to do.
+    assert embed_pending(tenant=tenant_a).embedded > 1
+    out = StringIO()
+    call_command("backfill_passages", tenant=tenant_a.slug, stdout=out)
+    assert "every episode has its passages" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_passages_of_another_tenant_are_invisible_and_erasure_leaves_none(append, tenant_a, tenant_b) -> None:
+    append(tenant_a, [item(long_text(2), subject="yan")])
+    append(tenant_b, [item(long_text(2), subject="yan")])
+    with tenant_scope(tenant_a):
+        assert Passage.objects.filter(tenant_id=tenant_b.id).count() == 0
+        mine = Passage.objects.for_tenant(tenant_a).count()
+    assert erasure.locate(tenant=tenant_a, subject="yan")["passages"] == mine > 1
+    request = erasure.erasure_request_create(tenant=tenant_a, subject="yan")
+    done = erasure.erasure_execute(tenant=tenant_a, request_id=str(request.pk))
+    assert done is not None and done.counts["passages"] == mine
+    assert erasure.locate(tenant=tenant_a, subject="yan")["passages"] == 0
+    with tenant_scope(tenant_b):
+        assert Passage.objects.for_tenant(tenant_b).count() == mine
