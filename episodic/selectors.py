@@ -721,6 +721,23 @@ def passage_rows_neighbours(
     return [(anchor, _passage_row(values)) for anchor, *values in rows]
 
 
+def passage_similarities(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[tuple[int, int], float]:
+    """Cosine similarity of each pair (a, b), a < b, of these passages that both have an embedding; the
+    vectors stay in the database (one query over at most a few dozen ids)."""
+    ids = sorted(set(passage_ids))
+    if len(ids) < 2:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM episodic_passage a"
+            " JOIN episodic_passage b ON b.tenant_id = a.tenant_id AND b.id = ANY(%s::bigint[]) AND b.id > a.id"
+            " WHERE a.tenant_id = %s AND a.id = ANY(%s::bigint[])"
+            " AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
+            [ids, tenant.id, ids],
+        )
+        return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
+
+
 _INTERSECTION = "cardinality(ARRAY(SELECT unnest({table}.{column}) INTERSECT SELECT unnest(%s::varchar[])))"
 
 

@@ -75,6 +75,16 @@ def _rank_key(item: Candidate, cost: int) -> tuple[float, float, str]:
     return (-_density(item, cost), -item.value, item.id)
 
 
+def _drop(chosen: list[Candidate], item: Candidate) -> None:
+    """Remove `item`, and every chosen item that requires it."""
+    gone = {item.id}
+    chosen.remove(item)
+    while dependents := [c for c in chosen if c.requires & gone]:
+        for c in dependents:
+            chosen.remove(c)
+            gone.add(c.id)
+
+
 def pack_layer(
     *, layer: Layer, candidates: Sequence[Candidate], grant: int, fmt: str, skip: frozenset[str] = frozenset()
 ) -> tuple[list[Candidate], str, int]:
@@ -90,10 +100,13 @@ def pack_layer(
     covered: set[str] = set(skip)
     open_sections: set[str] = set()
     open_groups: set[tuple[str, str]] = set()
+    waiting: list[Candidate] = []
     used = 0
-    for item in ranked:
+
+    def take(item: Candidate) -> bool:
+        nonlocal used
         if item.id in covered or item.id in taken:
-            continue
+            return False
         cost = line_cost[item.id]
         if item.section not in section_cost:
             footer = section_footer(item.section, fmt)
@@ -106,7 +119,7 @@ def pack_layer(
             group_cost.setdefault(item.group_header, count_tokens(group_header(item.group_header, fmt)) + 1)
             cost += group_cost[item.group_header]
         if used + cost > grant:
-            continue
+            return False
         used += cost
         chosen.append(item)
         taken.add(item.id)
@@ -114,10 +127,25 @@ def pack_layer(
         open_sections.add(item.section)
         if item.group_header:
             open_groups.add((item.section, item.group))
+        return True
+
+    for item in ranked:
+        if not item.requires <= taken:
+            # Tried again once what it needs is in, at its own rank among the others waiting.
+            waiting.append(item)
+            continue
+        if take(item) and waiting:
+            ready = True
+            while ready:
+                ready = False
+                for other in list(waiting):
+                    if other.requires <= taken:
+                        waiting.remove(other)
+                        ready = take(other) or ready
     text = render_layer(layer, chosen, fmt)
     tokens = count_tokens(text)
     while tokens > grant and chosen:
-        chosen.remove(max(chosen, key=lambda c: _rank_key(c, line_cost[c.id])))
+        _drop(chosen, max(chosen, key=lambda c: _rank_key(c, line_cost[c.id])))
         text = render_layer(layer, chosen, fmt)
         tokens = count_tokens(text)
     return chosen, text, tokens
@@ -159,7 +187,7 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
     # BPE may merge across a join; drop the least valuable items until the whole fits exactly.
     while total > plan.memory:
         layer = next(lay for lay in reversed(FILL_ORDER) if chosen[lay])
-        chosen[layer].remove(min(chosen[layer], key=lambda c: (c.value, c.id)))
+        _drop(chosen[layer], min(chosen[layer], key=lambda c: (c.value, c.id)))
         texts[layer] = render_layer(layer, chosen[layer], fmt)
         counts[layer] = count_tokens(texts[layer])
         prompt = render_prompt(texts[layer] for layer in LAYERS)

@@ -90,6 +90,12 @@ class HeuristicWeights:
     # that, so a long line that says more is not always passed over for a short one that says little.
     length_exponent: float = 0.6
     length_reference: int = 32
+    # Knowledge updates: among the `update_pool` hits of at least `update_relevance` (the lines that
+    # answer the query), an older one whose meaning is within `update_similarity` (cosine) of a newer
+    # one speaks of the same thing: it is labelled "(earlier)" and is served only with the newer.
+    update_relevance: float = 0.5
+    update_similarity: float = 0.3
+    update_pool: int = 8
     # Search depth: about one candidate per this many tokens of episodic budget, within bounds.
     tokens_per_candidate: int = 12
     min_candidates: int = 30
@@ -325,9 +331,12 @@ class HeuristicPolicy:
         value: float,
         score: float,
         parts: dict[str, float],
+        newest_day_first: bool = True,
     ) -> Candidate:
         """A line for an episode, or for a passage of a long one: an excerpt marked with "…" where the
-        episode's content goes on before or after it, sourced with its span."""
+        episode's content goes on before or after it, sourced with its span. History is rendered newest
+        day first (within a day in time order, sessions kept together), so that what was said last about
+        anything comes before what it updates; the session's recent activity reads as a transcript."""
         speaker = row.role or row.kind
         excerpt = isinstance(row, router_selectors.PassageRow) and not row.whole
         content = row.content
@@ -343,6 +352,7 @@ class HeuristicPolicy:
         else:
             line_count = counts[1]
         position = row.position if isinstance(row, router_selectors.PassageRow) else 0
+        day = row.occurred_at.date().toordinal()
         item_id = (
             f"passage:{row.passage_id}"
             if isinstance(row, router_selectors.PassageRow) and excerpt
@@ -363,7 +373,13 @@ class HeuristicPolicy:
                 occurred_at=row.occurred_at,
                 group=row.occurred_at.date().isoformat(),
                 group_header=format_day(row.occurred_at),
-                order=(row.occurred_at.date(), row.session, row.occurred_at, row.id, position),
+                order=(
+                    -day if newest_day_first else day,
+                    row.session,
+                    row.occurred_at,
+                    row.id,
+                    position,
+                ),
             )
         )
 
@@ -392,7 +408,12 @@ class HeuristicPolicy:
             value = self.w.recent_base * self.w.recent_decay**rank
             out.append(
                 self._episode_candidate(
-                    row, section="Recent activity", value=value, score=value, parts={"recency_rank": float(rank)}
+                    row,
+                    section="Recent activity",
+                    value=value,
+                    score=value,
+                    parts={"recency_rank": float(rank)},
+                    newest_day_first=False,
                 )
             )
         if not request.query.strip():
@@ -415,6 +436,7 @@ class HeuristicPolicy:
         neighbours = router_selectors.passage_neighbours(
             tenant=tenant, passage_ids=[h.row.passage_id for h in anchors], until=request.as_of
         )
+        answers: list[tuple[float, router_selectors.PassageRow, Candidate]] = []
         for hit in hits:
             row = hit.row
             if row.passage_id in seen_passages or row.content_hash in seen_hashes:
@@ -422,15 +444,17 @@ class HeuristicPolicy:
             seen_passages.add(row.passage_id)
             seen_hashes.add(row.content_hash)
             rel = relevance[row.passage_id]
-            out.append(
-                self._episode_candidate(
-                    row,
-                    section="Relevant history",
-                    value=rel**self.w.sharpness + 1e-6,
-                    score=hit.score,
-                    parts={**hit.score_parts, "relevance": round(rel, 6)},
-                )
+            item = self._episode_candidate(
+                row,
+                section="Relevant history",
+                value=rel**self.w.sharpness + 1e-6,
+                score=hit.score,
+                parts={**hit.score_parts, "relevance": round(rel, 6)},
             )
+            out.append(item)
+            if rel >= self.w.update_relevance:
+                answers.append((rel, row, item))
+        self._label_updates(tenant=tenant, answers=answers)
         for anchor_id, row in neighbours:
             if row.id in recent_ids or row.passage_id in seen_passages or row.content_hash in seen_hashes:
                 continue
@@ -448,6 +472,35 @@ class HeuristicPolicy:
             )
         out.extend(self._summaries(tenant=tenant, request=request, hits=hits, relevance=relevance))
         return out
+
+    def _label_updates(
+        self, *, tenant: Tenant, answers: Sequence[tuple[float, router_selectors.PassageRow, Candidate]]
+    ) -> None:
+        """Of the lines that answer the query, label each older one that a newer one speaks of the same
+        thing as (close in meaning) "(earlier)", and make it require the newer line closest to it: a
+        stale statement never reaches the context without its update, and comes after it."""
+        pool = sorted(answers, key=lambda a: (-a[0], a[1].passage_id))[: self.w.update_pool]
+        if len(pool) < 2:
+            return
+        similarity = router_selectors.similar_passages(
+            tenant=tenant, passage_ids=[row.passage_id for _, row, _ in pool]
+        )
+        for _, older, item in pool:
+            newer = [
+                (similarity.get((min(a, b), max(a, b)), 0.0), row.passage_id, other)
+                for _, row, other in pool
+                if row.occurred_at > older.occurred_at and row.id != older.id
+                for a, b in [(row.passage_id, older.passage_id)]
+            ]
+            close = [n for n in newer if n[0] >= self.w.update_similarity]
+            if not close:
+                continue
+            sim, _, update = max(close, key=lambda n: (n[0], -n[1]))
+            item.text = f"(earlier) {item.text}"
+            item.line_tokens = -1
+            item.requires = item.requires | {update.id}
+            item.score_parts["earlier_than"] = float(update.sources[0].episode_id)
+            item.score_parts["update_similarity"] = round(sim, 6)
 
     def relevance(self, query: str, hits: Sequence[router_selectors.EpisodeHit]) -> dict[int, float]:
         """Each hit's relevance in [0, 1], by passage id. BM25 over the pool (router.rerank) relative to
@@ -518,7 +571,7 @@ class HeuristicPolicy:
                         group=moment.date().isoformat(),
                         group_header=format_day(moment),
                         # Before the session's own lines in its block.
-                        order=(moment.date(), session, moment, -1, 0),
+                        order=(-moment.date().toordinal(), session, moment, -1, 0),
                     )
                 )
             )

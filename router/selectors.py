@@ -20,6 +20,7 @@ from episodic.selectors import (
     episode_rows_recent,
     passage_rows_neighbours,
     passage_search_rows,
+    passage_similarities,
 )
 from procedural.models import Procedure
 from router.models import ContextFeedback, ContextTrace
@@ -64,6 +65,11 @@ def passage_neighbours(
 ) -> list[tuple[int, PassageRow]]:
     """The passage before and after each anchor (episodic.selectors.passage_rows_neighbours)."""
     return passage_rows_neighbours(tenant=tenant, passage_ids=passage_ids, until=until)
+
+
+def similar_passages(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[tuple[int, int], float]:
+    """Pairwise cosine similarity of these passages (episodic.selectors.passage_similarities)."""
+    return passage_similarities(tenant=tenant, passage_ids=passage_ids)
 
 
 def episode_hits(

@@ -90,6 +90,9 @@ class Candidate:
     order: tuple[Any, ...] = ()
     # Item ids this one makes redundant when chosen (a fact stands in for its source episodes).
     covers: frozenset[str] = frozenset()
+    # Item ids that must be chosen for this one to be: an older statement labelled "earlier" is never
+    # served without the newer one that updates it.
+    requires: frozenset[str] = frozenset()
     # Token count of the rendered line, filled once by router.packing.line_tokens.
     line_tokens: int = -1
 
