@@ -53,11 +53,19 @@ def get_policy() -> ContextPolicy:
     return _policy_class(settings.ENGRAM["CONTEXT_POLICY"])()
 
 
+# No cl100k token is longer than this many characters in ordinary text; a clip reads at most this many
+# characters per token of its limit, so its cost does not grow with the length of what is clipped.
+_CHARS_PER_TOKEN_BOUND = 16
+
+
 def _clip(text: str, limit: int) -> str:
     # A token is at least one character, so a text no longer than the limit in characters fits.
-    if len(text) <= limit or count_tokens(text) <= limit:
+    if len(text) <= limit:
         return text
-    return truncate_to_tokens(text, limit - 1) + "…"
+    head = text[: limit * _CHARS_PER_TOKEN_BOUND]
+    if len(head) == len(text) and count_tokens(text) <= limit:
+        return text
+    return truncate_to_tokens(head, limit - 1) + "…"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from router.policy import HeuristicPolicy, named_speakers, session_standing
+from core.tokens import count_tokens
+from router.policy import HeuristicPolicy, _clip, named_speakers, session_standing
 from router.selectors import EpisodeHit, PassageRow
 from tests.router.conftest import T0, remember
 
@@ -110,3 +111,11 @@ def test_the_context_prefers_the_named_speakers_line_at_a_tight_budget(tenant_a,
     assert [item["text"] for item in body["layers"]["episodic"]] == ["Maria: My holiday in Spain was short but sunny"]
     body = ask(query="Where did they go on holiday?", max_tokens=100, budgets=budgets)
     assert [item["text"][:5] for item in body["layers"]["episodic"]] == ["John:"]
+
+
+@pytest.mark.parametrize("text", ["word " * 200_000, "x" * 500_000, "数据库" * 100_000, "a\u0301" * 100_000])
+def test_a_clip_fits_its_limit_and_reads_only_the_head_of_a_long_text(text: str) -> None:
+    clipped = _clip(text, 300)
+    assert clipped.endswith("…") and count_tokens(clipped) <= 300
+    assert len(clipped) <= 300 * 16 + 1
+    assert _clip("short text", 300) == "short text"
