@@ -9,6 +9,8 @@ the same content always gives the same spans, so passages can be rebuilt from ep
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -17,10 +19,13 @@ from typing import Any
 import psycopg
 from django.db import connection
 
+from core.embedding import get_embedder
 from core.tokens import count_tokens, encoding
-from episodic.models import Episode
+from episodic.models import Episode, Passage
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
+
+logger = logging.getLogger(__name__)
 
 MIN_TOKENS = 40
 MAX_TOKENS = 120
@@ -220,3 +225,86 @@ def passages_backfill(*, tenant: Tenant, batch_size: int = 500, progress: Callab
         done += len(ids)
         if progress is not None:
             progress(len(ids))
+
+
+# --- embedding ------------------------------------------------------------------------------------
+EMBED_TEXT_CHARS = 2000
+
+
+def embedding_text(episode: Episode) -> str:
+    """What an episode's vector stands for when its content is empty: a bare tool event's payload."""
+    if episode.content.strip():
+        return episode.content[:EMBED_TEXT_CHARS]
+    return f"{episode.kind} {json.dumps(episode.payload, sort_keys=True, default=str)}"[:EMBED_TEXT_CHARS]
+
+
+def _passage_texts(tenant: Tenant, batch: Sequence[Passage]) -> list[str]:
+    bare = [p.episode_id for p in batch if not p.content.strip()]
+    payloads = {}
+    if bare:
+        events = Episode.objects.for_tenant(tenant).filter(id__in=bare).only("id", "kind", "payload", "content")
+        payloads = {e.id: embedding_text(e) for e in events}
+    return [p.content if p.content.strip() else payloads.get(p.episode_id, "") for p in batch]
+
+
+# An episode's vector is the mean of its passages' (the passage's own for a one-passage episode), once
+# every passage has one; cosine search does not need it normalised.
+_FINISH_SQL = """
+UPDATE episodic_episode e SET embedding = p.v
+FROM (
+    SELECT episode_id, avg(embedding) AS v FROM episodic_passage
+    WHERE tenant_id = %(tenant)s AND episode_id = ANY(%(ids)s::bigint[])
+    GROUP BY episode_id HAVING count(*) = count(embedding)
+) p
+WHERE e.tenant_id = %(tenant)s AND e.id = p.episode_id AND e.embedding IS NULL
+"""
+
+
+def episodes_finish_embedding(*, tenant: Tenant, episode_ids: Sequence[int]) -> int:
+    """Give each of these episodes whose passages all have a vector, and which has none yet, the mean
+    of theirs. Returns how many episodes got one."""
+    if not episode_ids:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(_FINISH_SQL, {"tenant": tenant.id, "ids": list(episode_ids)})
+        return int(cursor.rowcount)
+
+
+def _store_vectors(*, tenant: Tenant, passages: Sequence[Passage], vectors: Any) -> None:
+    for passage, vector in zip(passages, vectors, strict=True):
+        passage.embedding = vector.tolist()
+    Passage.objects.bulk_update(passages, ["embedding"])
+    episodes_finish_embedding(tenant=tenant, episode_ids=sorted({p.episode_id for p in passages}))
+
+
+def passages_embed(*, tenant: Tenant, passages: Sequence[Passage]) -> None:
+    """Embed these passages (rows loaded with id, episode_id and content), store their vectors, then
+    the vectors of the episodes they complete."""
+    if passages:
+        vectors = get_embedder().embed(_passage_texts(tenant, passages))
+        _store_vectors(tenant=tenant, passages=passages, vectors=vectors)
+
+
+def passages_embed_inline(*, tenant: Tenant, episode_ids: Sequence[int], max_passages: int) -> int:
+    """Read-your-writes: embed the passages of a small write in the request that stores it, so that it
+    is found by meaning as soon as it is committed. A write of more than `max_passages` passages (an
+    import) is left to the backlog, as is a write whose embedding fails: the worker embeds it later.
+    Returns how many passages were embedded."""
+    if max_passages <= 0 or not episode_ids:
+        return 0
+    pending = list(
+        Passage.objects.for_tenant(tenant)
+        .filter(episode_id__in=list(episode_ids), embedding__isnull=True)
+        .order_by("id")
+        .only("id", "episode_id", "content")[: max_passages + 1]
+    )
+    if not pending or len(pending) > max_passages:
+        return 0
+    texts = _passage_texts(tenant, pending)
+    try:
+        vectors = get_embedder().embed(texts)
+    except Exception:  # the write stands; the backlog drain embeds it
+        logger.warning("inline embedding failed; %s passages left to the backlog", len(pending), exc_info=True)
+        return 0
+    _store_vectors(tenant=tenant, passages=pending, vectors=vectors)
+    return len(pending)

@@ -493,6 +493,26 @@ def episode_rows_recent(
         return [_row(values, payload) for *values, payload in cursor.fetchall()]
 
 
+_LATEST_SQL = f"""
+SELECT {ROW_COLUMNS}
+FROM episodic_episode e JOIN episodic_session s ON s.id = e.session_id AND s.tenant_id = e.tenant_id
+WHERE e.tenant_id = %(tenant)s AND e.subject = %(subject)s AND e.occurred_at < %(until)s
+ORDER BY e.occurred_at DESC, e.id DESC
+LIMIT %(limit)s
+"""  # noqa: S608
+
+
+def episode_rows_latest(
+    *, tenant: Tenant, subject: str, until: datetime | None = None, limit: int = 5
+) -> list[EpisodeRow]:
+    """The subject's latest events in any session, newest first (index episode_subject_time)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _LATEST_SQL, {"tenant": tenant.id, "subject": subject, "until": until or _FAR_FUTURE, "limit": limit}
+        )
+        return [_row(values) for values in cursor.fetchall()]
+
+
 _NEIGHBOURS_SQL = f"""
 SELECT h.anchor, {ROW_COLUMNS}
 FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS h(anchor, pos)

@@ -10,12 +10,13 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, NotFound, ValidationProblem
 from episodic.models import Episode, Outcome, Session, SessionStatus
-from episodic.passages import passages_create
+from episodic.passages import passages_create, passages_embed_inline
 from episodic.validation import EpisodeDraft, check_session_id, parse_items
 from tenants.models import Tenant
 
@@ -165,13 +166,18 @@ def _insert(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:
 
 
 @transaction.atomic
-def episodes_append(*, tenant: Tenant, items: list[dict[str, Any]], skip_existing: bool = False) -> list[Episode]:
+def episodes_append(
+    *, tenant: Tenant, items: list[dict[str, Any]], skip_existing: bool = False, embed_inline: bool = False
+) -> list[Episode]:
     """Validate and store a batch of 1 to MAX_BATCH episodes, all or nothing.
 
     Unknown sessions are created (with the subject and agent of their first episode). A session that
     belongs to another subject is a 400. An external_id repeated in a session, within the batch or
     against stored episodes, is a 409; with `skip_existing` (imports) the stored ones are skipped
-    instead and are not in the result. Returns the new episodes in the order of `items`.
+    instead and are not in the result. With `embed_inline`, a batch of at most
+    ENGRAM["INLINE_EMBED_MAX_PASSAGES"] passages is embedded before it commits (read-your-writes:
+    found by meaning at once); a bigger one waits in the backlog. Returns the new episodes in the order
+    of `items`.
     """
     drafts = parse_items(items, config=tenant.config)
     now = timezone.now()
@@ -240,6 +246,12 @@ def episodes_append(*, tenant: Tenant, items: list[dict[str, Any]], skip_existin
         raise Conflict("An episode with one of these external_ids was stored concurrently; retry.") from exc
     passages_create(tenant=tenant, episodes=episodes)
     _bump_session_counters(tenant=tenant, episodes=episodes)
+    if embed_inline:
+        passages_embed_inline(
+            tenant=tenant,
+            episode_ids=[e.pk for e in episodes],
+            max_passages=settings.ENGRAM["INLINE_EMBED_MAX_PASSAGES"],
+        )
     return episodes
 
 

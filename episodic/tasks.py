@@ -6,7 +6,6 @@ Suggested schedules (consolidation's setup_schedules stores them): `embed_backlo
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -15,9 +14,8 @@ from celery import shared_task
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from core.embedding import get_embedder
 from episodic.models import Episode, Passage
-from episodic.passages import passages_create
+from episodic.passages import episodes_finish_embedding, passages_create, passages_embed
 from episodic.scratchpad import scratchpads_sweep_expired
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -29,14 +27,6 @@ EMBED_BATCH = 64
 # One task run embeds at most this many batches, then hands the rest to a fresh task, so that a big
 # backlog never holds a worker past the time limit and other tenants get their turn.
 MAX_BATCHES_PER_RUN = 40
-EMBED_TEXT_CHARS = 2000
-
-
-def embedding_text(episode: Episode) -> str:
-    """What an episode's vector stands for when its content is empty: a bare tool event's payload."""
-    if episode.content.strip():
-        return episode.content[:EMBED_TEXT_CHARS]
-    return f"{episode.kind} {json.dumps(episode.payload, sort_keys=True, default=str)}"[:EMBED_TEXT_CHARS]
 
 
 @dataclass
@@ -53,18 +43,6 @@ SELECT e.id FROM episodic_episode e
 WHERE e.tenant_id = %s AND e.embedding IS NULL
   AND NOT EXISTS (SELECT 1 FROM episodic_passage p WHERE p.tenant_id = e.tenant_id AND p.episode_id = e.id)
 ORDER BY e.id LIMIT %s
-"""
-
-# An episode's vector is the mean of its passages' (the passage's own for a one-passage episode), once
-# every passage has one; cosine search does not need it normalised.
-_FINISH_SQL = """
-UPDATE episodic_episode e SET embedding = p.v
-FROM (
-    SELECT episode_id, avg(embedding) AS v FROM episodic_passage
-    WHERE tenant_id = %(tenant)s AND episode_id = ANY(%(ids)s::bigint[])
-    GROUP BY episode_id HAVING count(*) = count(embedding)
-) p
-WHERE e.tenant_id = %(tenant)s AND e.id = p.episode_id AND e.embedding IS NULL
 """
 
 _UNFINISHED_SQL = """
@@ -85,33 +63,11 @@ def _ensure_passages(tenant: Tenant, limit: int) -> int:
     return len(ids)
 
 
-def _finish_episodes(tenant: Tenant, episode_ids: list[int]) -> int:
-    if not episode_ids:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(_FINISH_SQL, {"tenant": tenant.id, "ids": episode_ids})
-        return int(cursor.rowcount)
-
-
-def _passage_texts(tenant: Tenant, batch: list[Passage]) -> list[str]:
-    bare = [p.episode_id for p in batch if not p.content.strip()]
-    payloads = (
-        {
-            e.id: embedding_text(e)
-            for e in Episode.objects.for_tenant(tenant).filter(id__in=bare).only("id", "kind", "payload", "content")
-        }
-        if bare
-        else {}
-    )
-    return [p.content if p.content.strip() else payloads.get(p.episode_id, "") for p in batch]
-
-
 def embed_pending(
     *, tenant: Tenant, batch_size: int = EMBED_BATCH, max_batches: int = MAX_BATCHES_PER_RUN
 ) -> DrainReport:
     """Embed up to max_batches batches of the tenant's passages that have no embedding yet, and give
     each episode whose passages are all embedded its vector. `embedded` counts passages."""
-    embedder = get_embedder()
     report = DrainReport()
     for _ in range(max_batches):
         started = time.perf_counter()
@@ -129,13 +85,10 @@ def embed_pending(
                     continue
                 with connection.cursor() as cursor:
                     cursor.execute(_UNFINISHED_SQL, [tenant.id, batch_size])
-                    report.episodes += _finish_episodes(tenant, [row[0] for row in cursor.fetchall()])
+                    episode_ids = [row[0] for row in cursor.fetchall()]
+                report.episodes += episodes_finish_embedding(tenant=tenant, episode_ids=episode_ids)
                 return report
-            vectors = embedder.embed(_passage_texts(tenant, batch))
-            for passage, vector in zip(batch, vectors, strict=True):
-                passage.embedding = vector.tolist()
-            Passage.objects.bulk_update(batch, ["embedding"])
-            report.episodes += _finish_episodes(tenant, sorted({p.episode_id for p in batch}))
+            passages_embed(tenant=tenant, passages=batch)
         report.embedded += len(batch)
         report.batches += 1
         report.batch_seconds.append(time.perf_counter() - started)

@@ -82,6 +82,11 @@ class HeuristicWeights:
     fusion_vector: float = 0.4
     recent_base: float = 1.2
     recent_decay: float = 0.85
+    # When the request names no session, the subject's latest events in any session are offered too,
+    # valued like a weakly relevant line: they fill what relevant history leaves, and a memory written a
+    # moment ago is there even before anything can find it by its words or meaning.
+    latest_limit: int = 5
+    latest_value: float = 0.05
     neighbour_factor: float = 0.35
     neighbour_hits: int = 40
     summary_factor: float = 0.6
@@ -425,7 +430,7 @@ class HeuristicPolicy:
                 )
             )
         if not request.query.strip():
-            return out
+            return out + self._latest(tenant=tenant, request=request, seen_hashes=seen_hashes)
         budget = plan.episodic + plan.procedural + plan.semantic
         limit = max(self.w.min_candidates, min(self.w.max_candidates, budget // self.w.tokens_per_candidate))
         hits = router_selectors.episode_hits(
@@ -438,7 +443,7 @@ class HeuristicPolicy:
             exclude_ids=sorted(recent_ids),
         )
         if not hits:
-            return out
+            return out + self._latest(tenant=tenant, request=request, seen_hashes=seen_hashes)
         relevance = self.relevance(request.query, hits)
         anchors = sorted(hits, key=lambda h: (-relevance[h.row.passage_id], h.row.passage_id))[: self.w.neighbour_hits]
         neighbours = router_selectors.passage_neighbours(
@@ -479,6 +484,31 @@ class HeuristicPolicy:
                 )
             )
         out.extend(self._summaries(tenant=tenant, request=request, hits=hits, relevance=relevance))
+        out.extend(self._latest(tenant=tenant, request=request, seen_hashes=seen_hashes))
+        return out
+
+    def _latest(self, *, tenant: Tenant, request: ContextRequest, seen_hashes: set[str]) -> list[Candidate]:
+        if request.session or self.w.latest_limit <= 0:
+            return []
+        rows = router_selectors.subject_latest_episodes(
+            tenant=tenant, subject=request.subject, until=request.as_of, limit=self.w.latest_limit
+        )
+        out = []
+        for rank, row in enumerate(rows):
+            if row.content_hash in seen_hashes:
+                continue
+            seen_hashes.add(row.content_hash)
+            value = self.w.latest_value * self.w.recent_decay**rank
+            out.append(
+                self._episode_candidate(
+                    row,
+                    section="Recent activity",
+                    value=value,
+                    score=value,
+                    parts={"latest_rank": float(rank)},
+                    newest_day_first=False,
+                )
+            )
         return out
 
     def _label_updates(

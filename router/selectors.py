@@ -17,6 +17,7 @@ from episodic.models import Session
 from episodic.selectors import (
     EpisodeRow,
     PassageRow,
+    episode_rows_latest,
     episode_rows_recent,
     passage_rows_neighbours,
     passage_search_rows,
@@ -58,6 +59,13 @@ def recent_episodes(
 ) -> list[EpisodeRow]:
     """The latest events of a session, newest first (episodic.selectors.episode_rows_recent)."""
     return episode_rows_recent(tenant=tenant, session=session, until=until, limit=limit)
+
+
+def subject_latest_episodes(
+    *, tenant: Tenant, subject: str, until: datetime | None = None, limit: int = 5
+) -> list[EpisodeRow]:
+    """The subject's latest events in any session, newest first (episodic.selectors.episode_rows_latest)."""
+    return episode_rows_latest(tenant=tenant, subject=subject, until=until, limit=limit)
 
 
 def passage_neighbours(

@@ -176,6 +176,9 @@ ENGRAM: dict[str, Any] = {
     "SCRATCHPAD_SHADOW_GRACE_SECONDS": env.int("ENGRAM_SCRATCHPAD_SHADOW_GRACE_SECONDS", default=3 * 24 * 3600),
     # Pluggable parts, named by dotted path.
     "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.MiniLMEmbedder"),
+    # Read-your-writes: an API write of at most this many passages is embedded before it commits, so
+    # that it is found by meaning at once; bigger writes (imports) wait for the worker. 0: always wait.
+    "INLINE_EMBED_MAX_PASSAGES": env.int("ENGRAM_INLINE_EMBED_MAX_PASSAGES", default=32),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
     # Helper threads per process for reads beside the request (tenants.readers); 0 reads in line.

@@ -7,8 +7,9 @@ import pytest
 
 from core.embedding import get_embedder
 from episodic.models import Episode
+from episodic.passages import embedding_text
 from episodic.selectors import embedding_backlog, episodic_stats
-from episodic.tasks import embed_backlog, embed_backlog_for_tenant, embed_pending, embedding_text, tenants_with_backlog
+from episodic.tasks import embed_backlog, embed_backlog_for_tenant, embed_pending, tenants_with_backlog
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import item
 
