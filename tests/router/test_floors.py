@@ -25,7 +25,7 @@ from tests.router.conftest import T0, believe, remember
 
 pytestmark = pytest.mark.django_db
 
-HISTORY = [
+HISTORY: list[str | tuple[str, str]] = [
     "My printer keeps jamming on the second tray",
     ("assistant", "Try removing the second tray and cleaning the rollers"),
     "We moved the office to Lisbon last spring",
