@@ -29,11 +29,12 @@ from consolidation.erasure import scrub_problems
 from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
 from core.errors import DomainError
-from episodic.models import Episode, EpisodeKind, Session, SessionStatus
+from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode, EpisodeKind, Session, SessionStatus
 from episodic.services import episodes_append, session_summary_set
 from semantic.models import ActorType
 from semantic.services import embed_statements, fact_upsert
 from semantic.types import Actor, FactCandidate
+from semantic.validation import fact_value_is_fragment
 from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -125,6 +126,12 @@ def _merge(
 
     counts: dict[str, int] = defaultdict(int)
     actor = Actor(type=ActorType.CONSOLIDATION, id=f"run:{run.pk}", reason=run.reason[:200] or run.trigger)
+    # Whatever the extractor, a value that cannot stand as a fact ("13)", "want") never becomes one.
+    fragments = [c for c in candidates if fact_value_is_fragment(c.value)]
+    for candidate in fragments:
+        counts["rejected"] += 1
+        _note_problem(run, {"error": "candidate value is a fragment", "attribute": candidate.attribute[:64]})
+    candidates = [c for c in candidates if not fact_value_is_fragment(c.value)]
     vectors = embed_statements([" ".join(c.statement.split()) or "-" for c in candidates]) if candidates else []
     for candidate, vector in zip(candidates, vectors, strict=True):
         bad_sources = [i for i in candidate.source_episode_ids if i not in batch_ids]
@@ -262,7 +269,7 @@ def _observe(run: ConsolidationRun) -> None:
         metrics.LLM_COST.labels(run.extractor).inc(run.cost_usd)
 
 
-SUMMARY_EXTERNAL_ID = "engram:summary"
+SUMMARY_EXTERNAL_ID = SESSION_SUMMARY_EXTERNAL_ID
 
 
 def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun | None = None) -> Episode | None:

@@ -160,6 +160,11 @@ class Session(TenantModel):
         return super().delete(*args, **kwargs)
 
 
+# The external id of a session's summary episode (consolidation.services.session_summarise): the same
+# text as Session.summary, which the router offers in its place.
+SESSION_SUMMARY_EXTERNAL_ID = "engram:summary"
+
+
 class EpisodeKind(models.TextChoices):
     MESSAGE = "message"
     TOOL_CALL = "tool_call"

@@ -23,6 +23,7 @@ from django.utils.module_loading import import_string
 from core.embedding import embed_in_background
 from core.tokens import count_tokens, truncate_to_tokens
 from episodic.extraction import extract_entities_topics
+from episodic.models import SESSION_SUMMARY_EXTERNAL_ID
 from episodic.scratchpad import scratchpad_get
 from procedural.selectors import procedure_match
 from router import selectors as router_selectors
@@ -30,7 +31,9 @@ from router.packing import line_tokens, said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
+from semantic.models import FactOrigin
 from semantic.selectors import fact_search_rows, facts_for_subject
+from semantic.validation import fact_value_is_fragment
 from tenants.models import Tenant
 from tenants.readers import read_beside
 
@@ -113,6 +116,16 @@ class HeuristicWeights:
     tokens_per_candidate: int = 12
     min_candidates: int = 30
     max_candidates: int = 400
+    # Absolute relevance floors: an item under its layer's floor is not offered, however it ranks among
+    # the others, so a context is shorter than its budget when little is relevant. They are read on
+    # scales that mean the same for every query: the cosine similarity of the query's and the item's
+    # vectors, and whether a word of the query matches the item at all (its text part, or an entity or
+    # topic it shares with the query). docs/router.md ("Relevance floors") gives the measurements.
+    # A fact is offered when a query word matches its statement or its similarity reaches this.
+    fact_min_similarity: float = 0.2
+    # An episode found by search is offered when a query word, entity or topic matches it or its
+    # similarity reaches this; the turns beside it and its session's summary go with it.
+    episode_min_similarity: float = 0.1
 
 
 _QUERY_WORD = re.compile(r"\w+")
@@ -133,6 +146,70 @@ def session_standing(scores: Iterable[tuple[str, float]], *, top: int) -> dict[s
     sums = {s: sum(sorted(v, reverse=True)[:top]) for s, v in by_session.items()}
     best = max(sums.values(), default=0.0) or 1.0
     return {s: m / best for s, m in sums.items()}
+
+
+def fact_above_floor(parts: dict[str, float], w: HeuristicWeights) -> bool:
+    """A fact found for a query clears the semantic layer's floor: a query word matches its statement
+    (score part `text`, which is 0 without a match) or its vector is similar enough."""
+    return parts.get("text", 0.0) > 0.0 or parts.get("vector", 0.0) >= w.fact_min_similarity
+
+
+def episode_above_floor(parts: dict[str, float], w: HeuristicWeights) -> bool:
+    """An episode found by search clears the episodic layer's floor: a query word, entity or topic
+    matches it (score parts `text`, `overlap`) or its vector is similar enough."""
+    return (
+        parts.get("text", 0.0) > 0.0
+        or parts.get("overlap", 0.0) > 0.0
+        or parts.get("vector", 0.0) >= w.episode_min_similarity
+    )
+
+
+def served_fact(value: str, origin: str) -> bool:
+    """Whether a fact may be served: one extracted with a fragment for its value ("13)", "want") is not,
+    whenever it was extracted (extraction has rejected such values since; see semantic.validation).
+    A value a client or operator wrote is served as written."""
+    return origin != FactOrigin.EXTRACTED or not fact_value_is_fragment(value)
+
+
+def _is_search_hit(item: Candidate) -> bool:
+    return item.type == "episode" and "fused" in item.score_parts
+
+
+def _is_session_summary_episode(item: Candidate) -> bool:
+    return item.type == "episode" and any(s.external_id == SESSION_SUMMARY_EXTERNAL_ID for s in item.sources)
+
+
+def settle_episodes(items: list[Candidate], w: HeuristicWeights) -> list[Candidate]:
+    """The episodic candidates that earn a place, and which of them exclude each other.
+
+    - A session's summary episode is not offered: it holds the text of the session's summary, which is
+      offered as `summary:<session>` when the session has hits.
+    - A search hit under the floor (episode_above_floor) is not offered, nor the passages offered beside
+      it (score part `neighbour_of`, the passage id of the hit, score part `passage`).
+    - A session's summary and that session's turns cover each other: whichever packing takes first,
+      the other is not served beside it, so no context repeats a turn and the summary that repeats it.
+    The session's recent events are offered whatever their relevance."""
+    dropped: set[float] = set()
+    kept: list[Candidate] = []
+    for item in items:
+        if _is_session_summary_episode(item) or (_is_search_hit(item) and not episode_above_floor(item.score_parts, w)):
+            if "passage" in item.score_parts:
+                dropped.add(item.score_parts["passage"])
+            continue
+        kept.append(item)
+    kept = [item for item in kept if item.score_parts.get("neighbour_of", -1.0) not in dropped]
+    turns: dict[str, list[Candidate]] = {}
+    for item in kept:
+        if item.type == "episode" and item.sources and item.sources[0].session:
+            turns.setdefault(item.sources[0].session, []).append(item)
+    for item in kept:
+        if item.type != "session_summary":
+            continue
+        of_session = turns.get(item.id.split(":", 1)[1], [])
+        item.covers = item.covers | {turn.id for turn in of_session}
+        for turn in of_session:
+            turn.covers = turn.covers | {item.id}
+    return kept
 
 
 class HeuristicPolicy:
@@ -181,7 +258,9 @@ class HeuristicPolicy:
                 tenant=tenant, request=request, plan=plan
             )
         if plan.episodic > 0:
-            out.episodic = self.episodes(tenant=tenant, request=request, plan=plan, embedding=pending, recent=recent)
+            out.episodic = settle_episodes(
+                self.episodes(tenant=tenant, request=request, plan=plan, embedding=pending, recent=recent), self.w
+            )
         if rules_and_facts is not None:
             out.procedural, out.semantic = rules_and_facts.result()
         return out
@@ -272,10 +351,18 @@ class HeuristicPolicy:
                 as_of=request.as_of,
                 query_embedding=embedding,
             )
-            scored = [(r, r.score, dict(r.score_parts)) for r in results]
+            scored = [
+                (r, r.score, dict(r.score_parts))
+                for r in results
+                if served_fact(r.value, r.origin) and fact_above_floor(r.score_parts, self.w)
+            ]
         else:
             facts = facts_for_subject(tenant=tenant, subject=request.subject, as_of=request.as_of)
-            scored = [(f, f.confidence, {"confidence": f.confidence}) for f in list(facts)[:50]]
+            scored = [
+                (f, f.confidence, {"confidence": f.confidence})
+                for f in list(facts)[:50]
+                if served_fact(f.value, f.origin)
+            ]
         if not scored:
             return []
         top = max(s for _, s, _ in scored) or 1.0
@@ -462,7 +549,7 @@ class HeuristicPolicy:
                 section="Relevant history",
                 value=rel**self.w.sharpness + 1e-6,
                 score=hit.score,
-                parts={**hit.score_parts, "relevance": round(rel, 6)},
+                parts={**hit.score_parts, "relevance": round(rel, 6), "passage": float(row.passage_id)},
             )
             out.append(item)
             if rel >= self.w.update_relevance:
@@ -585,7 +672,7 @@ class HeuristicPolicy:
         first_hit: dict[str, router_selectors.EpisodeRow] = {}
         for hit in hits:
             session = hit.row.session
-            if session and session != request.session:
+            if session and session != request.session and episode_above_floor(hit.score_parts, self.w):
                 best[session] = max(best.get(session, 0.0), relevance[hit.row.passage_id])
                 first_hit.setdefault(session, hit.row)
         summaries = router_selectors.session_summaries(tenant=tenant, sessions=sorted(best))

@@ -282,6 +282,8 @@ CARRIED_COLUMNS = {
     "statement": "f.statement",
     "confidence": "f.confidence",
     "valid_from_us": epoch_us_sql("f.valid_from"),
+    "value": "f.value",
+    "origin": "f.origin",
 }
 
 
@@ -560,6 +562,8 @@ class ScoredFactRow:
     confidence: float
     score: float
     score_parts: dict[str, float]
+    value: str
+    origin: str
 
 
 def fact_search_rows(
@@ -583,7 +587,7 @@ def fact_search_rows(
         min_score=0.0,
         as_of=as_of,
         query_embedding=query_embedding,
-        carry=("statement", "valid_from_us", "confidence"),
+        carry=("statement", "valid_from_us", "confidence", "value", "origin"),
     )
     return [
         ScoredFactRow(
@@ -593,6 +597,8 @@ def fact_search_rows(
             confidence=confidence,
             score=score,
             score_parts=parts,
+            value=value,
+            origin=origin,
         )
-        for score, fact_id, parts, (statement, valid_from_us, confidence) in top
+        for score, fact_id, parts, (statement, valid_from_us, confidence, value, origin) in top
     ]

@@ -1,10 +1,12 @@
 """Validation of a fact candidate: every field checked, every error reported with its JSON pointer,
-the source episodes resolved within the tenant (another tenant's episode is reported as missing)."""
+the source episodes resolved within the tenant (another tenant's episode is reported as missing). Also
+the test of a value that cannot stand as a fact (a fragment), shared by extraction and the router."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from datetime import datetime
 
 from django.conf import settings
@@ -16,6 +18,53 @@ from semantic.models import Cardinality, FactCategory, FactOrigin
 from semantic.normalise import ATTRIBUTE_MAX, normalise_attribute, normalise_entity, value_key
 from semantic.types import FactCandidate
 from tenants.models import Tenant
+
+# Pronouns and determiners that point at something instead of naming it.
+_POINTING = frozenset(
+    "it its it's this that these those them they their theirs he him his she her hers here there "
+    "something anything everything nothing someone anyone everyone one ones which what who".split()
+)
+_FUNCTION = frozenset(
+    "a an the and or but nor so yet to of in on at by for with from as into onto about than then "
+    "if when while because since although though whether unless until that which who whom whose "
+    "is are was were be been being am do does did have has had will would shall should can could "
+    "may might must want wants need needs get gets got make makes go goes".split()
+)
+_NUMBER = re.compile(r"^[\W\d_]*\d[\W\d_]*(?:\s+\w+)?$")
+
+
+def is_fragment(value: str, *, predicate: bool = False) -> bool:
+    """A value that cannot stand as a fact: a bare number (or a number and a noun, "500 readers"),
+    a pointing word ("its simplicity", "that"), a function word or auxiliary where a thing should be
+    named ("want", "want more memory"), a clause left dangling on a preposition or conjunction, or
+    unbalanced brackets ("13)"). A `predicate` ("went to a support group") may start with a verb."""
+    text = value.strip().strip("\"'`").strip()
+    words = re.findall(r"[\w'’-]+", text.lower())
+    if not words:
+        return True
+    if _NUMBER.match(text) and not re.search(r"[a-z]{2,}\s*\d|\d\s*[a-z]{2,}\.", text.lower()):
+        return True
+    if words[0] in _POINTING:
+        return True
+    # A capitalised single word is a name ("Go", "Will"), not the function word it spells.
+    if words[0] in _FUNCTION - {"a", "an", "the"} and not predicate and not (len(words) == 1 and text[:1].isupper()):
+        return True
+    if words[-1] in _FUNCTION - {"in", "on", "out", "up"} and len(words) > 1:
+        return True
+    for opening, closing in (("(", ")"), ("[", "]"), ("{", "}")):
+        if text.count(opening) != text.count(closing):
+            return True
+    return False
+
+
+# An identifier (an e-mail address, a phone or account number) names a thing without being a phrase.
+_IDENTIFIER = re.compile(r"^[^\s@]+@[^\s@]+\.\w+$|^\+?\d[\d\s().-]{5,}\d$")
+
+
+def fact_value_is_fragment(value: str) -> bool:
+    """A fact's value that is a fragment (`is_fragment`) and not an identifier: such a fact is neither
+    extracted (consolidation.services) nor served (router.policy)."""
+    return not _IDENTIFIER.match(value.strip()) and is_fragment(value)
 
 
 def allowed_categories(tenant: Tenant) -> set[str]:

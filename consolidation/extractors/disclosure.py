@@ -17,44 +17,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from semantic.models import Cardinality, FactCategory
-
-# Pronouns and determiners that point at something instead of naming it.
-_POINTING = frozenset(
-    "it its it's this that these those them they their theirs he him his she her hers here there "
-    "something anything everything nothing someone anyone everyone one ones which what who".split()
-)
-_FUNCTION = frozenset(
-    "a an the and or but nor so yet to of in on at by for with from as into onto about than then "
-    "if when while because since although though whether unless until that which who whom whose "
-    "is are was were be been being am do does did have has had will would shall should can could "
-    "may might must want wants need needs get gets got make makes go goes".split()
-)
-_NUMBER = re.compile(r"^[\W\d_]*\d[\W\d_]*(?:\s+\w+)?$")
-
-
-def is_fragment(value: str, *, predicate: bool = False) -> bool:
-    """A value that cannot stand as a fact: a bare number (or a number and a noun, "500 readers"),
-    a pointing word ("its simplicity", "that"), a function word or auxiliary where a thing should be
-    named ("want", "want more memory"), a clause left dangling on a preposition or conjunction, or
-    unbalanced brackets ("13)"). A `predicate` ("went to a support group") may start with a verb."""
-    text = value.strip().strip("\"'`").strip()
-    words = re.findall(r"[\w'’-]+", text.lower())
-    if not words:
-        return True
-    if _NUMBER.match(text) and not re.search(r"[a-z]{2,}\s*\d|\d\s*[a-z]{2,}\.", text.lower()):
-        return True
-    if words[0] in _POINTING:
-        return True
-    # A capitalised single word is a name ("Go", "Will"), not the function word it spells.
-    if words[0] in _FUNCTION - {"a", "an", "the"} and not predicate and not (len(words) == 1 and text[:1].isupper()):
-        return True
-    if words[-1] in _FUNCTION - {"in", "on", "out", "up"} and len(words) > 1:
-        return True
-    for opening, closing in (("(", ")"), ("[", "]"), ("{", "}")):
-        if text.count(opening) != text.count(closing):
-            return True
-    return False
-
+from semantic.validation import is_fragment
 
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}

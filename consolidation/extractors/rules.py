@@ -17,10 +17,11 @@ from core.tokens import count_tokens
 from episodic.models import Episode
 from semantic.models import Cardinality, FactCategory
 from semantic.types import FactCandidate
+from semantic.validation import is_fragment
 from tenants.models import Tenant
 
 from .base import ExtractionResult, SummaryResult, extractable
-from .disclosure import disclose, is_fragment
+from .disclosure import disclose
 
 SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
 # Roles that are not a person speaking about themselves; any other role names the speaker ("Caroline").

@@ -129,6 +129,44 @@ def test_an_unreachable_model_leaves_the_backlog_for_the_next_run(tenant_a, sett
     assert [(f.attribute, f.value) for f in _facts(tenant_a)] == [("uses", "Kafka")]
 
 
+def test_a_candidate_whose_value_is_a_fragment_never_becomes_a_fact(tenant_a, monkeypatch) -> None:
+    from consolidation.extractors.base import ExtractionResult
+    from semantic.types import FactCandidate
+
+    class Noisy:
+        """An extractor (a model, say) that returns fragments beside a good value."""
+
+        name = "noisy"
+
+        def extract(self, *, tenant, subject, episodes):
+            def candidate(attribute: str, value: str) -> FactCandidate:
+                return FactCandidate(
+                    subject=subject,
+                    entity=subject,
+                    attribute=attribute,
+                    value=value,
+                    statement=f"{subject} {attribute} {value}.",
+                    category="preferences",
+                    confidence=0.8,
+                    source_episode_ids=[e.id for e in episodes],
+                )
+
+            return ExtractionResult(
+                candidates=[candidate("likes", "13)"), candidate("uses", "want"), candidate("likes", "kayaking")]
+            )
+
+        def summarise(self, **kwargs):
+            raise AssertionError("not called")
+
+    session = make_session(tenant_a, "s-1")
+    make_episode(tenant_a, session, "Honestly I like (13) of them. I like kayaking.")
+    monkeypatch.setattr(services, "get_extractor", lambda: Noisy())
+    run = services.consolidate(tenant=tenant_a, run=services.run_start(tenant=tenant_a, trigger=RunTrigger.SWEEP))
+    assert [(f.attribute, f.value) for f in _facts(tenant_a)] == [("likes", "kayaking")]
+    assert (run.candidates, run.facts_created, run.candidates_rejected) == (3, 1, 2)
+    assert [p["error"] for p in run.problems] == ["candidate value is a fragment"] * 2
+
+
 def test_summary_episode_is_written_once_and_never_extracted(tenant_a) -> None:
     session = make_session(tenant_a, "s-1", ended=True)
     make_episode(tenant_a, session, "Our deadline is June 30. We use Terraform.")
