@@ -162,6 +162,18 @@ def canonical_entities(*, tenant: Tenant, entities_by_subject: Sequence[tuple[st
 # --- the table, for operators and consolidation --------------------------------------------------------
 
 
+def has_aliases(tenant: Tenant) -> bool:
+    """Whether the tenant has ever had an alias (Tenant.has_entity_aliases): the read paths skip the
+    lookup when not. Write paths resolve regardless, since they may hold a tenant loaded earlier."""
+    return bool(tenant.has_entity_aliases)
+
+
+def _mark(tenant: Tenant) -> None:
+    if not tenant.has_entity_aliases:
+        Tenant.objects.filter(pk=tenant.pk).update(has_entity_aliases=True)
+        tenant.has_entity_aliases = True
+
+
 def entity_alias_list(
     *,
     tenant: Tenant,
@@ -242,6 +254,7 @@ def entity_alias_put(
             created_at=now,
             updated_at=now,
         )
+        _mark(tenant)
         action = "created"
     elif existing.entity == target:
         return existing, "unchanged"
@@ -276,7 +289,7 @@ def entity_alias_learn(
     now = timezone.now()
     try:
         with transaction.atomic():
-            return EntityAlias.objects.create(
+            row = EntityAlias.objects.create(
                 tenant=tenant,
                 alias=key,
                 entity=target,
@@ -290,6 +303,8 @@ def entity_alias_learn(
     except IntegrityError:
         # Learned concurrently for the same subject: the first one stays.
         return None
+    _mark(tenant)
+    return row
 
 
 def entity_alias_delete(*, tenant: Tenant, alias_id: int) -> EntityAlias:
@@ -297,6 +312,9 @@ def entity_alias_delete(*, tenant: Tenant, alias_id: int) -> EntityAlias:
     there. A learned alias may be learned again from later conversations."""
     row = entity_alias_get(tenant=tenant, alias_id=alias_id)
     EntityAlias.objects.for_tenant(tenant).filter(id=row.id).delete()
+    if not EntityAlias.objects.for_tenant(tenant).exists():
+        Tenant.objects.filter(pk=tenant.pk).update(has_entity_aliases=False)
+        tenant.has_entity_aliases = False
     return row
 
 

@@ -34,7 +34,7 @@ from pgvector.django import CosineDistance, VectorField
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one
 from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
-from episodic.aliases import aliases_for
+from episodic.aliases import aliases_for, has_aliases
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
 from episodic.models import Episode, Session, SessionStatus
 from episodic.validation import check_session_id
@@ -59,10 +59,10 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
 def entity_names(*, tenant: Tenant, entities: Sequence[str], subject: str | None = None) -> list[list[str]]:
     """For each distinct entity (normalised), every name an episode may carry it under: the name, its
     canonical name and the canonical name's other aliases (episodic.aliases). One query; none when no
-    entity is given."""
+    entity is given or the tenant has no aliases."""
     terms = normalise_terms(entities, max_chars=MAX_ENTITY_CHARS)
-    if not terms:
-        return []
+    if not terms or not has_aliases(tenant):
+        return [[term] for term in terms]
     aliases = aliases_for(tenant=tenant, names=terms, subject=subject, groups=True)
     return [normalise_terms([term, *aliases.group(term)], max_chars=MAX_ENTITY_CHARS) for term in terms]
 

@@ -14,7 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, NotFound, ValidationProblem
-from episodic.aliases import canonical_entities
+from episodic.aliases import canonical_entities, has_aliases
 from episodic.extraction import MAX_ENTITY_CHARS, normalise_terms
 from episodic.models import Episode, Outcome, Session, SessionStatus
 from episodic.validation import MAX_TERMS, EpisodeDraft, check_session_id, parse_items
@@ -168,6 +168,8 @@ def _insert(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:
 def _add_canonical_names(*, tenant: Tenant, drafts: Sequence[EpisodeDraft]) -> None:
     """An entity named by one of its aliases is also carried under its canonical name
     (episodic.aliases): "Thanks, Mel!" carries "mel" and "melanie". One query for the batch."""
+    if not has_aliases(tenant):
+        return
     canonical = canonical_entities(tenant=tenant, entities_by_subject=[(d.subject, d.entities) for d in drafts])
     for draft, names in zip(drafts, canonical, strict=True):
         if names:

@@ -24,7 +24,7 @@ from core.embedding import configure_vector_scan as configure_embedding_scan
 from core.embedding import embed_one
 from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
-from episodic.aliases import Aliases, aliases_for
+from episodic.aliases import NO_ALIASES, Aliases, aliases_for, has_aliases
 from episodic.extraction import extract_entities_topics
 from semantic.models import Fact, FactChange, FactStatus
 from semantic.normalise import normalise_attribute, normalise_entity
@@ -87,6 +87,8 @@ def needs_confirmation_q(*, horizons: dict[str, float], now: datetime) -> Q:
 def entity_names(*, tenant: Tenant, entity: str, subject: str | None = None) -> list[str]:
     """Every name the entity is filed under: its canonical name first, then its aliases (for the
     subject: an operator's aliases and the subject's learned ones; episodic.aliases)."""
+    if not has_aliases(tenant):
+        return [normalise_entity(entity)]
     return aliases_for(tenant=tenant, names=[entity], subject=subject, groups=True).group(normalise_entity(entity))
 
 
@@ -479,14 +481,16 @@ def _names_of(
 ) -> tuple[NamedEntities, list[str] | None]:
     """The entities the query names (the extractor's, episodic.extraction) and every name of the
     `entity` filter, through the aliases that hold for the subject: one query, none when the query
-    names nothing and no entity is asked for."""
+    names nothing and no entity is asked for, or when the tenant has never had an alias."""
     found = list(entities) if entities is not None else []
     if entities is None and query.strip():
         found = extract_entities_topics(tenant=tenant, text=query)[0]
     if not found and not entity:
         return NamedEntities(), None
-    aliases: Aliases = aliases_for(
-        tenant=tenant, names=[*found, *([entity] if entity else [])], subject=subject, groups=True
+    aliases: Aliases = (
+        aliases_for(tenant=tenant, names=[*found, *([entity] if entity else [])], subject=subject, groups=True)
+        if has_aliases(tenant)
+        else NO_ALIASES
     )
     written = query.casefold()
     names: dict[str, None] = {}

@@ -39,7 +39,12 @@ def test_a_nickname_said_to_a_speaker_is_learned_for_the_subject(api_a, django_c
     _end(api_a, "conv-1-s1", django_capture_on_commit_callbacks)
 
     [alias] = api_a.get("/v1/entities/aliases").json()["results"]
-    assert (alias["alias"], alias["entity"], alias["source"], alias["subject"]) == ("mel", "melanie", "learned", "conv-1")
+    assert (alias["alias"], alias["entity"], alias["source"], alias["subject"]) == (
+        "mel",
+        "melanie",
+        "learned",
+        "conv-1",
+    )
     assert alias["source_episode_id"] is not None
     melanie = {(f["attribute"], f["value"]) for f in api_a.get("/v1/facts", {"entity": "Mel"}).json()["results"]}
     assert ("pets", "a dog") in melanie

@@ -70,6 +70,7 @@ def test_search_and_lists_match_an_entity_under_any_of_its_names(api_a, tenant_a
     assert stored[0]["entities"] == ["mel"]
 
     def overlap_of_the_mel_turn() -> float:
+        tenant_a.refresh_from_db()  # as each request loads its tenant
         with tenant_scope(tenant_a):
             rows = episode_search_rows(tenant=tenant_a, query="What did Melanie say about the class?", subject="alice")
         return next(r.score_parts["overlap"] for r in rows if r.row.id == stored[0]["id"])

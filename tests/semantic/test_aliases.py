@@ -7,6 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from episodic.aliases import aliases_for, entity_alias_learn
+from semantic.selectors import fact_search_rows
 from tenants.scope import tenant_scope
 from tenants.services import api_key_create
 
@@ -186,3 +187,20 @@ def test_setting_an_alias_is_idempotent(api_a) -> None:
     second = api_a.post("/v1/entities/aliases", body, format="json", HTTP_IDEMPOTENCY_KEY="a1")
     assert first.status_code == second.status_code == 201
     assert second["Idempotent-Replayed"] == "true"
+
+
+def test_a_tenant_without_aliases_pays_no_lookup(api_a, tenant_a, django_assert_max_num_queries) -> None:
+    _fact(api_a, "Caroline", "hobbies", "hiking", "Caroline goes hiking.", subject="u1")
+    tenant_a.refresh_from_db()
+    with tenant_scope(tenant_a):
+        # The scan settings and the ranked candidates, as for a query that names nothing.
+        with django_assert_max_num_queries(2):
+            assert fact_search_rows(tenant=tenant_a, query="What does Caroline like?", subject="u1")
+    created = _alias(api_a, "Caro", "Caroline").json()["alias"]
+    tenant_a.refresh_from_db()
+    assert tenant_a.has_entity_aliases
+    with tenant_scope(tenant_a), django_assert_max_num_queries(3):
+        assert fact_search_rows(tenant=tenant_a, query="What does Caro like?", subject="u1")
+    api_a.delete(f"/v1/entities/aliases/{created['id']}")
+    tenant_a.refresh_from_db()
+    assert not tenant_a.has_entity_aliases
