@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
@@ -132,7 +132,7 @@ def aliases_for(*, tenant: Tenant, names: Iterable[str], subject: str | None = N
     if not keys:
         return NO_ALIASES
     reader = subject or None
-    params = {"tenant": tenant.id, "names": keys, "subject": reader, "subjects": [reader or ""]}
+    params: dict[str, Any] = {"tenant": tenant.id, "names": keys, "subject": reader, "subjects": [reader or ""]}
     with connection.cursor() as cursor:
         cursor.execute(_GROUP_SQL if groups else _DIRECT_SQL, params)
         rules = [_Rule(*row) for row in cursor.fetchall()]

@@ -431,7 +431,7 @@ class EntityAliasSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     alias = serializers.CharField()
     entity = serializers.CharField()
-    source = serializers.ChoiceField(choices=AliasSource.values)
+    source = serializers.ChoiceField(choices=AliasSource.values)  # type: ignore[assignment]
     subject = serializers.CharField()
     source_episode_id = serializers.IntegerField(allow_null=True)
     created_by = serializers.CharField()
@@ -455,7 +455,7 @@ class EntityAliasListCreateApi(TenantAPIView):
     class FilterSerializer(serializers.Serializer):
         entity = serializers.CharField(required=False, max_length=255)
         alias = serializers.CharField(required=False, max_length=255)
-        source = serializers.ChoiceField(choices=AliasSource.values, required=False)
+        source = serializers.ChoiceField(choices=AliasSource.values, required=False)  # type: ignore[assignment]
         subject = serializers.CharField(required=False, max_length=255)
 
     @extend_schema_serializer(component_name="EntityAliasSetOutput")
