@@ -73,7 +73,13 @@ def _rehome(*, tenant: Tenant, fact_id: object, entity: str, actor: Actor, reaso
     old = lock_fact(tenant, str(fact_id))
     if old.status not in LIVE or old.entity == entity:
         return False
-    episodes = [s.episode for s in FactSource.objects.for_tenant(tenant).filter(fact=old).select_related("episode")]
+    episodes = [
+        s.episode
+        for s in FactSource.objects.for_tenant(tenant)
+        .filter(fact=old)
+        .select_related("episode")
+        .defer("episode__embedding", "episode__search_vector")
+    ]
     threshold = tenant.config.fact_review_threshold
     # A pending fact stays pending and an active one active: the merge decides by confidence.
     confidence = (
