@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from consolidation.lifecycle import iter_archive_rows, read_archive, write_archive
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
+from episodic.aliases import learned_aliases_q
 from episodic.models import allow_episode_deletion
 from episodic.scratchpad import scratchpad_get, scratchpads_erase, scratchpads_held
 from semantic.normalise import normalise_entity
@@ -340,6 +341,14 @@ LOCATIONS: list[Location] = [
         "the subject's sessions and their summaries",
         queryset=lambda p: _qs("episodic.Session", p).filter(subject=p.subject),
         erase_fn=_sessions_erase,
+    ),
+    Location(
+        "entity_aliases",
+        "episodic.EntityAlias",
+        "aliases learned from the subject's conversations, or naming the subject (an operator's stay: tenant settings)",
+        queryset=lambda p: _qs("episodic.EntityAlias", p).filter(
+            learned_aliases_q(subject=p.subject, episode_ids=p.episode_ids, entity=normalise_entity(p.subject))
+        ),
     ),
     Location(
         "scratchpads",

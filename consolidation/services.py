@@ -25,6 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from consolidation import metrics
+from consolidation.aliases import aliases_learn
 from consolidation.erasure import scrub_problems
 from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
@@ -120,12 +121,16 @@ def backlog_queryset(tenant: Tenant, wm: ConsolidationWatermark) -> Any:
     return qs
 
 
+def _actor(run: ConsolidationRun) -> Actor:
+    return Actor(type=ActorType.CONSOLIDATION, id=f"run:{run.pk}", reason=run.reason[:200] or run.trigger)
+
+
 def _merge(
     *, tenant: Tenant, run: ConsolidationRun, candidates: Sequence[FactCandidate], batch_ids: set[int]
 ) -> dict[str, int]:
 
     counts: dict[str, int] = defaultdict(int)
-    actor = Actor(type=ActorType.CONSOLIDATION, id=f"run:{run.pk}", reason=run.reason[:200] or run.trigger)
+    actor = _actor(run)
     # Whatever the extractor, a value that cannot stand as a fact ("13)", "want") never becomes one.
     fragments = [c for c in candidates if fact_value_is_fragment(c.value)]
     for candidate in fragments:
@@ -178,6 +183,7 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
         counts: dict[str, int] = defaultdict(int)
         batch_ids = {e.id for e in episodes}
         for subject, subject_episodes in by_subject.items():
+            aliases_learn(tenant=tenant, subject=subject, episodes=subject_episodes, actor=_actor(run))
             result = extractor.extract(tenant=tenant, subject=subject, episodes=subject_episodes)
             usage.add(result.usage)
             for problem in result.problems:

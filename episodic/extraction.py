@@ -12,7 +12,7 @@ Another extractor can be plugged in by dotted path in ENGRAM["ENTITY_EXTRACTOR"]
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Protocol
 
@@ -81,7 +81,11 @@ _POSSESSIVE = re.compile(r"['’]s$")
 
 
 def _proper_nouns(text: str) -> list[str]:
-    found: list[str] = []
+    return [name for name, _ in _proper_nouns_placed(text)]
+
+
+def _proper_nouns_placed(text: str) -> Iterator[tuple[str, bool]]:
+    """Each proper noun of the text, and whether it opens a sentence (where any word is capitalised)."""
     for match in _CAPITALISED_RUN.finditer(text):
         words = [_POSSESSIVE.sub("", w).strip(".-'’") for w in match.group(0).split()]
         at_start = bool(_SENTENCE_START.search(text[: match.start()]))
@@ -99,8 +103,7 @@ def _proper_nouns(text: str) -> list[str]:
                 continue
             if at_start and match.group(0).split()[0] == word and word.lower() in _NOT_NAMES:
                 continue
-        found.append(" ".join(words))
-    return found
+        yield " ".join(words), at_start
 
 
 @lru_cache(maxsize=256)
@@ -166,3 +169,105 @@ def extract_entities_topics(*, tenant: Tenant, text: str) -> tuple[list[str], li
 def extract_with_config(*, text: str, config: TenantSettings) -> tuple[list[str], list[str]]:
     """The same, with the tenant's settings already parsed (batch writes parse them once)."""
     return get_extractor().extract(text, config)
+
+
+# --- co-reference: two names of one entity in one turn ---------------------------------------------------
+
+_NAME_WORD = r"[A-Z][\w'’&-]*"
+_NAME = rf"{_NAME_WORD}(?:[ \t]+{_NAME_WORD}){{0,3}}"
+_AKA = r"aka|a\.k\.a\.|also\s+known\s+as|nicknamed|also\s+called"
+# "Melanie (Mel)", "Amazon Web Services (AWS)", "Robert (aka Bob)", "Bob (short for Robert)".
+_PARENTHESIS = re.compile(rf"({_NAME})\s*\(\s*(?:({_AKA}|short\s+for)\s+)?({_NAME})\s*\)")
+# "Robert, aka Bob", "Robert, who goes by Bob": (entity, alias).
+_ALSO_KNOWN = re.compile(rf"({_NAME}),?\s+(?:{_AKA}|(?:who\s+)?goes\s+by)\s+({_NAME})")
+# "Mel, short for Melanie", "Mel is short for Melanie": (alias, entity).
+_SHORT_FOR = re.compile(rf"({_NAME}),?\s+(?:is\s+)?short\s+for\s+({_NAME})")
+# "Christopher, or Chris for short": (entity, alias).
+_FOR_SHORT = re.compile(rf"({_NAME}),?\s+(?:or\s+)?({_NAME})\s+for\s+short\b")
+# "call me Mel", "I go by Mel": an alias of the speaker.
+_CALL_ME = re.compile(rf"\b(?:[Cc]all\s+me|calls\s+me|I\s+go\s+by)\s+({_NAME})")
+_ACRONYM = re.compile(r"[A-Z]{2,8}")
+_ACRONYM_SKIPS = frozenset({"of", "and", "the", "for", "&"})
+# A short name and the name it begins: "Mel" for "Melanie", not "Mela".
+SHORT_NAME_MIN = 3
+SHORT_NAME_MARGIN = 2
+
+
+def _name(raw: str) -> str | None:
+    """A name as written, function words trimmed at either end ("Hey Mel" -> "Mel"), or None."""
+    words = [_POSSESSIVE.sub("", w).strip(".-'’") for w in raw.split()]
+    while words and words[0].lower() in _NOT_NAMES:
+        words.pop(0)
+    while words and words[-1].lower() in _NOT_NAMES:
+        words.pop()
+    if not words or not all(w[:1].isupper() for w in words):
+        return None
+    name = " ".join(words)
+    if len(name) < 2 or name.lower() in _MONTHS:
+        return None
+    return name
+
+
+def _begins(short: str, full: str, *, margin: int) -> bool:
+    """`short` is one word that begins the first word of `full`, which is at least `margin` longer."""
+    first = full.split()[0].casefold()
+    return " " not in short and first.startswith(short.casefold()) and len(first) >= len(short) + margin
+
+
+def _initials(short: str, full: str) -> bool:
+    words = [w for w in full.split() if w.casefold() not in _ACRONYM_SKIPS]
+    return bool(_ACRONYM.fullmatch(short)) and len(words) >= 2 and "".join(w[0] for w in words).upper() == short
+
+
+def _in_parenthesis(outer: str, marker: str | None, inner: str) -> tuple[str, str] | None:
+    if marker:
+        return (outer, inner) if marker.casefold().startswith("short") else (inner, outer)
+    for short, full in ((inner, outer), (outer, inner)):
+        if _begins(short, full, margin=1) or _initials(short, full):
+            return short, full
+    return None
+
+
+def coreferences(text: str, *, speaker: str | None = None, speakers: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """The (alias, entity) pairs one turn shows, as written, for consolidation to learn (episodic.aliases).
+
+    Conservative on purpose: only what the turn states ("Melanie (Mel)", "Amazon Web Services (AWS)",
+    "Robert, aka Bob", "Mel, short for Melanie", "Christopher, or Chris for short", "call me Mel" by
+    `speaker`), and a one-word name written in the middle of a sentence ("Thanks, Mel!") that begins
+    exactly one longer name: the name of another of the conversation's `speakers`, or a name of two or
+    more words in the same turn ("Alexander Smith ... Alex"). A capitalised word that opens a sentence
+    is never taken for a short name ("Car trouble again" is not about Caroline)."""
+    if not text:
+        return []
+    pairs: list[tuple[str, str]] = []
+
+    def add(alias_raw: str | None, entity_raw: str | None) -> None:
+        alias, entity = _name(alias_raw or ""), _name(entity_raw or "")
+        if alias and entity and alias.casefold() != entity.casefold() and (alias, entity) not in pairs:
+            pairs.append((alias, entity))
+
+    for m in _PARENTHESIS.finditer(text):
+        outer, inner = _name(m.group(1)), _name(m.group(3))
+        if outer and inner and (pair := _in_parenthesis(outer, m.group(2), inner)) is not None:
+            add(*pair)
+    for m in _ALSO_KNOWN.finditer(text):
+        add(m.group(2), m.group(1))
+    for m in _SHORT_FOR.finditer(text):
+        add(m.group(1), m.group(2))
+    for m in _FOR_SHORT.finditer(text):
+        add(m.group(2), m.group(1))
+    if speaker:
+        for m in _CALL_ME.finditer(text):
+            add(m.group(1), speaker)
+
+    others = {s.strip() for s in speakers if s and s.strip() and s.strip() != (speaker or "").strip()}
+    firsts = {s.split()[0].casefold() for s in [*others, *([speaker] if speaker else [])]}
+    placed = list(_proper_nouns_placed(text))
+    longer = others | {name for name, _ in placed if len(name.split()) >= 2}
+    for name, at_start in placed:
+        if at_start or " " in name or len(name) < SHORT_NAME_MIN or name.casefold() in firsts:
+            continue
+        fits = {full for full in longer if _begins(name, full, margin=SHORT_NAME_MARGIN)}
+        if len(fits) == 1:
+            add(name, fits.pop())
+    return pairs

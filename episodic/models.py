@@ -308,3 +308,45 @@ class Passage(TenantModel):
 
     def __str__(self) -> str:
         return f"passage:{self.pk} of episode:{self.episode_id}"
+
+
+class AliasSource(models.TextChoices):
+    OPERATOR = "operator"
+    LEARNED = "learned"
+
+
+class EntityAlias(TenantModel):
+    """Another name of an entity: `alias` stands for `entity` ("mel" for "melanie"). Both are stored in
+    the normal form of entity names (episodic.aliases.alias_key).
+
+    An operator's alias (`subject` empty) holds for the whole tenant; a learned one, for the subject
+    whose conversation showed it (`subject`, `source_episode_id`), and it is that subject's data."""
+
+    alias = models.CharField(max_length=255)
+    entity = models.CharField(max_length=255)
+    source = models.CharField(max_length=8, choices=AliasSource.choices)
+    subject = models.CharField(max_length=255, blank=True, default="")
+    # No foreign key: archiving moves episodes to cold storage, and the alias outlives that.
+    source_episode_id = models.BigIntegerField(null=True, blank=True)
+    created_by = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # One operator alias per name (subject ""), one learned alias per name and subject.
+            models.UniqueConstraint(fields=("tenant", "alias", "subject"), name="uniq_entity_alias"),
+            models.CheckConstraint(condition=~models.Q(alias=models.F("entity")), name="entity_alias_not_itself"),
+            models.CheckConstraint(
+                condition=models.Q(source=AliasSource.OPERATOR, subject="")
+                | (models.Q(source=AliasSource.LEARNED) & ~models.Q(subject="")),
+                name="entity_alias_source_subject",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=("tenant", "entity"), name="entityalias_entity"),
+            models.Index(fields=("tenant", "-created_at", "-id"), name="entityalias_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alias} -> {self.entity}"

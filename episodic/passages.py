@@ -270,10 +270,18 @@ def episodes_finish_embedding(*, tenant: Tenant, episode_ids: Sequence[int]) -> 
         return int(cursor.rowcount)
 
 
+_STORE_SQL = """
+UPDATE episodic_passage p SET embedding = v.embedding::vector
+FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding)
+WHERE p.tenant_id = %s AND p.id = v.id
+"""
+
+
 def _store_vectors(*, tenant: Tenant, passages: Sequence[Passage], vectors: Any) -> None:
-    for passage, vector in zip(passages, vectors, strict=True):
-        passage.embedding = vector.tolist()
-    Passage.objects.bulk_update(passages, ["embedding"])
+    # One statement, pinned to the tenant (on Citus, to its shard).
+    literals = [_vector_literal(vector) for vector in vectors]
+    with connection.cursor() as cursor:
+        cursor.execute(_STORE_SQL, [[p.pk for p in passages], literals, tenant.id])
     episodes_finish_embedding(tenant=tenant, episode_ids=sorted({p.episode_id for p in passages}))
 
 

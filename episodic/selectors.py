@@ -34,6 +34,7 @@ from pgvector.django import CosineDistance, VectorField
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one
 from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
+from episodic.aliases import aliases_for, has_aliases
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
 from episodic.models import Episode, Passage, Session, SessionStatus
 from episodic.validation import check_session_id
@@ -53,6 +54,17 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
+
+
+def entity_names(*, tenant: Tenant, entities: Sequence[str], subject: str | None = None) -> list[list[str]]:
+    """For each distinct entity (normalised), every name an episode may carry it under: the name, its
+    canonical name and the canonical name's other aliases (episodic.aliases). One query; none when no
+    entity is given or the tenant has no aliases."""
+    terms = normalise_terms(entities, max_chars=MAX_ENTITY_CHARS)
+    if not terms or not has_aliases(tenant):
+        return [[term] for term in terms]
+    aliases = aliases_for(tenant=tenant, names=terms, subject=subject, groups=True)
+    return [normalise_terms([term, *aliases.group(term)], max_chars=MAX_ENTITY_CHARS) for term in terms]
 
 
 def episode_list(
@@ -81,8 +93,8 @@ def episode_list(
     kinds = _as_list(kind)
     if kinds:
         qs = qs.filter(kind__in=kinds)
-    if entity:
-        qs = qs.filter(entities__contains=normalise_terms([entity], max_chars=MAX_ENTITY_CHARS))
+    for names in entity_names(tenant=tenant, entities=[entity] if entity else [], subject=subject):
+        qs = qs.filter(entities__contains=names) if len(names) == 1 else qs.filter(entities__overlap=names)
     if topic:
         qs = qs.filter(topics__contains=normalise_terms([topic], max_chars=MAX_TOPIC_CHARS))
     if since is not None:
@@ -203,8 +215,9 @@ class _Ranking:
     # Cosine similarity of the rows the vector channel found; the final fetch computes only the others'.
     similarity: dict[int, float]
     tsquery: str
-    # The overlap of the query's entities and topics (_overlap_sql), or None when it has none.
-    overlap: tuple[list[str], list[str]] | None
+    # The overlap of the query's entities (each as all its names) and topics (_overlap_sql), or None
+    # when it has none.
+    overlap: tuple[list[list[str]], list[str]] | None
     # The ranked table: episodes, or their passages.
     table: str = "episodic_episode"
 
@@ -268,6 +281,7 @@ class _Ranking:
 def _rank(
     *,
     tenant: Tenant,
+    subject: str | None,
     base: QuerySet[Episode] | QuerySet[Passage],
     query: str,
     entities: Sequence[str] | None,
@@ -304,13 +318,18 @@ def _rank(
         _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
 
     query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
-    wanted_entities = normalise_terms([*query_entities, *(entities or ())], max_chars=MAX_ENTITY_CHARS)
+    # Each entity counts once, under any of its names ("mel" or "melanie").
+    wanted_entities: list[list[str]] = []
+    for names in entity_names(tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject):
+        if not any(set(names) == set(other) for other in wanted_entities):
+            wanted_entities.append(names)
     wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
     table = base.model._meta.db_table
     overlap_expr = _overlap_expression(wanted_entities, wanted_topics, table=table)
     overlap = (wanted_entities, wanted_topics) if overlap_expr is not None else None
     if overlap_expr is not None:
-        carries = Q(entities__overlap=wanted_entities) if wanted_entities else Q(pk__in=[])
+        any_name = [name for names in wanted_entities for name in names]
+        carries = Q(entities__overlap=any_name) if any_name else Q(pk__in=[])
         if wanted_topics:
             carries |= Q(topics__overlap=wanted_topics)
         overlap_ids = list(
@@ -391,6 +410,7 @@ def episode_search(
     )
     ranking = _rank(
         tenant=tenant,
+        subject=subject,
         base=base,
         query=query,
         entities=entities,
@@ -570,6 +590,7 @@ def episode_search_rows(
     placeholder per id, cost more than the query that reads them."""
     ranking = _rank(
         tenant=tenant,
+        subject=subject,
         base=episode_list(tenant=tenant, subject=subject, until=until),
         query=query,
         entities=None,
@@ -676,6 +697,7 @@ def passage_search_rows(
         base = base.exclude(episode_id__in=excluded)
     ranking = _rank(
         tenant=tenant,
+        subject=subject,
         base=base,
         query=query,
         entities=None,
@@ -761,23 +783,27 @@ def passage_similarities(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[
 _INTERSECTION = "cardinality(ARRAY(SELECT unnest({table}.{column}) INTERSECT SELECT unnest(%s::varchar[])))"
 
 
-def _overlap_sql(entities: list[str], topics: list[str], *, table: str) -> tuple[str, list[Any]] | None:
-    """The share of the query's entities and topics that an episode of `table` carries (0 to 1), in SQL."""
+def _overlap_sql(entities: list[list[str]], topics: list[str], *, table: str) -> tuple[str, list[Any]] | None:
+    """The share of the query's entities and topics that an episode of `table` carries (0 to 1), in SQL.
+    An entity is carried under any of its names (`entities`: each entity's names)."""
     total = len(entities) + len(topics)
     if total == 0:
         return None
     parts = []
     params: list[Any] = []
-    if entities:
+    if entities and all(len(names) == 1 for names in entities):
         parts.append(_INTERSECTION.format(table=table, column="entities"))
-        params.append(entities)
+        params.append([names[0] for names in entities])
+    elif entities:
+        parts += [f"({table}.entities && %s::varchar[])::int" for _ in entities]
+        params += entities
     if topics:
         parts.append(_INTERSECTION.format(table=table, column="topics"))
         params.append(topics)
     return f"(({' + '.join(parts)})::float / {total})", params
 
 
-def _overlap_expression(entities: list[str], topics: list[str], *, table: str) -> Any:
+def _overlap_expression(entities: list[list[str]], topics: list[str], *, table: str) -> Any:
     overlap = _overlap_sql(entities, topics, table=table)
     if overlap is None:
         return None

@@ -15,9 +15,11 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, NotFound, ValidationProblem
+from episodic.aliases import canonical_entities, has_aliases
+from episodic.extraction import MAX_ENTITY_CHARS, normalise_terms
 from episodic.models import Episode, Outcome, Session, SessionStatus
 from episodic.passages import passages_create, passages_embed_inline
-from episodic.validation import EpisodeDraft, check_session_id, parse_items
+from episodic.validation import MAX_TERMS, EpisodeDraft, check_session_id, parse_items
 from tenants.models import Tenant
 
 
@@ -165,6 +167,17 @@ def _insert(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:
         episode._state.db = connection.alias
 
 
+def _add_canonical_names(*, tenant: Tenant, drafts: Sequence[EpisodeDraft]) -> None:
+    """An entity named by one of its aliases is also carried under its canonical name
+    (episodic.aliases): "Thanks, Mel!" carries "mel" and "melanie". One query for the batch."""
+    if not has_aliases(tenant):
+        return
+    canonical = canonical_entities(tenant=tenant, entities_by_subject=[(d.subject, d.entities) for d in drafts])
+    for draft, names in zip(drafts, canonical, strict=True):
+        if names:
+            draft.entities = normalise_terms([*draft.entities, *names], max_chars=MAX_ENTITY_CHARS)[:MAX_TERMS]
+
+
 @transaction.atomic
 def episodes_append(
     *, tenant: Tenant, items: list[dict[str, Any]], skip_existing: bool = False, embed_inline: bool = False
@@ -180,6 +193,7 @@ def episodes_append(
     of `items`.
     """
     drafts = parse_items(items, config=tenant.config)
+    _add_canonical_names(tenant=tenant, drafts=drafts)
     now = timezone.now()
     sessions = _resolve_sessions(tenant=tenant, drafts=drafts, now=now)
 

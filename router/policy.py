@@ -121,8 +121,11 @@ class HeuristicWeights:
     # scales that mean the same for every query: the cosine similarity of the query's and the item's
     # vectors, and whether a word of the query matches the item at all (its text part, or an entity or
     # topic it shares with the query). docs/router.md ("Relevance floors") gives the measurements.
-    # A fact is offered when a query word matches its statement or its similarity reaches this.
-    fact_min_similarity: float = 0.2
+    # A fact is offered when a query word matches its statement or its similarity is above this; 0 by
+    # default, which drops only facts that have nothing in common with the query: facts are few and short, and what links a fact to a question is often knowledge of
+    # the world, not words or MiniLM similarity ("our company" and "works at Brightpath": 0.01); at 0.2
+    # the support demo's agent asked for the company again three times more.
+    fact_min_similarity: float = 0.0
     # An episode found by search is offered when a query word, entity or topic matches it or its
     # similarity reaches this; the turns beside it and its session's summary go with it.
     episode_min_similarity: float = 0.1
@@ -148,10 +151,17 @@ def session_standing(scores: Iterable[tuple[str, float]], *, top: int) -> dict[s
     return {s: m / best for s, m in sums.items()}
 
 
-def fact_above_floor(parts: dict[str, float], w: HeuristicWeights) -> bool:
+def fact_above_floor(parts: dict[str, float], w: HeuristicWeights, *, names_attribute: bool = False) -> bool:
     """A fact found for a query clears the semantic layer's floor: a query word matches its statement
-    (score part `text`, which is 0 without a match) or its vector is similar enough."""
-    return parts.get("text", 0.0) > 0.0 or parts.get("vector", 0.0) >= w.fact_min_similarity
+    (score part `text`, which is 0 without a match) or names its attribute ("which editor?" and
+    `editor`), or its vector is more similar than the floor."""
+    return names_attribute or parts.get("text", 0.0) > 0.0 or parts.get("vector", 0.0) > w.fact_min_similarity
+
+
+def names_attribute(query: str, attribute: str) -> bool:
+    """Whether a word of the query is a word of the attribute's name (`home_city`: home, city)."""
+    words = {w.casefold() for w in _QUERY_WORD.findall(query)}
+    return any(part in words for part in attribute.casefold().replace("-", "_").split("_") if len(part) > 2)
 
 
 def episode_above_floor(parts: dict[str, float], w: HeuristicWeights) -> bool:
@@ -354,7 +364,8 @@ class HeuristicPolicy:
             scored = [
                 (r, r.score, dict(r.score_parts))
                 for r in results
-                if served_fact(r.value, r.origin) and fact_above_floor(r.score_parts, self.w)
+                if served_fact(r.value, r.origin)
+                and fact_above_floor(r.score_parts, self.w, names_attribute=names_attribute(request.query, r.attribute))
             ]
         else:
             facts = facts_for_subject(tenant=tenant, subject=request.subject, as_of=request.as_of)

@@ -26,6 +26,9 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
+from episodic.aliases import alias_key, entity_alias_check, entity_alias_delete
+from episodic.models import AliasSource, EntityAlias
+from semantic.aliases import entity_alias_set
 from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactSource, FactStatus
 from semantic.selectors import needs_confirmation_q
 from semantic.services import (
@@ -547,3 +550,71 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
         if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
             back = reverse("admin:semantic_factchange_changelist")
         return HttpResponseRedirect(back)
+
+
+class AliasEntityFilter(EntityFilter):
+    lookup = "entity"
+
+
+class EntityAliasForm(forms.ModelForm):
+    """An operator's alias; the checks are entity_alias_set's, shown next to the fields."""
+
+    class Meta:
+        model = EntityAlias
+        fields = ("tenant", "alias", "entity")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        tenant = data.get("tenant") or getattr(self.instance, "tenant", None)
+        if tenant is not None and data.get("alias") and data.get("entity"):
+            try:
+                entity_alias_check(tenant=tenant, alias=data["alias"], entity=data["entity"])
+            except DomainError as exc:
+                raise forms.ValidationError(exc.detail) from exc
+        return data
+
+    def validate_constraints(self) -> None:
+        # The service normalises the names first and holds the tenant's alias lock; the form's check would race.
+        return None
+
+
+@admin.register(EntityAlias)
+class EntityAliasAdmin(TenantOwnedAdmin):
+    """Aliases of entities: operators set them (the facts filed under the alias move to its entity,
+    semantic.aliases); consolidation learns them per subject. An operator's alias wins."""
+
+    form = EntityAliasForm
+    list_display = ("alias", "entity", "source", "subject", "created_by", "created_at", "tenant")
+    list_filter = ("source", AliasEntityFilter, SubjectFilter)
+    search_fields = ("alias",)
+    search_help_text = "An exact alias or entity."
+    ordering = ("-created_at",)
+    readonly_fields = ("source", "subject", "source_episode_id", "created_by", "created_at", "updated_at")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = alias_key(search_term)
+        return (queryset.filter(Q(alias=term) | Q(entity=term)), False) if term else (queryset, False)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: EntityAlias | None = None) -> Any:
+        if obj is None:
+            return self.readonly_fields
+        # A learned alias is kept or removed, not rewritten; an operator's may point elsewhere.
+        fixed = ("tenant", "alias", "entity") if obj.source == AliasSource.LEARNED else ("tenant", "alias")
+        return (*fixed, *self.readonly_fields)
+
+    def save_model(self, request: HttpRequest, obj: EntityAlias, form: Any, change: bool) -> None:
+        result = entity_alias_set(
+            tenant=obj.tenant, alias=obj.alias, entity=obj.entity, actor=operator_actor(request, "admin alias")
+        )
+        obj.pk, obj.alias, obj.entity = result.alias.pk, result.alias.alias, result.alias.entity
+        if result.facts_moved:
+            messages.info(request, f"{result.facts_moved} fact(s) filed under {obj.alias!r} moved to {obj.entity!r}.")
+
+    def delete_model(self, request: HttpRequest, obj: EntityAlias) -> None:
+        entity_alias_delete(tenant=obj.tenant, alias_id=obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[EntityAlias]) -> None:
+        for row in queryset:
+            entity_alias_delete(tenant=row.tenant, alias_id=row.pk)

@@ -9,10 +9,14 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.errors import ValidationProblem
+from episodic.aliases import entity_alias_delete, entity_alias_list
+from episodic.models import AliasSource
+from semantic.aliases import entity_alias_set
 from semantic.models import Cardinality, Fact, FactChange, FactOrigin, FactStatus
 from semantic.selectors import (
     GRAPH_MAX_DEPTH,
@@ -420,3 +424,85 @@ class EntityGraphApi(TenantAPIView):
                 "truncated": graph.truncated,
             }
         )
+
+
+@extend_schema_serializer(component_name="EntityAlias")
+class EntityAliasSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    alias = serializers.CharField()
+    entity = serializers.CharField()
+    source = serializers.ChoiceField(choices=AliasSource.values)  # type: ignore[assignment]
+    subject = serializers.CharField()
+    source_episode_id = serializers.IntegerField(allow_null=True)
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class EntityAliasListCreateApi(TenantAPIView):
+    """Reading aliases needs `read`; setting one changes how the tenant's facts are filed: `admin`."""
+
+    @property
+    def required_scope(self) -> str | None:
+        return None if self.request.method in SAFE_METHODS else "admin"
+
+    @extend_schema_serializer(component_name="EntityAliasInput")
+    class InputSerializer(serializers.Serializer):
+        alias = serializers.CharField(max_length=255)
+        entity = serializers.CharField(max_length=255)
+
+    @extend_schema_serializer(component_name="EntityAliasFilter")
+    class FilterSerializer(serializers.Serializer):
+        entity = serializers.CharField(required=False, max_length=255)
+        alias = serializers.CharField(required=False, max_length=255)
+        source = serializers.ChoiceField(choices=AliasSource.values, required=False)  # type: ignore[assignment]
+        subject = serializers.CharField(required=False, max_length=255)
+
+    @extend_schema_serializer(component_name="EntityAliasSetOutput")
+    class SetOutputSerializer(serializers.Serializer):
+        action = serializers.ChoiceField(choices=["created", "updated", "unchanged"])
+        alias = EntityAliasSerializer()
+        facts_moved = serializers.IntegerField()
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses=EntityAliasSerializer(many=True),
+        summary="List entity aliases (set by operators, and learned from conversations)",
+    )
+    def get(self, request: Request) -> Response:
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        qs = entity_alias_list(tenant=self.tenant, **filters.validated_data)
+        paginator = CreatedCursorPagination()
+        page = paginator.paginate_queryset(qs, request, view=self) or []
+        return paginator.get_paginated_response(EntityAliasSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: SetOutputSerializer, 201: SetOutputSerializer},
+        summary="Set an operator's alias: the facts filed under it move to its entity",
+    )
+    @idempotent
+    def post(self, request: Request) -> Response:
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = entity_alias_set(
+            tenant=self.tenant,
+            alias=body.validated_data["alias"],
+            entity=body.validated_data["entity"],
+            actor=_actor(request, "entity alias set"),
+        )
+        payload = {
+            "action": result.action,
+            "alias": EntityAliasSerializer(result.alias).data,
+            "facts_moved": result.facts_moved,
+        }
+        return Response(payload, status=201 if result.action == "created" else 200)
+
+
+class EntityAliasDetailApi(TenantAPIView):
+    required_scope = "admin"
+
+    @extend_schema(responses=EntityAliasSerializer, summary="Remove an alias (facts already merged stay merged)")
+    def delete(self, request: Request, alias_id: int) -> Response:
+        return Response(EntityAliasSerializer(entity_alias_delete(tenant=self.tenant, alias_id=alias_id)).data)

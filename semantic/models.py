@@ -146,6 +146,8 @@ class FactChangeKind(models.TextChoices):
     REVIEW_APPROVED = "review_approved"
     REVIEW_REJECTED = "review_rejected"
     REVERTED = "reverted"
+    # Filed under another name: the fact moved to the entity its name is an alias of (semantic.aliases).
+    MERGED = "merged"
 
 
 class ActorType(models.TextChoices):

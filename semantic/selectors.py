@@ -24,6 +24,8 @@ from core.embedding import configure_vector_scan as configure_embedding_scan
 from core.embedding import embed_one
 from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
+from episodic.aliases import NO_ALIASES, Aliases, aliases_for, has_aliases
+from episodic.extraction import extract_entities_topics
 from semantic.models import Fact, FactChange, FactStatus
 from semantic.normalise import normalise_attribute, normalise_entity
 from tenants.models import Tenant
@@ -82,6 +84,14 @@ def needs_confirmation_q(*, horizons: dict[str, float], now: datetime) -> Q:
     return (Q(status=FactStatus.ACTIVE) & stale) | Q(status=FactStatus.PENDING_REVIEW)
 
 
+def entity_names(*, tenant: Tenant, entity: str, subject: str | None = None) -> list[str]:
+    """Every name the entity is filed under: its canonical name first, then its aliases (for the
+    subject: an operator's aliases and the subject's learned ones; episodic.aliases)."""
+    if not has_aliases(tenant):
+        return [normalise_entity(entity)]
+    return aliases_for(tenant=tenant, names=[entity], subject=subject, groups=True).group(normalise_entity(entity))
+
+
 def fact_list(
     *,
     tenant: Tenant,
@@ -113,7 +123,7 @@ def fact_list(
     elif status is not None and status != "any":
         qs = qs.filter(status=status)
     if entity:
-        qs = qs.filter(entity=normalise_entity(entity))
+        qs = qs.filter(entity__in=entity_names(tenant=tenant, entity=entity, subject=subject))
     if attribute:
         qs = qs.filter(attribute=normalise_attribute(attribute))
     if category:
@@ -221,13 +231,14 @@ def entity_graph(
     """The entity's active facts and the entities related to it within `depth` hops (edges are
     followed both ways: "acme uses postgres" relates postgres to acme too). Breadth-first, one query
     per level, capped at `max_nodes` entities and `max_facts` facts (then `truncated` is true)."""
-    root = normalise_entity(entity)
+    names = entity_names(tenant=tenant, entity=entity)
+    root = names[0]
     depth = max(1, min(int(depth), GRAPH_MAX_DEPTH))
-    seen: dict[str, int] = {root: 0}
+    seen: dict[str, int] = {name: 0 for name in names}
     facts: dict[uuid.UUID, Fact] = {}
     edges: list[GraphEdge] = []
     truncated = False
-    frontier = [root]
+    frontier = names
     for level in range(depth):
         if not frontier:
             break
@@ -259,7 +270,10 @@ def entity_graph(
     return EntityGraph(
         entity=root,
         depth=depth,
-        nodes=[GraphNode(e, d) for e, d in sorted(seen.items(), key=lambda item: (item[1], item[0]))],
+        # The entity's other names are searched, not shown as entities of their own.
+        nodes=[
+            GraphNode(e, d) for e, d in sorted(seen.items(), key=lambda item: (item[1], item[0])) if e not in names[1:]
+        ],
         edges=edges,
         facts=list(facts.values()),
         truncated=truncated,
@@ -284,6 +298,7 @@ CARRIED_COLUMNS = {
     "valid_from_us": epoch_us_sql("f.valid_from"),
     "value": "f.value",
     "origin": "f.origin",
+    "attribute": "f.attribute",
 }
 
 
@@ -293,14 +308,31 @@ class _SearchSQL:
     params: list[Any]
 
 
+@dataclasses.dataclass(frozen=True)
+class NamedEntities:
+    """The entities a query names, for fact search: `names`, every name they are filed under (canonical
+    names and aliases, episodic.aliases); `expansions`, the canonical names of the aliases the query
+    wrote, which the text part also looks for ("Mel" finds statements about Melanie)."""
+
+    names: tuple[str, ...] = ()
+    expansions: tuple[str, ...] = ()
+
+
+def _entity_names(entity: str | Sequence[str] | None) -> list[str]:
+    if entity is None:
+        return []
+    return [normalise_entity(entity)] if isinstance(entity, str) else list(entity)
+
+
 def _search_filters(
     *,
     tenant: Tenant,
     at: datetime,
     subject: str | None,
-    entity: str | None,
+    entity: str | Sequence[str] | None,
     category: str | None,
     as_of: datetime | None,
+    named: Sequence[str] = (),
 ) -> tuple[str, list[Any]]:
     where = ["tenant_id = %s", "valid_from <= %s"]
     params: list[Any] = [tenant.id, at]
@@ -309,13 +341,22 @@ def _search_filters(
     else:
         where.append("status IN ('active', 'superseded', 'expired') AND (valid_to IS NULL OR valid_to > %s)")
         params.append(as_of)
-    if subject:
-        # The subject's memory, or facts about the subject as an entity (as facts_for_subject).
+    if subject and named:
+        # The subject's memory, facts about the subject as an entity (as facts_for_subject), and the
+        # tenant's own facts (no subject's) about an entity the query names. Another subject's memory
+        # stays closed: its "John" need not be this subject's.
+        where.append("(subject = %s OR entity = %s OR (subject = '' AND entity = ANY(%s)))")
+        params += [subject, normalise_entity(subject), list(named)]
+    elif subject:
         where.append("(subject = %s OR entity = %s)")
         params += [subject, normalise_entity(subject)]
-    if entity:
+    names = _entity_names(entity)
+    if len(names) == 1:
         where.append("entity = %s")
-        params.append(normalise_entity(entity))
+        params.append(names[0])
+    elif names:
+        where.append("entity = ANY(%s)")
+        params.append(names)
     if category:
         where.append("category = %s")
         params.append(category)
@@ -339,15 +380,16 @@ def text_rank_sql(
     query: str,
     pool: int,
     subject: str | None,
-    entity: str | None,
+    entity: str | Sequence[str] | None,
     category: str | None,
     as_of: datetime | None,
     at: datetime,
+    named: Sequence[str] = (),
 ) -> _SearchSQL:
     """The text part of search_sql on its own, (id, NULL, rank) rows: it needs no vector, so it can run
     while the query is being embedded, and search_sql then takes its result as `text_ranked`."""
     filters, params = _search_filters(
-        tenant=tenant, at=at, subject=subject, entity=entity, category=category, as_of=as_of
+        tenant=tenant, at=at, subject=subject, entity=entity, category=category, as_of=as_of, named=named
     )
     sql, text_params = _text_part(filters, params, query, pool)
     return _SearchSQL(sql=sql, params=text_params)
@@ -360,22 +402,25 @@ def search_sql(
     vector: Sequence[float] | None,
     pool: int,
     subject: str | None,
-    entity: str | None,
+    entity: str | Sequence[str] | None,
     category: str | None,
     as_of: datetime | None,
     carry: Sequence[str] = (),
     at: datetime | None = None,
     text_ranked: tuple[list[uuid.UUID], list[float]] | None = None,
+    named: Sequence[str] = (),
 ) -> _SearchSQL:
     """The one statement of fact_search: the top `pool` by cosine distance (HNSW) and the top `pool`
     by full-text rank (GIN), united, with both measures computed for every candidate. Values are
     bound client-side (Django's default), so PostgreSQL plans with the real vector and filters:
     a custom plan, never a generic one that would lose the HNSW index. `carry`: columns of
     CARRIED_COLUMNS returned after the ranking's six, for a reader that needs no model instances.
-    `text_ranked`: the text part already run (text_rank_sql, with the same `at`), as ids and ranks."""
+    `text_ranked`: the text part already run (text_rank_sql, with the same `at`), as ids and ranks.
+    `entity`: one name, or every name of the entity. `named`: the names of the entities the query names
+    (NamedEntities.names): their facts are candidates too, the most confident first."""
     at = at or as_of or timezone.now()
     filters, params = _search_filters(
-        tenant=tenant, at=at, subject=subject, entity=entity, category=category, as_of=as_of
+        tenant=tenant, at=at, subject=subject, entity=entity, category=category, as_of=as_of, named=named
     )
 
     # Each part's measure is computed where the part ranks by it and carried out with the id; the
@@ -398,6 +443,12 @@ def search_sql(
         text_sql, text_params = _text_part(filters, params, query, pool)
         ctes.append(f"t AS ({text_sql})")
         cte_params += text_params
+    if named:
+        ctes.append(
+            f"n AS (SELECT id, NULL::float8 AS d, NULL::float4 AS r FROM semantic_fact WHERE {filters} "  # noqa: S608
+            "AND entity = ANY(%s) ORDER BY confidence DESC, last_confirmed_at DESC LIMIT %s)"
+        )
+        cte_params += [*params, list(named), pool]
     if not ctes:
         # No query at all: the most confident facts that match the filters.
         ctes.append(
@@ -428,6 +479,36 @@ def configure_vector_scan(*, ef_search: int) -> None:
     configure_embedding_scan(ef_search=ef_search, floor=HNSW_EF_SEARCH)
 
 
+def _names_of(
+    *, tenant: Tenant, query: str, subject: str | None, entity: str | None, entities: Sequence[str] | None
+) -> tuple[NamedEntities, list[str] | None]:
+    """The entities the query names (the extractor's, episodic.extraction) and every name of the
+    `entity` filter, through the aliases that hold for the subject: one query, none when the query
+    names nothing and no entity is asked for, or when the tenant has never had an alias."""
+    found = list(entities) if entities is not None else []
+    if entities is None and query.strip():
+        found = extract_entities_topics(tenant=tenant, text=query)[0]
+    if not found and not entity:
+        return NamedEntities(), None
+    aliases: Aliases = (
+        aliases_for(tenant=tenant, names=[*found, *([entity] if entity else [])], subject=subject, groups=True)
+        if has_aliases(tenant)
+        else NO_ALIASES
+    )
+    written = query.casefold()
+    names: dict[str, None] = {}
+    expansions: dict[str, None] = {}
+    for term in found:
+        group = aliases.group(term)
+        names.update(dict.fromkeys(group))
+        if group[0] != normalise_entity(term) and group[0] not in written:
+            expansions[group[0]] = None
+    return (
+        NamedEntities(names=tuple(names), expansions=tuple(expansions)),
+        aliases.group(entity) if entity else None,
+    )
+
+
 def _ranked_search(
     *,
     tenant: Tenant,
@@ -440,27 +521,33 @@ def _ranked_search(
     as_of: datetime | None,
     query_embedding: list[float] | Future[list[float]] | None,
     carry: Sequence[str] = (),
+    entities: Sequence[str] | None = None,
 ) -> list[tuple[float, uuid.UUID, dict[str, float], tuple[Any, ...]]]:
     """The top k of the search statement, ranked: (score, fact id, score parts, carried values). A
-    query embedding still to come (a future) is awaited after the text part has run on its own."""
+    query embedding still to come (a future) is awaited after the text part has run on its own.
+    `entities`: the query's entities when the caller has extracted them already."""
     k = max(1, min(int(k), MAX_K))
     pool = max(4 * k, 40)
     query = query or ""
     at = as_of or timezone.now()
     # The scan settings are transaction-local: open a transaction only when the caller has none.
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
+        named, entity_group = _names_of(tenant=tenant, query=query, subject=subject, entity=entity, entities=entities)
+        # The query as the text part reads it: with the canonical names of the aliases it wrote.
+        words = " ".join([query, *named.expansions]) if query.strip() else query
         text_ranked: tuple[list[uuid.UUID], list[float]] | None = None
         if isinstance(query_embedding, Future) and query.strip():
             # The vector is still being computed: rank by text meanwhile.
             text = text_rank_sql(
                 tenant=tenant,
-                query=query,
+                query=words,
                 pool=pool,
                 at=at,
                 subject=subject,
-                entity=entity,
+                entity=entity_group,
                 category=category,
                 as_of=as_of,
+                named=named.names,
             )
             with connection.cursor() as cursor:
                 cursor.execute(text.sql, text.params)
@@ -475,16 +562,17 @@ def _ranked_search(
             vector = embed_one(query)
         statement = search_sql(
             tenant=tenant,
-            query=query,
+            query=words,
             vector=vector,
             pool=pool,
             carry=carry,
             at=at,
             text_ranked=text_ranked,
             subject=subject,
-            entity=entity,
+            entity=entity_group,
             category=category,
             as_of=as_of,
+            named=named.names,
         )
         if vector is not None:
             configure_vector_scan(ef_search=pool)
@@ -564,6 +652,7 @@ class ScoredFactRow:
     score_parts: dict[str, float]
     value: str
     origin: str
+    attribute: str = ""
 
 
 def fact_search_rows(
@@ -574,9 +663,11 @@ def fact_search_rows(
     k: int = 10,
     as_of: datetime | None = None,
     query_embedding: list[float] | Future[list[float]] | None = None,
+    entities: Sequence[str] | None = None,
 ) -> list[ScoredFactRow]:
     """fact_search for the context router: the same ranking, with the statement and valid_from read by
-    the search statement itself instead of loading model instances in a second query."""
+    the search statement itself instead of loading model instances in a second query. `entities`: the
+    query's entities, when the caller has extracted them (episodic.extraction) already."""
     top = _ranked_search(
         tenant=tenant,
         query=query,
@@ -587,7 +678,8 @@ def fact_search_rows(
         min_score=0.0,
         as_of=as_of,
         query_embedding=query_embedding,
-        carry=("statement", "valid_from_us", "confidence", "value", "origin"),
+        carry=("statement", "valid_from_us", "confidence", "value", "origin", "attribute"),
+        entities=entities,
     )
     return [
         ScoredFactRow(
@@ -599,6 +691,7 @@ def fact_search_rows(
             score_parts=parts,
             value=value,
             origin=origin,
+            attribute=attribute,
         )
-        for score, fact_id, parts, (statement, valid_from_us, confidence, value, origin) in top
+        for score, fact_id, parts, (statement, valid_from_us, confidence, value, origin, attribute) in top
     ]

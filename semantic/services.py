@@ -53,8 +53,6 @@ from tenants.models import Tenant
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 # An explicit confirmation (operator or API) halves the remaining doubt.
 CONFIRM_WEIGHT = 0.5
-# A value this long is a sentence, not the name of another entity.
-OBJECT_ENTITY_MAX = 120
 
 
 def _combine(old: float, new: float) -> float:
@@ -88,7 +86,7 @@ def _get_for_update(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
     return fact
 
 
-def _lock_fact(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
+def lock_fact(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
     """Lock the fact's (entity, attribute) like an upsert does, then the row itself."""
     fact = _get_for_update(tenant, fact_id)
     _lock(tenant, fact.entity, fact.attribute)
@@ -117,9 +115,7 @@ def _resolve_cardinality(c: PreparedFact, live: Sequence[Fact]) -> str:
 def _object_entity(tenant: Tenant, c: PreparedFact) -> str | None:
     if c.object_entity:
         return c.object_entity
-    if len(c.value) > OBJECT_ENTITY_MAX:
-        return None
-    name = normalise_entity(c.value)
+    name = c.value_entity
     if not name or name == c.entity or name.replace(".", "").isdigit():
         return None
     dictionary = {normalise_entity(e) for e in tenant.config.entity_dictionary if isinstance(e, str)}
@@ -287,7 +283,7 @@ def facts_upsert(*, tenant: Tenant, candidates: Sequence[FactCandidate], actor: 
 @transaction.atomic
 def fact_confirm(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> Fact:
     """Someone vouches for the fact: confidence up, last_confirmed_at now."""
-    fact = _lock_fact(tenant, fact_id)
+    fact = lock_fact(tenant, fact_id)
     if fact.status not in LIVE:
         raise Conflict(f"Fact {fact.id} is {fact.status}; only active or pending facts can be confirmed.")
     now = timezone.now()
@@ -342,7 +338,7 @@ def _withdraw(
 @transaction.atomic
 def fact_retract(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> Fact:
     """The fact was wrong: it stops being served and drops out of history (as_of), but is kept."""
-    fact = _lock_fact(tenant, fact_id)
+    fact = lock_fact(tenant, fact_id)
     if fact.status == FactStatus.RETRACTED:
         return fact
     now = timezone.now()
@@ -360,7 +356,7 @@ def fact_retract(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
 @transaction.atomic
 def fact_expire(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor, at: datetime | None = None) -> Fact:
     """Forgetting: the fact was true until now (or `at`) but is no longer held. Already expired: no-op."""
-    fact = _lock_fact(tenant, fact_id)
+    fact = lock_fact(tenant, fact_id)
     if fact.status == FactStatus.EXPIRED:
         return fact
     if fact.status not in LIVE:
@@ -434,7 +430,7 @@ def fact_edit(
 ) -> Fact:
     """Correct a live fact in place (an operator's or an agent's edit), logged with the old and new
     value. A real change of the world is a new fact through fact_upsert, not an edit."""
-    fact = _lock_fact(tenant, fact_id)
+    fact = lock_fact(tenant, fact_id)
     if fact.status not in LIVE:
         raise Conflict(f"Fact {fact.id} is {fact.status}; only active or pending facts can be edited.")
     errors: list[dict[str, str]] = []
@@ -510,7 +506,7 @@ def fact_review_decide(
     """An operator's decision on a pending fact. Approved, it enters its timeline as if it had just
     been upserted with enough confidence (it may supersede the active value, or become history if an
     even newer value is known); rejected, it is retracted. `value`/`statement` correct it first."""
-    fact = _lock_fact(tenant, fact_id)
+    fact = lock_fact(tenant, fact_id)
     if fact.status != FactStatus.PENDING_REVIEW:
         raise Conflict(f"Fact {fact.id} is {fact.status}, not pending_review.")
     now = timezone.now()

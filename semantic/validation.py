@@ -13,6 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.errors import ValidationProblem
+from episodic.aliases import aliases_for
 from episodic.models import Episode
 from semantic.models import Cardinality, FactCategory, FactOrigin
 from semantic.normalise import ATTRIBUTE_MAX, normalise_attribute, normalise_entity, value_key
@@ -67,6 +68,10 @@ def fact_value_is_fragment(value: str) -> bool:
     return not _IDENTIFIER.match(value.strip()) and is_fragment(value)
 
 
+# A value this long is a sentence, not the name of another entity.
+OBJECT_ENTITY_MAX = 120
+
+
 def allowed_categories(tenant: Tenant) -> set[str]:
     return set(FactCategory.values) | {c for c in tenant.config.extra_categories if isinstance(c, str)}
 
@@ -84,6 +89,8 @@ class PreparedFact:
     cardinality: str | None
     origin: str
     object_entity: str | None
+    # The value read as an entity's name (canonical), for relations: "" when the value is too long.
+    value_entity: str
     episodes: list[Episode]
     observed_at: datetime
 
@@ -158,6 +165,13 @@ def fact_prepare(*, tenant: Tenant, candidate: FactCandidate) -> PreparedFact:
     if errors:
         raise ValidationProblem("; ".join(f"{e['pointer']}: {e['detail']}" for e in errors[:5]), errors=errors)
 
+    # Another name of an entity files the fact under the entity's canonical name (episodic.aliases):
+    # the subject's learned aliases and the tenant's operator ones.
+    value_name = normalise_entity(value) if len(value) <= OBJECT_ENTITY_MAX else ""
+    names = aliases_for(tenant=tenant, names=[entity, object_entity or "", value_name], subject=subject or None)
+    entity = names.canonical(entity)
+    object_entity = names.canonical(object_entity) if object_entity else None
+
     observed_at = candidate.observed_at
     if observed_at is not None and timezone.is_naive(observed_at):
         observed_at = timezone.make_aware(observed_at, timezone.get_current_timezone())
@@ -175,6 +189,7 @@ def fact_prepare(*, tenant: Tenant, candidate: FactCandidate) -> PreparedFact:
         cardinality=candidate.cardinality,
         origin=candidate.origin,
         object_entity=object_entity,
+        value_entity=names.canonical(value_name) if value_name else "",
         episodes=episodes,
         observed_at=observed_at,
     )

@@ -154,6 +154,8 @@ class TenantAdmin(admin.ModelAdmin):
     inlines = (MembershipInline,)
     # Whether the tenant runs and its tunables (rate limit, budgets, retention) are the platform's call.
     platform_fields = ("active", "settings")
+    # Kept by the alias services (episodic.aliases), never by hand.
+    readonly_fields = ("has_entity_aliases",)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         base = tuple(super().get_readonly_fields(request, obj))

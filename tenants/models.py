@@ -80,6 +80,9 @@ class Tenant(models.Model):
     active = models.BooleanField(default=True)
     settings = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Whether the tenant has ever had an entity alias (episodic.aliases): searches of a tenant without
+    # one skip the alias lookup. Read from the row each request loads, so never stale on the read path.
+    has_entity_aliases = models.BooleanField(default=False)
 
     class Meta:
         ordering = ("slug",)

@@ -9,7 +9,9 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +19,31 @@ import anyio
 import httpx2
 import pytest
 from django.conf import settings
+from django.utils import timezone
+from engram_client import EngramClient
 from engram_client.mcp import EngramTools, build_server
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pytest_django.live_server_helper import LiveServer
 
+from semantic.models import Fact
+from tenants.scope import tenant_scope
+from tenants.services import api_key_create
 from tests.conftest import TenantContext
 
 pytestmark = pytest.mark.live
 
-TOOLS = {"remember", "recall", "search_facts", "confirm_fact", "forget_subject", "record_outcome"}
+TOOLS = {
+    "remember",
+    "recall",
+    "search_facts",
+    "facts_to_confirm",
+    "confirm_fact",
+    "correct_fact",
+    "forget_subject",
+    "record_outcome",
+}
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -84,6 +100,67 @@ def test_every_tool_in_memory(live_server: LiveServer, ctx_a: TenantContext) -> 
             confirmed = _data(await client.call_tool("confirm_fact", {"fact_id": fact["fact"]["id"]}))
             assert confirmed["confirmation_count"] >= 1
         await tools.aclose()
+
+    anyio.run(scenario)
+
+
+def test_the_verification_loop_lists_confirms_and_corrects(live_server: LiveServer, ctx_a: TenantContext) -> None:
+    with EngramClient(live_server.url, ctx_a.raw_key) as api:
+
+        def write(attribute: str, value: str, confidence: float = 0.9) -> str:
+            return api.facts.upsert(
+                subject="v1", entity="v1", attribute=attribute, value=value,
+                statement=f"v1's {attribute} is {value}.", confidence=confidence,
+            )["fact"]["id"]  # fmt: skip
+
+        city, email = write("city", "Lyon"), write("email", "v1@example.org")
+        plan, pet = write("plan", "Team", 0.2), write("pets", "a cat", 0.3)
+    with tenant_scope(ctx_a.tenant):
+        Fact.objects.for_tenant(ctx_a.tenant).filter(pk=city).update(
+            last_confirmed_at=timezone.now() - timedelta(days=400)
+        )
+    writer_key = api_key_create(tenant=ctx_a.tenant, name="agent", scopes=("read", "write")).raw
+
+    async def scenario() -> None:
+        admin_tools, agent_tools = EngramTools(live_server.url, ctx_a.raw_key), EngramTools(live_server.url, writer_key)
+        async with Client(build_server(admin_tools)) as admin, Client(build_server(agent_tools)) as agent:
+            listed = {f["id"]: f for f in _data(await agent.call_tool("facts_to_confirm", {"subject": "v1"}))["facts"]}
+            assert set(listed) == {city, plan, pet} and email not in listed
+            assert listed[city]["why"].startswith("not confirmed since")
+            assert listed[plan]["why"].startswith("pending review")
+
+            # The subject moved: the new city supersedes the old one, which stays as history.
+            moved = _data(await agent.call_tool("correct_fact", {"fact_id": city, "value": "Paris"}))
+            assert (moved["fact"]["value"], moved["fact"]["status"], moved["previous_status"]) == (
+                "Paris",
+                "active",
+                "superseded",
+            )
+            assert moved["fact"]["statement"] == "v1's city is Paris."
+            # Never true: the extracted value is retracted and the right one takes its place.
+            wrong = _data(
+                await agent.call_tool(
+                    "correct_fact",
+                    {"fact_id": plan, "value": "Enterprise", "statement": "v1 is on Enterprise.", "was_wrong": True},
+                )
+            )
+            assert (wrong["fact"]["value"], wrong["fact"]["status"], wrong["previous_status"]) == (
+                "Enterprise",
+                "active",
+                "retracted",
+            )
+            # A pending fact confirmed with a key that may not review stays pending, and says so.
+            waiting = _data(await agent.call_tool("confirm_fact", {"fact_id": pet}))
+            assert (waiting["status"], waiting["needs_review"]) == ("pending_review", True)
+            approved = _data(await admin.call_tool("confirm_fact", {"fact_id": pet}))
+            assert (approved["status"], approved["needs_review"]) == ("active", False)
+
+            left = _data(await agent.call_tool("facts_to_confirm", {"subject": "v1"}))
+            assert left["facts"] == []
+            missing = await agent.call_tool("correct_fact", {"fact_id": str(uuid.uuid4()), "value": "x"})
+            assert missing.is_error and "404" in missing.content[0].text
+        await admin_tools.aclose()
+        await agent_tools.aclose()
 
     anyio.run(scenario)
 

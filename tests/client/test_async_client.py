@@ -25,6 +25,10 @@ def test_async_client_round_trip(live_server: LiveServer, ctx_a: TenantContext) 
                 subject="u9", entity="u9", attribute="editor", value="neovim", statement="u9 uses neovim."
             )
             assert fact["action"] == "created"
+            alias = await engram.aliases.set("nvim", "neovim")
+            assert alias["alias"]["entity"] == "neovim"
+            assert [a["alias"] async for a in engram.aliases.iter()] == ["nvim"]
+            assert (await engram.facts.list(needs_confirmation=True)).results == []
             ctx = await engram.context("u9", query="which editor?", max_tokens=800)
             assert "neovim" in ctx["prompt"] and ctx["tokens"]["total"] <= 800
             feedback = await engram.feedback(ctx["trace_id"], used_item_ids=context_item_ids(ctx)[:1])

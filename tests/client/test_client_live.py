@@ -139,6 +139,33 @@ def test_facts_write_search_confirm_history_retract(engram: EngramClient) -> Non
     assert {f["value"] for f in every} == {"PostgreSQL 15", "PostgreSQL 16"}
 
 
+def test_facts_needing_confirmation_and_entity_aliases(engram: EngramClient, engram_b: EngramClient) -> None:
+    pending = engram.facts.upsert(
+        subject="u1", entity="u1", attribute="plan", value="Team", statement="u1 is on the Team plan.",
+        confidence=0.2,
+    )  # fmt: skip
+    settled = engram.facts.upsert(subject="u1", entity="u1", attribute="city", value="Lyon", statement="In Lyon.")
+    listed = engram.facts.list(needs_confirmation=True, subject="u1").results
+    assert [f["id"] for f in listed] == [pending["fact"]["id"]]
+    assert settled["fact"]["id"] not in {f["id"] for f in engram.facts.iter(needs_confirmation=True)}
+
+    engram.facts.upsert(subject="u1", entity="Mel", attribute="city", value="Oslo", statement="Mel lives in Oslo.")
+    result = engram.aliases.set("Mel", "Melanie")
+    assert (result["action"], result["facts_moved"]) == ("created", 1)
+    assert (result["alias"]["alias"], result["alias"]["entity"], result["alias"]["source"]) == (
+        "mel",
+        "melanie",
+        "operator",
+    )
+    assert [a["id"] for a in engram.aliases.iter(entity="Melanie")] == [result["alias"]["id"]]
+    assert [f["value"] for f in engram.facts.list(entity="mel").results] == ["Oslo"]
+    assert engram_b.aliases.list().results == []
+    with pytest.raises(NotFoundError):
+        engram_b.aliases.delete(result["alias"]["id"])
+    assert engram.aliases.delete(result["alias"]["id"])["alias"] == "mel"
+    assert engram.aliases.list().results == []
+
+
 def test_context_then_feedback(engram: EngramClient) -> None:
     engram.episodes.append(
         _turns("u1", "s-ctx", "Our billing plan is the Team plan.", "Noted, the Team plan.")  # type: ignore[arg-type]

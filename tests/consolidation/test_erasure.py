@@ -9,7 +9,8 @@ from django.apps import apps
 
 from consolidation import erasure, lifecycle, services
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus, RunTrigger
-from episodic.models import Episode, Session
+from episodic.aliases import entity_alias_learn, entity_alias_put
+from episodic.models import EntityAlias, Episode, Session
 from episodic.scratchpad import scratchpad_get, scratchpad_put
 from procedural.models import Procedure, ProcedureOutcome
 from router.models import ContextFeedback, ContextTrace
@@ -67,6 +68,9 @@ def seed_everywhere(tenant, subject: str, *, archived: bool = True) -> dict[str,
             actor=actor,
         )
         scratchpad_put(tenant=tenant, session_external_id=session.external_id, document={"plan": [subject]})
+        # A nickname learned from the subject's conversation is the subject's; an operator's alias is not.
+        assert entity_alias_learn(tenant=tenant, alias="Mel", entity="Melanie", subject=subject, episode_id=e1.id)
+        entity_alias_put(tenant=tenant, alias="AWS", entity="Amazon Web Services")
         trace = ContextTrace.objects.create(
             tenant=tenant, subject=subject, session=session.external_id, query="what db?", policy="heuristic"
         )
@@ -139,6 +143,7 @@ def test_erasure_of_a_subject_seeded_everywhere_leaves_zero_rows_and_others_unto
         "archives",
         "idempotency_records",
         "consolidation_runs",
+        "entity_aliases",
     }
     assert {k for k, v in before.items() if v} >= expected_nonzero, before
     other_before = erasure.locate(tenant=tenant_a, subject=OTHER)
@@ -165,6 +170,10 @@ def test_erasure_of_a_subject_seeded_everywhere_leaves_zero_rows_and_others_unto
         assert not FactChange.objects.for_tenant(tenant_a).filter(source_episode_ids__overlap=erased_ids).exists()
         assert not ConsolidationRun.objects.for_tenant(tenant_a).filter(subject=SUBJECT).exists()
         assert all(SUBJECT not in m.subjects for m in ArchiveManifest.objects.for_tenant(tenant_a))
+        assert set(EntityAlias.objects.for_tenant(tenant_a).values_list("alias", "subject")) == {
+            ("mel", OTHER),
+            ("aws", ""),
+        }
     assert scratchpad_get(tenant=tenant_a, session_external_id=f"{SUBJECT}-s1") is None
     assert all(SUBJECT not in str(r) for r in lifecycle.iter_archive_rows(tenant=tenant_a))
     # Other subjects and other tenants untouched, but for the erased subject's link to the shared fact.
@@ -188,6 +197,7 @@ def test_subject_export_has_every_layer_including_archives(tenant_a) -> None:
     assert {r["content"] for r in data["archives"]} == {"I live in Porto."}
     assert len(data["episodes"]) == 2 and data["sessions"] and data["facts"] and data["scratchpads"]
     assert data["context_traces"][0]["query"] == "what db?"
+    assert [(a["alias"], a["entity"], a["source"]) for a in data["entity_aliases"]] == [("mel", "melanie", "learned")]
     assert all(r["subject"] == SUBJECT for r in data["episodes"])
 
 

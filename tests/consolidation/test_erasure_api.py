@@ -104,6 +104,8 @@ def seed_through_the_api(api: Any, tenant: Any, capture: Any, subject: str) -> d
                 "occurred_at": (now - timedelta(days=400)).isoformat(),
             },
             {"subject": subject, "session": s2, "role": "user", "content": "Draft the plan."},
+            # A nickname learned from the subject's own words (entity_aliases).
+            {"subject": subject, "session": s1, "role": "user", "content": "My sister Joanna (Jo) visits in May."},
         ],
         key=f"{subject}-e-1",
     )

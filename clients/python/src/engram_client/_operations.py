@@ -214,12 +214,15 @@ def facts_list(
     category: str | None = None,
     status: str | None = None,
     as_of: Timestamp | None = None,
+    needs_confirmation: bool | None = None,
     limit: int | None = None,
     cursor: str | None = None,
 ) -> Call[Page[m.Fact]]:
+    """`needs_confirmation=True`: the facts to put to the subject again (not confirmed within their
+    category's horizon, or waiting in pending_review)."""
     params = _body(
         subject=subject, entity=entity, attribute=attribute, category=category, status=status,
-        as_of=as_of, limit=limit, cursor=cursor,
+        as_of=as_of, needs_confirmation=needs_confirmation, limit=limit, cursor=cursor,
     )  # fmt: skip
     return Call("GET", "/v1/facts", params=params, parse=_page)
 
@@ -290,6 +293,30 @@ def facts_search(
 
 def entity_graph(entity: str, *, depth: int | None = None) -> Call[m.EntityGraph]:
     return Call("GET", f"/v1/entities/{_seg(entity)}/graph", params={"depth": depth})
+
+
+def entity_aliases_list(
+    *,
+    entity: str | None = None,
+    alias: str | None = None,
+    source: m.AliasSource | None = None,
+    subject: str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> Call[Page[m.EntityAlias]]:
+    params = _body(entity=entity, alias=alias, source=source, subject=subject, limit=limit, cursor=cursor)
+    return Call("GET", "/v1/entities/aliases", params=params, parse=_page)
+
+
+def entity_alias_set(alias: str, entity: str, *, idempotency_key: str | None = None) -> Call[m.EntityAliasSetResult]:
+    """An operator's alias (admin scope): `alias` names `entity`; the facts filed under it move."""
+    return Call(
+        "POST", "/v1/entities/aliases", json={"alias": alias, "entity": entity}, idempotency_key=idempotency_key
+    )
+
+
+def entity_alias_delete(alias_id: int) -> Call[m.EntityAlias]:
+    return Call("DELETE", f"/v1/entities/aliases/{int(alias_id)}")
 
 
 # Procedures -----------------------------------------------------------------------------------

@@ -110,6 +110,15 @@ class Facts(_SyncResource):
     graph = _sync(ops.entity_graph)
 
 
+class Aliases(_SyncResource):
+    """Entity aliases: `list`, `iter`, `set(alias, entity)` (admin scope), `delete(alias_id)`."""
+
+    list = _sync(ops.entity_aliases_list)
+    iter = _sync_iter(ops.entity_aliases_list)
+    set = _sync(ops.entity_alias_set)
+    delete = _sync(ops.entity_alias_delete)
+
+
 class Procedures(_SyncResource):
     list = _sync(ops.procedures_list)
     iter = _sync_iter(ops.procedures_list)
@@ -162,6 +171,7 @@ class EngramClient:
         self.sessions = Sessions(self)
         self.scratchpads = Scratchpads(self)
         self.facts = Facts(self)
+        self.aliases = Aliases(self)
         self.procedures = Procedures(self)
         self.traces = Traces(self)
         self.subjects = Subjects(self)
@@ -260,6 +270,13 @@ class AsyncFacts(_AsyncResource):
     graph = _async(ops.entity_graph)
 
 
+class AsyncAliases(_AsyncResource):
+    list = _async(ops.entity_aliases_list)
+    iter = _async_iter(ops.entity_aliases_list)
+    set = _async(ops.entity_alias_set)
+    delete = _async(ops.entity_alias_delete)
+
+
 class AsyncProcedures(_AsyncResource):
     list = _async(ops.procedures_list)
     iter = _async_iter(ops.procedures_list)
@@ -316,6 +333,7 @@ class AsyncEngramClient:
         self.sessions = AsyncSessions(self)
         self.scratchpads = AsyncScratchpads(self)
         self.facts = AsyncFacts(self)
+        self.aliases = AsyncAliases(self)
         self.procedures = AsyncProcedures(self)
         self.traces = AsyncTraces(self)
         self.subjects = AsyncSubjects(self)

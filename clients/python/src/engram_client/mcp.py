@@ -6,8 +6,9 @@ Over stdio the key is given once when the server starts (`--api-key` or ENGRAM_A
 streamable HTTP every request carries its own `Authorization: Bearer <api key>`, checked against
 Engram before the MCP layer sees the request.
 
-Tools: remember (store an episode), recall (the budgeted context), search_facts, confirm_fact,
-forget_subject (erasure request), record_outcome (feedback on a recall and/or a procedure's outcome).
+Tools: remember (store an episode), recall (the budgeted context), search_facts, the verification loop
+(facts_to_confirm, confirm_fact, correct_fact), forget_subject (erasure request), record_outcome
+(feedback on a recall and/or a procedure's outcome).
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ from typing import Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from engram_client import APIError, AsyncEngramClient, AuthenticationError, EngramError
+from engram_client import (
+    APIError,
+    AsyncEngramClient,
+    AuthenticationError,
+    EngramError,
+    PermissionDeniedError,
+)
+from engram_client.models import Fact
 
 Outcome = Literal["success", "failure", "unknown"]
 AUTH_CACHE_SECONDS = 60.0
@@ -31,7 +39,12 @@ INSTRUCTIONS = """Engram is this agent's long-term memory, shared across convers
   known (rules to follow, facts, recent activity) within a token budget, with a trace_id.
 - After a turn, call `remember` for what the user said (and what you did), so it can be recalled later.
 - After using a recall, call `record_outcome` with its trace_id and the item ids you used.
-- `search_facts` finds facts; `confirm_fact` marks one as still true; `forget_subject` erases a subject."""
+- `search_facts` finds facts; `forget_subject` erases a subject.
+- `facts_to_confirm` lists what Engram is no longer sure of about a subject: ask the user when it fits
+  the conversation, then `confirm_fact` (still true) or `correct_fact` (the right value)."""
+
+# A value the subject stated themselves when correcting a fact.
+CORRECTION_CONFIDENCE = 0.9
 
 
 def _tool_error(exc: EngramError) -> ToolError:
@@ -39,6 +52,19 @@ def _tool_error(exc: EngramError) -> ToolError:
         where = "; ".join(f"{e.get('pointer')}: {e.get('detail')}" for e in exc.errors[:5])
         return ToolError(f"Engram answered {exc.status} {exc.title}: {where or exc.detail}")
     return ToolError(f"Engram is unreachable: {exc}")
+
+
+def _why_unsure(fact: Fact) -> str:
+    if fact["status"] == "pending_review":
+        return "pending review: the evidence for it was weak or conflicting"
+    return f"not confirmed since {fact['last_confirmed_at'][:10]}"
+
+
+def _restated(fact: Fact, value: str) -> str:
+    """The old statement with the new value in place of the old one, or a plain one."""
+    if fact["value"] and fact["value"] in fact["statement"]:
+        return fact["statement"].replace(fact["value"], value)
+    return f"{fact['entity']}'s {fact['attribute'].replace('_', ' ')} is {value}."
 
 
 def _bearer(headers: Any) -> str | None:
@@ -170,9 +196,41 @@ class EngramTools:
             ]
         }
 
-    async def confirm_fact(self, ctx: Context | None, *, fact_id: str) -> dict[str, Any]:
+    async def facts_to_confirm(self, ctx: Context | None, *, subject: str, limit: int = 20) -> dict[str, Any]:
         try:
-            fact = await self.client_for(ctx).facts.confirm(fact_id)
+            page = await self.client_for(ctx).facts.list(subject=subject, needs_confirmation=True, limit=limit)
+        except EngramError as exc:
+            raise _tool_error(exc) from exc
+        return {
+            "facts": [
+                {
+                    "id": f["id"],
+                    "statement": f["statement"],
+                    "entity": f["entity"],
+                    "attribute": f["attribute"],
+                    "value": f["value"],
+                    "confidence": f["confidence"],
+                    "status": f["status"],
+                    "last_confirmed_at": f["last_confirmed_at"],
+                    "why": _why_unsure(f),
+                }
+                for f in page.results
+            ]
+        }
+
+    async def confirm_fact(self, ctx: Context | None, *, fact_id: str) -> dict[str, Any]:
+        """A fact waiting in review is approved when the key may review (admin scope); otherwise it
+        is confirmed, which raises its confidence, and stays waiting for an operator."""
+        client = self.client_for(ctx)
+        try:
+            fact = await client.facts.get(fact_id)
+            if fact["status"] == "pending_review":
+                try:
+                    fact = await client.facts.review(fact_id, approve=True, reason="confirmed by the subject")
+                except PermissionDeniedError:
+                    fact = await client.facts.confirm(fact_id)
+            else:
+                fact = await client.facts.confirm(fact_id)
         except EngramError as exc:
             raise _tool_error(exc) from exc
         return {
@@ -181,6 +239,54 @@ class EngramTools:
             "confidence": fact["confidence"],
             "confirmation_count": fact["confirmation_count"],
             "status": fact["status"],
+            "needs_review": fact["status"] == "pending_review",
+        }
+
+    async def correct_fact(
+        self,
+        ctx: Context | None,
+        *,
+        fact_id: str,
+        value: str,
+        statement: str | None = None,
+        was_wrong: bool = False,
+    ) -> dict[str, Any]:
+        """The right value, written as a new fact of the same entity and attribute (POST /v1/facts).
+        The value changed (default): it holds from now on, and the old one is history (superseded; a
+        value of a multi-valued attribute, or one waiting in review, is retracted). It was never true
+        (`was_wrong`): the right value holds since the old one was observed, and the old one is
+        retracted, out of history."""
+        client = self.client_for(ctx)
+        try:
+            old = await client.facts.get(fact_id)
+            written = await client.facts.upsert(
+                subject=old["subject"],
+                entity=old["entity"],
+                attribute=old["attribute"],
+                value=value,
+                statement=statement or _restated(old, value),
+                category=old["category"],
+                confidence=max(old["confidence"], CORRECTION_CONFIDENCE),
+                valid_from=old["valid_from"] if was_wrong else None,
+                cardinality=old["cardinality"],
+            )
+            previous = await client.facts.get(fact_id)
+            if written["fact"]["id"] != fact_id and (was_wrong or previous["status"] in ("active", "pending_review")):
+                reason = f"corrected to {value!r}" + ("" if was_wrong else " (changed)")
+                previous = await client.facts.retract(fact_id, reason=reason)
+        except EngramError as exc:
+            raise _tool_error(exc) from exc
+        fact = written["fact"]
+        return {
+            "action": written["action"],
+            "fact": {
+                "id": fact["id"],
+                "statement": fact["statement"],
+                "value": fact["value"],
+                "status": fact["status"],
+            },
+            "previous_id": fact_id,
+            "previous_status": previous["status"],
         }
 
     async def forget_subject(self, ctx: Context | None, *, subject: str, reason: str = "") -> dict[str, Any]:
@@ -284,9 +390,28 @@ def build_server(tools: EngramTools) -> MCPServer:
     ) -> dict[str, Any]:
         return await tools.search_facts(ctx, query=query, subject=subject, entity=entity, category=category, k=k)
 
-    @server.tool(description="Confirm that a fact is still true (raises its confidence, resets its decay).")
+    @server.tool(
+        description="The facts about a subject that Engram is no longer sure of (not confirmed for a while, or "
+        "with weak or conflicting evidence), each with why: ask the user, then confirm_fact or correct_fact."
+    )
+    async def facts_to_confirm(subject: str, ctx: Context, limit: int = 20) -> dict[str, Any]:
+        return await tools.facts_to_confirm(ctx, subject=subject, limit=limit)
+
+    @server.tool(
+        description="Confirm that a fact is still true (raises its confidence, resets its decay; a fact waiting "
+        "for review is approved when this key may review, else needs_review stays true)."
+    )
     async def confirm_fact(fact_id: str, ctx: Context) -> dict[str, Any]:
         return await tools.confirm_fact(ctx, fact_id=fact_id)
+
+    @server.tool(
+        description="Correct a fact with the right value (and optionally the sentence saying it). By default the "
+        "value changed and the old one becomes history; was_wrong=true when the old value was never true."
+    )
+    async def correct_fact(
+        fact_id: str, value: str, ctx: Context, statement: str | None = None, was_wrong: bool = False
+    ) -> dict[str, Any]:
+        return await tools.correct_fact(ctx, fact_id=fact_id, value=value, statement=statement, was_wrong=was_wrong)
 
     @server.tool(description="Erase everything held about a subject (an erasure request, carried out by Engram).")
     async def forget_subject(subject: str, ctx: Context, reason: str = "") -> dict[str, Any]:

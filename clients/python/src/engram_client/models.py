@@ -182,6 +182,29 @@ class EntityGraph(TypedDict):
     truncated: bool
 
 
+AliasSource = Literal["operator", "learned"]
+
+
+class EntityAlias(TypedDict):
+    """`alias` names `entity`: an operator's for the whole tenant, or learned for `subject`."""
+
+    id: int
+    alias: str
+    entity: str
+    source: AliasSource
+    subject: str
+    source_episode_id: int | None
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class EntityAliasSetResult(TypedDict):
+    action: Literal["created", "updated", "unchanged"]
+    alias: EntityAlias
+    facts_moved: int
+
+
 class Procedure(TypedDict):
     id: int
     lineage: str
