@@ -64,6 +64,13 @@ class ContextApi(TenantAPIView):
         as_of = serializers.DateTimeField(required=False, allow_null=True, default=None)
         format = serializers.ChoiceField(choices=FORMATS, required=False, default="markdown")
         session_kind = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
+        now = serializers.DateTimeField(
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="The moment that time phrases in the query ('last week', 'in May') are resolved "
+            "against; default: as_of, else the server's time.",
+        )
 
         def validate_budgets(self, value: dict[str, int]) -> dict[str, int]:
             unknown = sorted(set(value) - set(BUDGET_KEYS))
@@ -115,6 +122,7 @@ class ContextApi(TenantAPIView):
                 as_of=v["as_of"],
                 format=v["format"],
                 session_kind=v["session_kind"],
+                now=v["now"],
             ),
         )
         return Response(context_body(result))

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from django.conf import settings
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from core.embedding import embed_in_background
@@ -30,6 +31,7 @@ from router import selectors as router_selectors
 from router.packing import line_tokens, said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
+from router.timeframe import Timeframe, timeframe
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
 from semantic.models import FactOrigin
 from semantic.selectors import fact_search_rows, facts_for_subject
@@ -113,6 +115,9 @@ class HeuristicWeights:
     update_relevance: float = 0.5
     update_similarity: float = 0.3
     update_pool: int = 8
+    # A time phrase in the query ("last week", "in May 2023"; router.timeframe): history outside the
+    # window it names keeps this share of its relevance, when some of the pool is inside it.
+    time_outside_factor: float = 0.5
     # Search depth: about one candidate per this many tokens of episodic budget, within bounds.
     tokens_per_candidate: int = 12
     min_candidates: int = 30
@@ -221,6 +226,22 @@ def settle_episodes(items: list[Candidate], w: HeuristicWeights) -> list[Candida
         for turn in of_session:
             turn.covers = turn.covers | {item.id}
     return kept
+
+
+def query_timeframe(request: ContextRequest) -> Timeframe | None:
+    """The window a time phrase of the query names, resolved against the request's `now`, else its
+    `as_of`, else the server's time (router.timeframe)."""
+    if not request.query.strip():
+        return None
+    return timeframe(request.query, request.now or request.as_of or timezone.now())
+
+
+def facts_as_of(request: ContextRequest, frame: Timeframe | None) -> datetime | None:
+    """The moment facts are read at: the request's `as_of`; else, when the query names a time that is
+    over ("last year", "in May 2023"), its end, so that what was true then is served."""
+    if request.as_of is not None or frame is None or frame.end is None:
+        return request.as_of
+    return frame.end if frame.end <= (request.now or timezone.now()) else None
 
 
 class HeuristicPolicy:
@@ -359,7 +380,7 @@ class HeuristicPolicy:
                 query=request.query,
                 subject=request.subject,
                 k=50,
-                as_of=request.as_of,
+                as_of=facts_as_of(request, query_timeframe(request)),
                 query_embedding=embedding,
             )
             scored = [
@@ -543,7 +564,7 @@ class HeuristicPolicy:
         )
         if not hits:
             return out + self._latest(tenant=tenant, request=request, seen_hashes=seen_hashes)
-        relevance = self.relevance(request.query, hits)
+        relevance = self.relevance(request.query, hits, frame=query_timeframe(request))
         anchors = sorted(hits, key=lambda h: (-relevance[h.row.passage_id], h.row.passage_id))[: self.w.neighbour_hits]
         neighbours = router_selectors.passage_neighbours(
             tenant=tenant, passage_ids=[h.row.passage_id for h in anchors], until=request.as_of
@@ -639,7 +660,9 @@ class HeuristicPolicy:
             item.score_parts["earlier_than"] = float(update.sources[0].episode_id)
             item.score_parts["update_similarity"] = round(sim, 6)
 
-    def relevance(self, query: str, hits: Sequence[router_selectors.EpisodeHit]) -> dict[int, float]:
+    def relevance(
+        self, query: str, hits: Sequence[router_selectors.EpisodeHit], *, frame: Timeframe | None = None
+    ) -> dict[int, float]:
         """Each hit's relevance in [0, 1], by passage id. BM25 over the pool (router.rerank) relative to
         the best, plus the vector similarity scaled to the pool's range, weighted; then scaled down for
         lines by other speakers than the one the query names, and by the standing of the line's
@@ -663,6 +686,12 @@ class HeuristicPolicy:
                 value *= w.other_speaker_factor
             # The fused rank breaks ties between hits with the same parts.
             raw[h.row.passage_id] = max(value, 0.0) + 1e-4 * h.score
+        # A time the query names: history outside it yields to history inside it, when there is some
+        # (before the sessions' standing, so that the sessions of that time stand higher).
+        if frame is not None and any(frame.contains(h.row.occurred_at) for h in hits):
+            for h in hits:
+                if not frame.contains(h.row.occurred_at):
+                    raw[h.row.passage_id] *= w.time_outside_factor
         standing = session_standing(
             ((h.row.session or f"#{h.row.id}", raw[h.row.passage_id]) for h in hits), top=w.session_top
         )

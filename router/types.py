@@ -51,6 +51,8 @@ class ContextRequest:
     as_of: datetime | None = None
     format: str = "markdown"
     session_kind: str = ""
+    # The moment time phrases in the query are resolved against ("last week"); None: as_of, else now.
+    now: datetime | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,7 @@ class ContextRequest:
             "as_of": self.as_of.isoformat() if self.as_of else None,
             "format": self.format,
             "session_kind": self.session_kind,
+            "now": self.now.isoformat() if self.now else None,
         }
 
 
