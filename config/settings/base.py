@@ -175,7 +175,10 @@ ENGRAM: dict[str, Any] = {
     # How long a scratchpad's shadow outlives the scratchpad, for the expiry sweep to summarise it.
     "SCRATCHPAD_SHADOW_GRACE_SECONDS": env.int("ENGRAM_SCRATCHPAD_SHADOW_GRACE_SECONDS", default=3 * 24 * 3600),
     # Pluggable parts, named by dotted path.
-    "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.MiniLMEmbedder"),
+    "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.OnnxMiniLMEmbedder"),
+    # The ONNX file that `manage.py export_embedding_model` writes and OnnxMiniLMEmbedder reads.
+    "EMBEDDING_ONNX": env.str("ENGRAM_EMBEDDING_ONNX", default="")
+    or str(BASE_DIR / ".data" / "models" / "all-MiniLM-L6-v2.onnx"),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
     # Helper threads per process for reads beside the request (tenants.readers); 0 reads in line.
