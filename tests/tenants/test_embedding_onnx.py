@@ -115,15 +115,17 @@ def test_a_long_text_is_cut_at_the_models_256_tokens_as_torch_cuts_it(
     assert (got[2:] * want).sum(axis=1).min() >= MIN_COSINE
 
 
-def test_a_text_alone_gets_the_vector_it_gets_in_a_batch(onnx_path: Path) -> None:
-    # Small batches: the texts are sorted by length into several and must come back in their order.
-    engine = OnnxMiniLMEmbedder(batch_size=4, path=onnx_path)
+def test_a_text_alone_gets_the_vector_it_gets_in_a_batch(onnx_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small runs on two threads: the texts are sorted by length into several and must come back in order.
+    monkeypatch.setenv("ENGRAM_EMBED_THREADS", "2")
+    engine = OnnxMiniLMEmbedder(run_tokens=48, path=onnx_path)
     texts = [*OTHER_LANGUAGES, *ODD, "the printer jams on tray two " * 60, "where did I park the car?"]
     together = engine.embed(texts)
     for text, row in zip(texts, together, strict=True):
         alone = engine.embed([text])
         assert alone.shape == (1, embedding.EMBEDDING_DIM)
         assert np.abs(alone[0] - row).max() < 1e-5, text
+    assert engine._runners is not None
 
 
 def test_without_the_file_the_torch_engine_serves_and_says_so_once(
