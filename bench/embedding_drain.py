@@ -3,12 +3,16 @@
     set -a && . .data/engram.env && set +a
     .venv/bin/python bench/embedding_drain.py                  # 2,000 LoCoMo turns, batches of 64
     .venv/bin/python bench/embedding_drain.py --episodes 5882 --batch 128
+    .venv/bin/python bench/embedding_drain.py --long           # long-turn LoCoMo episodes (400-800 tokens)
+    ENGRAM_EMBEDDER=core.embedding.MiniLMEmbedder .venv/bin/python bench/embedding_drain.py   # the torch engine
 
-Stores --episodes LoCoMo turns through episodes_append in a scratch tenant of a scratch database
+Stores --episodes LoCoMo turns (with --long: episodes of the long-turn variant, each cut into passages
+when written) through episodes_append in a scratch tenant of a scratch database
 (engram_bench_episodic, dropped at the end unless --keep), then times `embed_pending` (the body of
-the `embed_backlog_for_tenant` task: claim a batch with SKIP LOCKED, embed, write back, commit) until
-the backlog is empty. Torch uses ENGRAM_TORCH_THREADS threads (2 by default). Prints a table and
-writes the `drain` section of docs/benchmarks/episodic.md.
+the `embed_backlog_for_tenant` task: claim a batch of passages with SKIP LOCKED, embed, write back,
+give finished episodes their vector, commit) until the backlog is empty. The engine is the configured
+one (ENGRAM_EMBEDDER; the ONNX engine by default) on ENGRAM_EMBED_THREADS threads (2 by default).
+Prints a table and writes the `drain` (or `drain-long`) section of docs/benchmarks/episodic.md.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ def main() -> None:
     parser.add_argument("--db", default="engram_bench_episodic")
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--long", action="store_true", help="long-turn episodes instead of single turns")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     command = "set -a && . .data/engram.env && set +a && .venv/bin/python bench/embedding_drain.py " + " ".join(
@@ -42,14 +47,20 @@ def main() -> None:
     ingest.prepare_db(args.db)
     tenant, _ = ingest.scratch_tenant("drain")
 
-    from core.embedding import get_embedder
+    from core.embedding import embedding_threads, get_embedder
+    from episodic.models import Passage
     from episodic.selectors import embedding_backlog
     from episodic.services import episodes_append
     from episodic.tasks import embed_pending
     from tenants.scope import tenant_scope
 
     embedder = get_embedder()
-    turns = ingest.locomo_turns()[: args.episodes]
+    if args.long:
+        from router.evaluation import build_long, load_locomo
+
+        turns = [(t.speaker, t.text) for c in build_long(load_locomo(ingest.LOCOMO)) for t in c.turns][: args.episodes]
+    else:
+        turns = ingest.locomo_turns()[: args.episodes]
     base = datetime(2024, 1, 1, tzinfo=UTC)
     for start in range(0, len(turns), 500):
         items = [
@@ -66,14 +77,15 @@ def main() -> None:
             episodes_append(tenant=tenant, items=items)
     with tenant_scope(tenant):
         pending = embedding_backlog(tenant=tenant)
+        passages_pending = Passage.objects.for_tenant(tenant).filter(embedding__isnull=True).count()
 
     load_started = time.perf_counter()
     embedder.embed(["warm-up"])  # model load is a one-off per worker process, reported apart
     load_seconds = time.perf_counter() - load_started
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     report = embed_pending(tenant=tenant, batch_size=args.batch, max_batches=10**6)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     with tenant_scope(tenant):
         left = embedding_backlog(tenant=tenant)
     if not args.keep:
@@ -82,30 +94,43 @@ def main() -> None:
         connections.close_all()
         ingest.drop_db(args.db)
 
-    per_episode_ms = [s / args.batch * 1000 for s in report.batch_seconds[:-1]] or [0.0]
+    per_passage_ms = [s / args.batch * 1000 for s in report.batch_seconds[:-1]] or [0.0]
+    engine = type(embedder).__name__
+    if getattr(embedder, "fallback", None) is not None:
+        engine += " (no ONNX file: torch fallback)"
     rows = {
+        "episodes stored": len(turns),
         "episodes pending before": pending,
-        "episodes embedded": report.embedded,
-        "left afterwards": left,
-        "batch size": args.batch,
+        "passages pending before": passages_pending,
+        "passages embedded": report.embedded,
+        "episodes given their vector": report.episodes,
+        "episodes left afterwards": left,
+        "batch size (passages)": args.batch,
         "batches": report.batches,
-        "drain rate (episodes/s)": f"{report.embedded / elapsed:.1f}",
+        "drain rate (passages/s)": f"{report.embedded / elapsed:.1f}",
+        "drain rate (episodes/s)": f"{report.episodes / elapsed:.1f}",
         "wall time (s)": f"{elapsed:.1f}",
         "batch time p50 (ms)": f"{statistics.median(report.batch_seconds) * 1000:.0f}",
         "batch time p95 (ms)": f"{ingest.percentile(report.batch_seconds, 0.95) * 1000:.0f}",
-        "per episode p50 (ms, full batches)": f"{statistics.median(per_episode_ms):.2f}",
+        "per passage p50 (ms, full batches)": f"{statistics.median(per_passage_ms):.2f}",
+        "CPU of this process (s; PostgreSQL's apart)": f"{cpu:.1f}",
+        "CPU per passage (ms)": f"{cpu / max(1, report.embedded) * 1000:.1f}",
+        "passages/s that 2 free cores' CPU buys": f"{2 * report.embedded / cpu:.0f}" if cpu else "-",
         "model load, once per worker (s)": f"{load_seconds:.1f}",
         "embedder": getattr(embedder, "name", type(embedder).__name__),
-        "torch threads": os.environ.get("ENGRAM_TORCH_THREADS", "2"),
+        "engine": engine,
+        "embedding threads": embedding_threads(),
         "load average at the end (2 cores, shared)": f"{os.getloadavg()[0]:.1f}",
     }
+    kind = "long-turn LoCoMo episodes (400-800 tokens, cut into passages)" if args.long else "LoCoMo turns"
     lines = [
-        "## Embedding backlog drain (worker, real model)",
+        "## Embedding backlog drain (worker, real model)" + (": long turns" if args.long else ""),
         "",
         f"Command: `{command.strip()}`",
         "",
-        f"LoCoMo turns stored through episodes_append, then drained by `embed_pending` (the task body) with "
-        f"{rows['embedder']} on the CPU, torch on ENGRAM_TORCH_THREADS threads. Measured on {datetime.now(UTC).date().isoformat()}.",
+        f"{kind[0].upper()}{kind[1:]} stored through episodes_append, then drained by `embed_pending` (the task body) with "
+        f"{rows['embedder']} on the CPU ({engine}, {rows['embedding threads']} threads). Measured on "
+        f"{datetime.now(UTC).date().isoformat()}.",
         "",
         "| measure | value |",
         "|---|---:|",
@@ -114,7 +139,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     print(json.dumps({k: str(v) for k, v in rows.items()}))
-    ingest.write_section("drain", text)
+    ingest.write_section("drain-long" if args.long else "drain", text)
 
 
 if __name__ == "__main__":

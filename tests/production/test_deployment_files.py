@@ -213,6 +213,35 @@ def test_torch_default_is_the_cpu_build_and_cannot_be_swapped() -> None:
     assert not re.search(r"https?://", text), "no registry host is named in the Dockerfile"
 
 
+def test_image_exports_the_embedding_model_in_a_stage_and_keeps_only_the_file(compose: dict[str, Any]) -> None:
+    steps = _dockerfile()
+    stages = [i for i, (word, _) in enumerate(steps) if word == "FROM"]
+    export_at = next(i for i, (word, rest) in enumerate(steps) if word == "RUN" and "export_embedding_model" in rest)
+    stage_from = steps[max(s for s in stages if s < export_at)][1].split()
+    assert stage_from[-2].upper() == "AS", "the export runs in a named build stage"
+    stage = stage_from[-1]
+    output = re.search(r"--output (\S+)", steps[export_at][1])
+    assert output, "the export names its file"
+    exported = Path(output.group(1))
+    final = max(stages)
+    assert final > export_at, "the image is the stage after the export"
+    copies = [rest.split() for word, rest in steps[final:] if word == "COPY" and rest.startswith(f"--from={stage} ")]
+    assert len(copies) == 1
+    source, target = copies[0][1], copies[0][2]
+    assert Path(source) == exported.parent and target.endswith("/")
+    envs = " ".join(rest for word, rest in steps[final:] if word == "ENV")
+    path = re.search(r"ENGRAM_EMBEDDING_ONNX=(\S+)", envs)
+    assert path and Path(path.group(1)) == Path(target) / exported.name
+    # Read-only to the service user: the file is root's, outside what the image hands to the user.
+    assert not Path(path.group(1)).is_relative_to("/app/.data")
+    user_at = max(i for i, (word, _) in enumerate(steps) if word == "USER")
+    assert steps.index(("COPY", " ".join(copies[0]))) < user_at
+    for name in (*APP_SERVICES, "migrate"):
+        assert "ENGRAM_EMBEDDING_ONNX" not in _env(compose["services"][name]), name
+    # One embedding thread in the web process, whichever engine runs.
+    assert _env(compose["services"]["web"])["ENGRAM_EMBED_THREADS"] == "1"
+
+
 def test_gunicorn_config_writes_a_json_access_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from gunicorn.config import Config
 

@@ -200,10 +200,10 @@ def _flow(api: Any) -> None:
 MODEL_PROBE = r"""
 import django
 django.setup()
-from core.embedding import MiniLMEmbedder, embed_one
-embedder = MiniLMEmbedder()
-embedder.embed(["one text", "and another"])
-embedder.embed(["a single query"])
+from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, embed_one
+for embedder in (MiniLMEmbedder(), OnnxMiniLMEmbedder()):
+    embedder.embed(["one text", "and another"])
+    embedder.embed(["a single query"])
 print("PROBE DONE")
 """
 
