@@ -106,6 +106,16 @@ def vector_component_ok(x: float) -> bool:
     return abs(x) <= MAX_COMPONENT and math.isfinite(x)
 
 
+def unit_vector(values: list[float]) -> list[float] | None:
+    """`values` scaled to length 1, or None for the zero vector, which has no direction. pgvector
+    computes cosine in 32-bit floats, where the squares of huge or tiny components overflow or vanish
+    and the result is NaN; a unit vector's do neither, and scaling leaves cosine unchanged."""
+    norm = math.hypot(*values)
+    if norm == 0.0:
+        return None
+    return [x / norm for x in values]
+
+
 def has_nul(value: Any) -> bool:
     """Whether a JSON value holds a NUL character anywhere (in a key or a string)."""
     return "\\u0000" in json.dumps(value, default=str)
@@ -222,7 +232,10 @@ def _embedding(value: Any, pointer: str, errors: _Errors) -> list[float] | None:
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and vector_component_ok(x) for x in value):
         errors.add(pointer, f"Every component must be a finite number of magnitude at most {MAX_COMPONENT:g}.")
         return None
-    return [float(x) for x in value]
+    unit = unit_vector([float(x) for x in value])
+    if unit is None:
+        errors.add(pointer, "The zero vector has no direction.")
+    return unit
 
 
 def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes") -> list[EpisodeDraft]:
