@@ -197,8 +197,9 @@ def fuzz_section(fuzz: dict, command: str) -> list[str]:  # type: ignore[type-ar
         "in the test suite. It sends, to every /v1/ route the URL resolver knows (methods it answers and",
         "others), raw bodies (not JSON, not UTF-8, nested up to 200,000 deep, lone surrogates and NUL in",
         "keys and values, integers of thousands of digits, every schema field name with values of the wrong",
-        "type), query strings (NUL, altered and over-long cursors, huge numbers), and bad Content-Type,",
-        "Idempotency-Key, If-Match, If-None-Match and Authorization values.",
+        "type, timestamps at the edges of the years 1 and 9999), query strings (NUL, altered and over-long",
+        "cursors, huge numbers), and bad Content-Type, Idempotency-Key, If-Match, If-None-Match and",
+        "Authorization values.",
         "",
         f"**{total} requests, {server_errors} answered 5xx, {len(fuzz['violations'])} violations** "
         f"({fuzz['routes']} routes, {fuzz['seconds']:.0f} s). A violation is a 5xx, a 4xx that is not",

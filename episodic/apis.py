@@ -20,7 +20,7 @@ from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS
 from episodic.models import Episode, EpisodeKind, Outcome, Session
 from episodic.selectors import ScoredEpisode, SessionDetail, episode_list, episode_search, session_detail
 from episodic.services import episodes_append
-from episodic.validation import vector_component_ok
+from episodic.validation import unit_vector, vector_component_ok
 from tenants.api.idempotency import idempotent
 from tenants.api.pagination import CreatedCursorPagination
 from tenants.api.parsers import LimitedJSONParser
@@ -243,7 +243,10 @@ class EpisodeSearchApi(TenantAPIView):
                 )
             if not all(vector_component_ok(x) for x in value):
                 raise serializers.ValidationError("Every component must be a finite number of magnitude at most 1e30.")
-            return value
+            unit = unit_vector(value)
+            if unit is None:
+                raise serializers.ValidationError("The zero vector has no direction.")
+            return unit
 
     class OutputSerializer(serializers.Serializer):
         results = serializers.ListField(child=serializers.DictField())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
@@ -271,11 +272,15 @@ class _Ranking:
         best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
         parts = {
             "text": round(float(text_rank or 0.0), 6),
-            "vector": round(float(self.similarity.get(episode_id, similarity or 0.0)), 6),
+            "vector": round(_finite(self.similarity.get(episode_id, similarity or 0.0)), 6),
             "overlap": round(float(overlap or 0.0), 6),
             "fused": round(fused, 6),
         }
         return round(fused / best, 6), parts
+
+
+def _finite(value: float) -> float:
+    return float(value) if math.isfinite(value) else 0.0
 
 
 def _rank(
@@ -356,6 +361,8 @@ def _rank(
                 .order_by("distance", "-id")
                 .values_list("id", "distance")[:pool]
             )
+        # A stored vector without a direction (zero, or beyond 32-bit floats) has a NaN distance: unrelated.
+        nearest = [(episode_id, distance) for episode_id, distance in nearest if not math.isnan(distance)]
         similarity = {episode_id: 1 - distance for episode_id, distance in nearest}
         _rrf((episode_id for episode_id, _ in nearest), CHANNEL_WEIGHTS["vector"], fused)
 

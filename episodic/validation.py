@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -102,7 +102,18 @@ MAX_COMPONENT = 1e30
 
 
 def vector_component_ok(x: float) -> bool:
-    return math.isfinite(x) and abs(x) <= MAX_COMPONENT
+    # The bound first: math.isfinite overflows on an integer too large for a float.
+    return abs(x) <= MAX_COMPONENT and math.isfinite(x)
+
+
+def unit_vector(values: list[float]) -> list[float] | None:
+    """`values` scaled to length 1, or None for the zero vector, which has no direction. pgvector
+    computes cosine in 32-bit floats, where the squares of huge or tiny components overflow or vanish
+    and the result is NaN; a unit vector's do neither, and scaling leaves cosine unchanged."""
+    norm = math.hypot(*values)
+    if norm == 0.0:
+        return None
+    return [x / norm for x in values]
 
 
 def has_nul(value: Any) -> bool:
@@ -164,6 +175,12 @@ def parse_datetime_aware(value: Any, pointer: str, errors: _Errors) -> datetime 
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         errors.add(pointer, "The timestamp needs a time zone (for example 2024-05-01T12:00:00Z).")
         return None
+    try:
+        # PostgreSQL would store an instant beyond the years 1 to 9999 in UTC, but it could not be read back.
+        parsed.astimezone(UTC)
+    except OverflowError:
+        errors.add(pointer, "Out of range: the instant in UTC must fall within the years 1 to 9999.")
+        return None
     return parsed
 
 
@@ -190,10 +207,17 @@ def _terms(value: Any, pointer: str, errors: _Errors, *, max_chars: int) -> list
 def _number(value: Any, pointer: str, errors: _Errors) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         errors.add(pointer, "Must be a finite number.")
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        errors.add(pointer, "Must be a finite number.")
+        return None
+    return number
 
 
 def _embedding(value: Any, pointer: str, errors: _Errors) -> list[float] | None:
@@ -208,7 +232,10 @@ def _embedding(value: Any, pointer: str, errors: _Errors) -> list[float] | None:
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and vector_component_ok(x) for x in value):
         errors.add(pointer, f"Every component must be a finite number of magnitude at most {MAX_COMPONENT:g}.")
         return None
-    return [float(x) for x in value]
+    unit = unit_vector([float(x) for x in value])
+    if unit is None:
+        errors.add(pointer, "The zero vector has no direction.")
+    return unit
 
 
 def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes") -> list[EpisodeDraft]:

@@ -150,8 +150,24 @@ _chars = st.one_of(
     st.sampled_from(["\x00", "\ud800", "\udfff", "\ud83d", "/", "%", "\n", "\u202e", "\ufeff", "'", '"', "\\"]),
 )
 _text = st.text(_chars, max_size=40) | st.sampled_from(["", " ", "x" * 300, "a/b", "..", "%2F", "null"])
-_huge_int = st.integers(min_value=-(10**40), max_value=10**40) | st.sampled_from([2**63, -(2**63) - 1, 10**4299])
-_scalar = st.one_of(st.none(), st.booleans(), _huge_int, st.integers(-5, 5), st.floats(allow_nan=False), _text)
+_huge_int = st.integers(min_value=-(10**40), max_value=10**40) | st.sampled_from(
+    [2**63, -(2**63) - 1, 10**400, 10**4299]
+)
+# Timestamps at the edges of what Python and PostgreSQL can hold, before and after conversion to UTC.
+_timestamp = st.sampled_from(
+    [
+        "2024-05-01T12:00:00Z",
+        "2024-05-01T12:00:00",
+        "0001-01-01T00:00:00Z",
+        "0001-01-01T00:00:00+14:00",
+        "9999-12-31T23:59:59.999999Z",
+        "9999-12-31T23:59:59-14:00",
+        "10000-01-01T00:00:00Z",
+    ]
+)
+_scalar = st.one_of(
+    st.none(), st.booleans(), _huge_int, st.integers(-5, 5), st.floats(allow_nan=False), _text, _timestamp
+)
 
 
 def _json_values(field_names: list[str]) -> st.SearchStrategy[Any]:

@@ -8,7 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from episodic.models import Episode
+from core.embedding import EMBEDDING_DIM
+from episodic.models import Episode, Passage
 from tenants.scope import tenant_scope
 
 pytestmark = pytest.mark.django_db
@@ -150,3 +151,82 @@ def test_a_format_or_accept_that_names_no_renderer_still_answers_json(api_a) -> 
     response = api_a.get("/v1/tenant?format=-9223372036854775809", HTTP_ACCEPT="text/html")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("outcome_signal", 10**400), ("embedding", [10**400] + [0.0] * (EMBEDDING_DIM - 1))],
+    ids=["outcome_signal", "embedding"],
+)
+def test_an_episode_number_too_large_for_a_float_is_a_400(api_a, tenant_a, field: str, value) -> None:
+    item = {"subject": "s", "session": "t", "content": "c", field: value}
+    body = _is_problem(api_a.post("/v1/episodes", {"episodes": [item]}, format="json"), 400)
+    assert body["errors"][0]["pointer"] == f"/episodes/0/{field}"
+    with tenant_scope(tenant_a):
+        assert Episode.objects.count() == 0
+
+
+@pytest.mark.parametrize("occurred_at", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+def test_an_occurred_at_outside_the_years_1_to_9999_in_utc_is_a_400(api_a, tenant_a, occurred_at: str) -> None:
+    item = {"subject": "s", "session": "t", "content": "c", "occurred_at": occurred_at}
+    body = _is_problem(api_a.post("/v1/episodes", {"episodes": [item]}, format="json"), 400)
+    assert body["errors"][0]["pointer"] == "/episodes/0/occurred_at"
+    with tenant_scope(tenant_a):
+        assert Episode.objects.count() == 0
+
+
+def test_the_first_and_last_instants_of_the_years_1_to_9999_are_stored_and_read_back(api_a) -> None:
+    items = [
+        {"subject": "s", "session": "t", "content": "first", "occurred_at": "0001-01-01T00:00:00Z"},
+        {"subject": "s", "session": "t", "content": "last", "occurred_at": "9999-12-31T23:59:59.999999Z"},
+    ]
+    assert api_a.post("/v1/episodes", {"episodes": items}, format="json").status_code == 201
+    listed = api_a.get("/v1/episodes", {"subject": "s", "order": "asc"})
+    assert listed.status_code == 200
+    assert [e["occurred_at"] for e in listed.json()["results"]] == [
+        "0001-01-01T00:00:00+00:00",
+        "9999-12-31T23:59:59.999999+00:00",
+    ]
+
+
+def _direction(scale: float = 1.0) -> list[float]:
+    return [scale, -scale] + [0.0] * (EMBEDDING_DIM - 2)
+
+
+def test_a_zero_vector_has_no_direction_and_is_a_400(api_a, tenant_a) -> None:
+    item = {"subject": "s", "session": "t", "content": "tea", "embedding": [0.0] * EMBEDDING_DIM}
+    body = _is_problem(api_a.post("/v1/episodes", {"episodes": [item]}, format="json"), 400)
+    assert body["errors"][0]["pointer"] == "/episodes/0/embedding"
+    with tenant_scope(tenant_a):
+        assert Episode.objects.count() == 0
+    search = {"query": "tea", "query_embedding": [0.0] * EMBEDDING_DIM}
+    body = _is_problem(api_a.post("/v1/episodes/search", search, format="json"), 400)
+    assert body["errors"][0]["pointer"] == "/query_embedding"
+
+
+@pytest.mark.parametrize("scale", [1e30, 1e-30], ids=["huge", "tiny"])
+def test_an_embedding_of_any_magnitude_is_ranked_by_its_direction(api_a, scale: float) -> None:
+    # In pgvector's 32-bit arithmetic the squares of such components overflow or vanish.
+    item = {"subject": "s", "session": "t", "content": "tea", "embedding": _direction(scale)}
+    assert api_a.post("/v1/episodes", {"episodes": [item]}, format="json").status_code == 201
+    for query_embedding in (_direction(), _direction(scale)):
+        search = {"query": "tea", "query_embedding": query_embedding}
+        response = api_a.post("/v1/episodes/search", search, format="json")
+        assert response.status_code == 200, response.content[:300]
+        assert response.json()["results"][0]["score_parts"]["vector"] == pytest.approx(1.0)
+    assert api_a.post("/v1/episodes/search", {"query": "tea"}, format="json").status_code == 200
+    assert api_a.post("/v1/context", {"subject": "s", "query": "tea"}, format="json").status_code == 200
+
+
+def test_a_stored_vector_without_a_direction_ranks_as_unrelated(api_a, tenant_a) -> None:
+    """A row written before the zero vector was refused: its cosine is NaN, which JSON cannot carry."""
+    item = {"subject": "s", "session": "t", "content": "tea", "embedding": _direction()}
+    assert api_a.post("/v1/episodes", {"episodes": [item]}, format="json").status_code == 201
+    with tenant_scope(tenant_a):
+        Episode.objects.update(embedding=[0.0] * EMBEDDING_DIM)
+        Passage.objects.update(embedding=[0.0] * EMBEDDING_DIM)
+    for search in ({"query": "tea"}, {"query": "tea", "query_embedding": _direction()}):
+        response = api_a.post("/v1/episodes/search", search, format="json")
+        assert response.status_code == 200, response.content[:300]
+        assert response.json()["results"][0]["score_parts"]["vector"] == 0.0
+    assert api_a.post("/v1/context", {"subject": "s", "query": "tea"}, format="json").status_code == 200
