@@ -201,8 +201,13 @@ class ScriptedAgent:
     def _recall(self, state: _Conversation, query: str) -> tuple[str, list[dict[str, Any]], str | None]:
         if self.engram is None:
             return "", [], None
+        # The agent sends the conversation so far in its own prompt: those turns need not come back.
         ctx = self.engram.context(
-            state.user.subject, query=query, session=state.session, max_tokens=self.context_tokens
+            state.user.subject,
+            query=query,
+            session=state.session,
+            max_tokens=self.context_tokens,
+            transcript_turns=state.stored,
         )
         return ctx["prompt"], context_items(ctx), str(ctx["trace_id"])
 

@@ -71,6 +71,14 @@ class ContextApi(TenantAPIView):
             help_text="The moment that time phrases in the query ('last week', 'in May') are resolved "
             "against; default: as_of, else the server's time.",
         )
+        transcript_turns = serializers.IntegerField(
+            min_value=0,
+            max_value=1000,
+            required=False,
+            default=0,
+            help_text="How many of the session's latest events the caller already sends in its own prompt "
+            "(its transcript): they are not offered again.",
+        )
 
         def validate_budgets(self, value: dict[str, int]) -> dict[str, int]:
             unknown = sorted(set(value) - set(BUDGET_KEYS))
@@ -123,6 +131,7 @@ class ContextApi(TenantAPIView):
                 format=v["format"],
                 session_kind=v["session_kind"],
                 now=v["now"],
+                transcript_turns=v["transcript_turns"],
             ),
         )
         return Response(context_body(result))

@@ -266,7 +266,10 @@ class HeuristicPolicy:
         out = LayerCandidates()
         recent = (
             router_selectors.recent_episodes(
-                tenant=tenant, session=request.session, until=request.as_of, limit=self.w.recent_limit
+                tenant=tenant,
+                session=request.session,
+                until=request.as_of,
+                limit=self.w.recent_limit + request.transcript_turns,
             )
             if request.session and (plan.episodic > 0 or plan.procedural > 0)
             else []
@@ -535,11 +538,15 @@ class HeuristicPolicy:
         recent_ids: set[int] = set()
         seen_passages: set[int] = set()
         seen_hashes: set[str] = set()
-        for rank, row in enumerate(recent):
+        for index, row in enumerate(recent):
             recent_ids.add(row.id)
             if row.content_hash in seen_hashes:
                 continue
             seen_hashes.add(row.content_hash)
+            # The caller's own transcript: already in its prompt, and kept out of the search below.
+            rank = index - request.transcript_turns
+            if rank < 0:
+                continue
             value = self.w.recent_base * self.w.recent_decay**rank
             out.append(
                 self._episode_candidate(

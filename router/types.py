@@ -53,6 +53,8 @@ class ContextRequest:
     session_kind: str = ""
     # The moment time phrases in the query are resolved against ("last week"); None: as_of, else now.
     now: datetime | None = None
+    # How many of the session's latest events the caller already sends in its own prompt: not offered.
+    transcript_turns: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class ContextRequest:
             "format": self.format,
             "session_kind": self.session_kind,
             "now": self.now.isoformat() if self.now else None,
+            "transcript_turns": self.transcript_turns,
         }
 
 

@@ -303,3 +303,17 @@ def test_fact_sources_come_oldest_first_and_only_from_the_tenant(tenant_a, tenan
         (e.id, e.external_id, e.occurred_at, "s-1") for e in (episodes[3], episodes[4])
     ]
     assert got[theirs.fact.id] == []
+
+
+def test_the_callers_own_transcript_is_not_offered_again(tenant_a, ask) -> None:
+    remember(tenant_a, [f"turn {i} about the printer tray" for i in range(5)], session="s-9")
+    body = ask(session="s-9", query="printer tray", max_tokens=2000, transcript_turns=3)
+    served = {i["text"] for i in body["layers"]["episodic"]}
+    assert served == {"user: turn 0 about the printer tray", "user: turn 1 about the printer tray"}
+    everything = ask(session="s-9", query="printer tray", max_tokens=2000)
+    assert len(everything["layers"]["episodic"]) == 5
+
+
+def test_transcript_turns_is_validated(api_a) -> None:
+    response = api_a.post("/v1/context", {"subject": "alice", "transcript_turns": -1}, format="json")
+    assert response.status_code == 400 and response.json()["errors"][0]["pointer"] == "/transcript_turns"

@@ -438,11 +438,13 @@ def context_get(
     as_of: Timestamp | None = None,
     format: str | None = None,
     now: Timestamp | None = None,
+    transcript_turns: int | None = None,
 ) -> Call[m.Context]:
     body = _body(
         subject=subject, query=query, session=session, agent=agent, max_tokens=max_tokens,
         budgets=dict(budgets) if budgets is not None else None,
         layers=list(layers) if layers is not None else None, as_of=as_of, format=format, now=now,
+        transcript_turns=transcript_turns,
     )  # fmt: skip
     return Call("POST", "/v1/context", json=body)
 
