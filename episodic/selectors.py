@@ -463,13 +463,6 @@ class EpisodeRow:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class ScoredEpisodeRow:
-    row: EpisodeRow
-    score: float
-    score_parts: dict[str, float]
-
-
 # An EpisodeRow's columns over `episodic_episode e` and its session `episodic_session s`. occurred_at
 # comes as microseconds since the epoch: Django's loader for timestamptz runs in Python, and a context
 # request reads hundreds of rows.
@@ -538,90 +531,6 @@ def episode_rows_latest(
             _LATEST_SQL, {"tenant": tenant.id, "subject": subject, "until": until or _FAR_FUTURE, "limit": limit}
         )
         return [_row(values) for values in cursor.fetchall()]
-
-
-_NEIGHBOURS_SQL = f"""
-SELECT h.anchor, {ROW_COLUMNS}
-FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS h(anchor, pos)
-JOIN episodic_episode a ON a.id = h.anchor AND a.tenant_id = %(tenant)s
-CROSS JOIN LATERAL (
-    (SELECT x.* FROM episodic_episode x
-     WHERE x.session_id = a.session_id
-       AND (x.occurred_at, x.id) < (a.occurred_at, a.id)
-     ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1)
-    UNION ALL
-    (SELECT x.* FROM episodic_episode x
-     WHERE x.session_id = a.session_id
-       AND (x.occurred_at, x.id) > (a.occurred_at, a.id) AND x.occurred_at < %(until)s
-     ORDER BY x.occurred_at, x.id LIMIT 1)
-) e
-JOIN episodic_session s ON s.id = e.session_id AND s.tenant_id = e.tenant_id
-ORDER BY h.pos, e.occurred_at, e.id
-"""  # noqa: S608
-
-
-def episode_rows_neighbours(
-    *, tenant: Tenant, episode_ids: Sequence[int], until: datetime | None = None
-) -> list[tuple[int, EpisodeRow]]:
-    """The turn before and the turn after each anchor in its session, as (anchor id, row), in the
-    anchors' order: a question's answer is often in the reply to the line that matched.
-
-    The anchors are filtered by tenant; their neighbours by the anchor's session alone (a session
-    belongs to one tenant, and row-level security holds as well), which is one step in the index
-    episode_session_seq each: 1 ms for 40 anchors on a tenant of 1,000,000 episodes, against 36 ms
-    when the foreign key's index made it sort the session. A tenant_id condition there lets the planner
-    AND indexes and read the whole tenant instead (seconds)."""
-    if not episode_ids:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _NEIGHBOURS_SQL,
-            {"ids": list(episode_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE},
-        )
-        rows = cursor.fetchall()
-    return [(anchor, _row(values)) for anchor, *values in rows]
-
-
-def episode_search_rows(
-    *,
-    tenant: Tenant,
-    query: str,
-    subject: str | None = None,
-    until: datetime | None = None,
-    limit: int = 20,
-    query_embedding: list[float] | Future[list[float]] | None = None,
-    exclude_ids: Iterable[int] | None = None,
-) -> list[ScoredEpisodeRow]:
-    """episode_search for a reader that needs typed rows, not model instances. The context router
-    takes hundreds of hits a request; building them as instances, or through a queryset with one
-    placeholder per id, cost more than the query that reads them."""
-    ranking = _rank(
-        tenant=tenant,
-        subject=subject,
-        base=episode_list(tenant=tenant, subject=subject, until=until),
-        query=query,
-        entities=None,
-        topics=None,
-        limit=limit,
-        query_embedding=query_embedding,
-        exclude_ids=exclude_ids,
-    )
-    if not ranking.top:
-        return []
-    scores, params = ranking.row_scores_sql("e")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT e.id, {scores}, {ROW_COLUMNS} FROM episodic_episode e"  # noqa: S608
-            " JOIN episodic_session s ON s.id = e.session_id WHERE e.tenant_id = %s AND e.id = ANY(%s::bigint[])",
-            [*params, tenant.id, ranking.ids],
-        )
-        by_id = {row[0]: row for row in cursor.fetchall()}
-    out: list[ScoredEpisodeRow] = []
-    for episode_id, fused in ranking.top:
-        if (row := by_id.get(episode_id)) is not None:
-            score, parts = ranking.scored(fused, episode_id, row[1], row[2], row[3])
-            out.append(ScoredEpisodeRow(row=_row(row[4:]), score=score, score_parts=parts))
-    return out
 
 
 @dataclass(frozen=True)
@@ -757,8 +666,12 @@ def passage_rows_neighbours(
 ) -> list[tuple[int, PassageRow]]:
     """The passage before and the passage after each anchor in its session (within a long episode,
     its neighbouring parts; at an episode's edge, the turn before or after), as (anchor passage id,
-    row), in the anchors' order. One step each in the index passage_session_seq; see
-    episode_rows_neighbours for why the neighbours are not filtered by tenant_id again."""
+    row), in the anchors' order.
+
+    The anchors are filtered by tenant; their neighbours by the anchor's session alone (a session
+    belongs to one tenant, and row-level security holds as well), which is one step in the index
+    passage_session_seq each. A tenant_id condition there lets the planner AND indexes and read the
+    whole tenant instead (seconds on a tenant of 1,000,000 episodes, measured on episodes)."""
     if not passage_ids:
         return []
     with connection.cursor() as cursor:

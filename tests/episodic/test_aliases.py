@@ -9,7 +9,7 @@ import pytest
 
 from episodic.aliases import entity_alias_learn
 from episodic.extraction import coreferences
-from episodic.selectors import episode_search_rows
+from episodic.selectors import passage_search_rows
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import T0, item
 
@@ -72,7 +72,7 @@ def test_search_and_lists_match_an_entity_under_any_of_its_names(api_a, tenant_a
     def overlap_of_the_mel_turn() -> float:
         tenant_a.refresh_from_db()  # as each request loads its tenant
         with tenant_scope(tenant_a):
-            rows = episode_search_rows(tenant=tenant_a, query="What did Melanie say about the class?", subject="alice")
+            rows = passage_search_rows(tenant=tenant_a, query="What did Melanie say about the class?", subject="alice")
         return next(r.score_parts["overlap"] for r in rows if r.row.id == stored[0]["id"])
 
     assert overlap_of_the_mel_turn() == 0.0

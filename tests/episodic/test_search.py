@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core.embedding import embed_one
-from episodic.selectors import episode_search, episode_search_rows
+from episodic.selectors import episode_search, passage_search_rows
 from episodic.tasks import embed_pending
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import T0, item
@@ -119,11 +119,11 @@ def test_every_hit_carries_its_cosine_similarity(tenant_a, events) -> None:
         assert r.score_parts["vector"] == pytest.approx(exact[r.episode.id], abs=1e-5)
 
 
-def test_the_row_projection_ranks_and_scores_as_the_search(tenant_a, events) -> None:
+def test_passage_rows_of_short_events_rank_and_score_as_the_episode_search(tenant_a, events) -> None:
     query = "VPN printer release"
     searched = _search(tenant_a, query, limit=4, exclude_ids=[events[1].id])
     with tenant_scope(tenant_a):
-        rows = episode_search_rows(tenant=tenant_a, query=query, limit=4, exclude_ids=[events[1].id])
+        rows = passage_search_rows(tenant=tenant_a, query=query, limit=4, exclude_episode_ids=[events[1].id])
     assert [(r.episode.content, r.episode.external_id) for r in searched] == [
         (r.row.content, r.row.external_id) for r in rows
     ]
