@@ -142,9 +142,13 @@ class HeuristicWeights:
 _QUERY_WORD = re.compile(r"\w+")
 
 
+def query_words(query: str) -> frozenset[str]:
+    return frozenset(w.casefold() for w in _QUERY_WORD.findall(query))
+
+
 def named_speakers(query: str, roles: Iterable[str]) -> frozenset[str]:
     """The speakers (episode roles, case-folded) that the query names as one of its words."""
-    words = {w.casefold() for w in _QUERY_WORD.findall(query)}
+    words = query_words(query)
     return frozenset(r for r in (role.casefold() for role in roles) if r and r in words)
 
 
@@ -166,9 +170,9 @@ def fact_above_floor(parts: dict[str, float], w: HeuristicWeights, *, names_attr
     return names_attribute or parts.get("text", 0.0) > 0.0 or parts.get("vector", 0.0) > w.fact_min_similarity
 
 
-def names_attribute(query: str, attribute: str) -> bool:
-    """Whether a word of the query is a word of the attribute's name (`home_city`: home, city)."""
-    words = {w.casefold() for w in _QUERY_WORD.findall(query)}
+def names_attribute(words: frozenset[str], attribute: str) -> bool:
+    """Whether a word of the query (`query_words`) is a word of the attribute's name (`home_city`:
+    home, city)."""
     return any(part in words for part in attribute.casefold().replace("-", "_").split("_") if len(part) > 2)
 
 
@@ -380,6 +384,7 @@ class HeuristicPolicy:
 
         scored: list[tuple[Any, float, dict[str, float]]]
         if request.query.strip():
+            words = query_words(request.query)
             results = fact_search_rows(
                 tenant=tenant,
                 query=request.query,
@@ -392,7 +397,7 @@ class HeuristicPolicy:
                 (r, r.score, dict(r.score_parts))
                 for r in results
                 if served_fact(r.value, r.origin)
-                and fact_above_floor(r.score_parts, self.w, names_attribute=names_attribute(request.query, r.attribute))
+                and fact_above_floor(r.score_parts, self.w, names_attribute=names_attribute(words, r.attribute))
             ]
         else:
             facts = facts_for_subject(tenant=tenant, subject=request.subject, as_of=request.as_of)
