@@ -101,6 +101,7 @@ def _copy(cur, table: str, columns: list[str], rows) -> int:  # type: ignore[no-
 
 HNSW = {
     "episode_embedding_hnsw": "episodic_episode",
+    "passage_embedding_hnsw": "episodic_passage",
     "fact_embedding_hnsw": "semantic_fact",
 }
 
@@ -180,6 +181,15 @@ def build(args: argparse.Namespace) -> None:
                    "topics", "occurred_at", "created_at", "external_id", "token_count", "content_hash", "embedding"],
                   episodes())  # fmt: skip
         print(f"{n} episodes loaded at {time.perf_counter() - started:.0f}s", flush=True)
+        # The router ranks passages. Every generated episode is under 120 tokens, so it is one passage
+        # (episodic.passages.split_passages), spanning the whole content, with the episode's vector.
+        cur.execute(
+            "INSERT INTO episodic_passage (tenant_id, episode_id, session_id, subject, occurred_at, position, "
+            "char_start, char_end, last, content, token_count, entities, topics, embedding) "
+            "SELECT tenant_id, id, session_id, subject, occurred_at, 0, 0, length(content), true, content, "
+            "token_count, entities, topics, embedding FROM episodic_episode"
+        )
+        print(f"{cur.rowcount} passages loaded at {time.perf_counter() - started:.0f}s", flush=True)
 
         def facts():
             for tenant_id, subject, _, _, n in plan:
@@ -202,6 +212,11 @@ def build(args: argparse.Namespace) -> None:
             "WITH (m = 16, ef_construction = 64)"
         )
         print(f"episode HNSW built at {time.perf_counter() - started:.0f}s", flush=True)
+        cur.execute(
+            "CREATE INDEX passage_embedding_hnsw ON episodic_passage USING hnsw (embedding vector_cosine_ops) "
+            "WITH (m = 16, ef_construction = 64)"
+        )
+        print(f"passage HNSW built at {time.perf_counter() - started:.0f}s", flush=True)
         cur.execute(
             "CREATE INDEX fact_embedding_hnsw ON semantic_fact USING hnsw (embedding vector_cosine_ops) "
             "WITH (m = 16, ef_construction = 64)"
@@ -230,13 +245,13 @@ def prewarm(db: str) -> None:
             "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i', 't') "
             "AND (c.relname LIKE 'episodic_%' OR c.relname LIKE 'episode_%' OR c.relname LIKE 'semantic_%' "
-            "OR c.relname LIKE 'fact_%' OR c.relname LIKE 'procedural_%')"
+            "OR c.relname LIKE 'passage_%' OR c.relname LIKE 'fact_%' OR c.relname LIKE 'procedural_%')"
         ).fetchall()
         toast = conn.execute(
             "SELECT t.oid::regclass::text FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid "
-            "WHERE c.relname IN ('episodic_episode', 'semantic_fact') UNION ALL "
+            "WHERE c.relname IN ('episodic_episode', 'episodic_passage', 'semantic_fact') UNION ALL "
             "SELECT i.indexrelid::regclass::text FROM pg_class c JOIN pg_index i ON i.indrelid = c.reltoastrelid "
-            "WHERE c.relname IN ('episodic_episode', 'semantic_fact')"
+            "WHERE c.relname IN ('episodic_episode', 'episodic_passage', 'semantic_fact')"
         ).fetchall()
         pages = sum(_scalar(conn, "SELECT pg_prewarm(%s)", [name]) for (name,) in [*relations, *toast])
         print(f"prewarmed {pages * 8 // 1024} MB of a {size} database (shared_buffers {buffers}) "
@@ -244,8 +259,9 @@ def prewarm(db: str) -> None:
 
 
 def _size(args: argparse.Namespace) -> str:
-    # "v2": episodes carry their real token counts (the first loads stored a quarter of the length).
-    return (f"v2-t{args.tenants}-e{args.episodes}-f{args.facts}-s{args.subjects}-x{args.sessions_per_subject}"
+    # "v2": episodes carry their real token counts (the first loads stored a quarter of the length);
+    # "v3": with the episodes' passages.
+    return (f"v3-t{args.tenants}-e{args.episodes}-f{args.facts}-s{args.subjects}-x{args.sessions_per_subject}"
             f"-se{args.small_episodes}-sf{args.small_facts}")  # fmt: skip
 
 
