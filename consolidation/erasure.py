@@ -23,7 +23,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from consolidation.lifecycle import iter_archive_rows, read_archive, write_archive
+from consolidation.lifecycle import episodes_delete, iter_archive_rows, read_archive, write_archive
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
 from episodic.aliases import learned_aliases_q
 from episodic.models import allow_episode_deletion
@@ -122,13 +122,24 @@ def _facts_q(plan: Plan) -> Any:
     return _qs("semantic.Fact", plan).filter(id__in=plan.fact_ids)
 
 
-def _episodes_erase(plan: Plan) -> int:
+def _facts_erase(plan: Plan) -> int:
+    # Surviving facts and changes that point at an erased fact keep their row without the pointer.
+    _qs("semantic.Fact", plan).filter(superseded_by_id__in=plan.fact_ids).update(superseded_by=None)
+    _qs("semantic.FactChange", plan).filter(related_fact_id__in=plan.fact_ids).update(related_fact=None)
+    deleted, _ = _facts_q(plan).delete()
+    return int(deleted)
 
-    qs = _qs("episodic.Episode", plan).filter(Q(subject=plan.subject) | Q(id__in=plan.episode_ids))
-    count = int(qs.count())
-    with allow_episode_deletion():
-        qs.delete()
-    return count
+
+def _context_traces_erase(plan: Plan) -> int:
+    traces = _qs("router.ContextTrace", plan).filter(subject=plan.subject)
+    _qs("router.ContextFeedback", plan).filter(trace_id__in=traces.values("id")).delete()
+    deleted, _ = traces.delete()
+    return int(deleted)
+
+
+def _episodes_erase(plan: Plan) -> int:
+    ids = _qs("episodic.Episode", plan).filter(Q(subject=plan.subject) | Q(id__in=plan.episode_ids))
+    return episodes_delete(tenant=plan.tenant, episode_ids=list(ids.values_list("id", flat=True)))
 
 
 def _passages_q(plan: Plan) -> Any:
@@ -144,17 +155,22 @@ def _passages_erase(plan: Plan) -> int:
 
 
 def _sessions_erase(plan: Plan) -> int:
-
     sessions = _qs("episodic.Session", plan).filter(subject=plan.subject)
-    count = int(sessions.count())
+    session_ids = list(sessions.values_list("id", flat=True))
     with allow_episode_deletion():
         # Another subject's episodes in this subject's session keep their session, renamed.
-        shared = sessions.filter(episodes__isnull=False).distinct()
-        shared_ids = list(shared.values_list("id", flat=True))
+        shared_ids = set(
+            _qs("episodic.Episode", plan)
+            .filter(session_id__in=session_ids)
+            .values_list("session_id", flat=True)
+            .distinct()
+        )
         if shared_ids:
             _qs("episodic.Session", plan).filter(id__in=shared_ids).update(subject="", summary="")
-        sessions.exclude(id__in=shared_ids).delete()
-    return count
+        gone = [i for i in session_ids if i not in shared_ids]
+        _qs("episodic.Passage", plan).filter(session_id__in=gone).delete()
+        _qs("episodic.Session", plan).filter(id__in=gone).delete()
+    return len(session_ids)
 
 
 def _fact_changes_q(plan: Plan) -> Any:
@@ -298,6 +314,7 @@ LOCATIONS: list[Location] = [
         "semantic.Fact",
         "the subject's facts, and facts about other entities whose only sources were the subject's episodes",
         queryset=_facts_q,
+        erase_fn=_facts_erase,
     ),
     Location(
         "procedure_outcomes",
@@ -318,6 +335,7 @@ LOCATIONS: list[Location] = [
         "router.ContextTrace",
         "contexts served for the subject, with their queries",
         queryset=lambda p: _qs("router.ContextTrace", p).filter(subject=p.subject),
+        erase_fn=_context_traces_erase,
     ),
     Location(
         "passages",

@@ -20,7 +20,7 @@ import io
 import json
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,8 +31,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from consolidation.models import ArchiveManifest, FactDecayAnchor
-from episodic.models import Episode, Session, allow_episode_deletion
+from episodic.models import Episode, Passage, Session, allow_episode_deletion
 from episodic.passages import passages_create
+from procedural.models import ProcedureOutcome
 from semantic.models import ActorType, Fact, FactSource, FactStatus
 from semantic.services import fact_expire, facts_decay
 from semantic.types import Actor
@@ -244,6 +245,21 @@ def write_archive(
     return manifest
 
 
+def episodes_delete(*, tenant: Tenant, episode_ids: Collection[int]) -> int:
+    """Delete episodes with what depends on them: their passages and fact sources go, outcomes keep
+    their row without the episode. Every statement names the tenant; Django's cascade would select and
+    delete the dependents by episode id alone. Call inside the tenant scope. Returns the episodes deleted."""
+    ids = list(episode_ids)
+    if not ids:
+        return 0
+    with allow_episode_deletion():
+        Passage.objects.for_tenant(tenant).filter(episode_id__in=ids).delete()
+        FactSource.objects.for_tenant(tenant).filter(episode_id__in=ids).delete()
+        ProcedureOutcome.objects.for_tenant(tenant).filter(episode_id__in=ids).update(episode=None)
+        deleted, _ = Episode.objects.for_tenant(tenant).filter(id__in=ids).delete()
+    return int(deleted)
+
+
 def episodes_archive(*, tenant: Tenant, now: datetime | None = None, chunk: int = ARCHIVE_CHUNK) -> ArchiveReport:
     """Move episodes older than the tenant's retention to cold storage, a chunk per transaction."""
     now = now or timezone.now()
@@ -253,13 +269,15 @@ def episodes_archive(*, tenant: Tenant, now: datetime | None = None, chunk: int 
         with tenant_scope(tenant):
             tenant_xact_lock(tenant.id, "archive")
             episodes = list(
-                Episode.objects.for_tenant(tenant)
-                .filter(occurred_at__lt=cutoff)
-                .select_related("session")
-                .order_by("occurred_at", "id")[:chunk]
+                Episode.objects.for_tenant(tenant).filter(occurred_at__lt=cutoff).order_by("occurred_at", "id")[:chunk]
             )
             if not episodes:
                 return report
+            sessions = dict(
+                Session.objects.for_tenant(tenant)
+                .filter(id__in={e.session_id for e in episodes})
+                .values_list("id", "external_id")
+            )
             sources: dict[int, list[str]] = defaultdict(list)
             for episode_id, fact_id in (
                 FactSource.objects.for_tenant(tenant)
@@ -269,7 +287,7 @@ def episodes_archive(*, tenant: Tenant, now: datetime | None = None, chunk: int 
                 sources[episode_id].append(str(fact_id))
             by_month: dict[str, list[dict[str, Any]]] = defaultdict(list)
             for e in episodes:
-                by_month[_month(e.occurred_at)].append(episode_row(e, e.session.external_id, sorted(sources[e.id])))
+                by_month[_month(e.occurred_at)].append(episode_row(e, sessions[e.session_id], sorted(sources[e.id])))
             for month, rows in by_month.items():
                 manifest = ArchiveManifest.objects.for_tenant(tenant).select_for_update().filter(month=month).first()
                 existing = read_archive(manifest.path) if manifest else []
@@ -283,8 +301,7 @@ def episodes_archive(*, tenant: Tenant, now: datetime | None = None, chunk: int 
                 report.files += 1
                 if month not in report.months:
                     report.months.append(month)
-            with allow_episode_deletion():
-                Episode.objects.for_tenant(tenant).filter(id__in=[e.id for e in episodes]).delete()
+            episodes_delete(tenant=tenant, episode_ids=[e.id for e in episodes])
             report.episodes += len(episodes)
 
 

@@ -107,7 +107,7 @@ class FactDecayAnchor(TenantModel):
     # One anchor per fact is uniq_decay_anchor_fact (tenant, fact); a unique key on fact alone could not
     # be distributed.
     fact = models.ForeignKey(
-        "semantic.Fact", on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+        "semantic.Fact", on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
     )
     anchor_confidence = models.FloatField()
     anchor_at = models.DateTimeField()

@@ -45,8 +45,9 @@ def _eraser_role() -> str | None:
 
 @contextmanager
 def allow_episode_deletion() -> Iterator[None]:
-    """The one way to delete or rewrite episodes (and sessions, whose deletion cascades to them):
-    erasure and archiving. Opens a transaction (or a savepoint) and lifts both guards inside it, the
+    """The one way to delete or rewrite episodes (and sessions): erasure and archiving. Nothing
+    cascades on the Django side (the caller deletes passages, fact sources and episodes first;
+    consolidation.lifecycle.episodes_delete), and the deferred foreign keys refuse an orphan at commit. Opens a transaction (or a savepoint) and lifts both guards inside it, the
     ORM's and the database's (the application role has no UPDATE or DELETE on episodes; the block runs
     as the eraser role); both come back when the block ends."""
     token = _deletion_allowed.set(True)
@@ -100,7 +101,7 @@ class EpisodeManager(TenantManager["Episode"]):
 
 class SessionQuerySet(TenantQuerySet["Session"]):
     def delete(self) -> tuple[int, dict[str, int]]:
-        _refuse("Session delete (it cascades to episodes)")
+        _refuse("Session delete")
         return super().delete()
 
 
@@ -156,7 +157,7 @@ class Session(TenantModel):
         return self.external_id
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
-        _refuse("Session delete (it cascades to episodes)")
+        _refuse("Session delete")
         return super().delete(*args, **kwargs)
 
 
@@ -180,7 +181,7 @@ class Episode(TenantModel):
 
     # Indexed by episode_session_seq, which also serves the foreign key.
     session = models.ForeignKey(
-        Session, on_delete=models.CASCADE, related_name="episodes", db_index=False, db_constraint=False
+        Session, on_delete=models.DO_NOTHING, related_name="episodes", db_index=False, db_constraint=False
     )
     subject = models.CharField(max_length=255)
     agent = models.CharField(max_length=255, blank=True, default="")
@@ -259,10 +260,10 @@ class Passage(TenantModel):
     so that every channel of the search reads one table."""
 
     episode = models.ForeignKey(
-        Episode, on_delete=models.CASCADE, related_name="passages", db_index=False, db_constraint=False
+        Episode, on_delete=models.DO_NOTHING, related_name="passages", db_index=False, db_constraint=False
     )
     session = models.ForeignKey(
-        Session, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+        Session, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
     )
     subject = models.CharField(max_length=255)
     occurred_at = models.DateTimeField()

@@ -34,7 +34,7 @@ class Procedure(TenantModel):
     version = models.PositiveIntegerField(default=1)
     is_current = models.BooleanField(default=True)
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+        "self", null=True, blank=True, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False
     )
     # "" applies to every agent of the tenant.
     agent = models.CharField(max_length=255, blank=True, default="")
@@ -88,11 +88,11 @@ class ProcedureOutcome(TenantModel):
     """One report that a procedure was (or was not) applied, and how it went."""
 
     procedure = models.ForeignKey(
-        Procedure, on_delete=models.CASCADE, related_name="outcomes", db_index=False, db_constraint=False
+        Procedure, on_delete=models.DO_NOTHING, related_name="outcomes", db_index=False, db_constraint=False
     )
     session_external_id = models.CharField(max_length=255, blank=True, default="")
     episode = models.ForeignKey(
-        Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+        Episode, null=True, blank=True, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False
     )
     applied = models.BooleanField()
     success = models.BooleanField(null=True, blank=True)
@@ -130,7 +130,7 @@ class ProcedureEvent(TenantModel):
     """A decision about a procedure, with who made it and the figures it was made on."""
 
     procedure = models.ForeignKey(
-        Procedure, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+        Procedure, on_delete=models.DO_NOTHING, related_name="events", db_index=False, db_constraint=False
     )
     lineage = models.UUIDField()
     kind = models.CharField(max_length=16, choices=ProcedureEventKind.choices)

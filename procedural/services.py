@@ -437,7 +437,12 @@ def procedure_outcome_record(
         raise ValidationProblem.at("/session", "At most 255 characters.")
     episode: Episode | None = None
     if episode_id is not None:
-        episode = Episode.objects.for_tenant(tenant).select_related("session").filter(pk=episode_id).first()
+        episode = (
+            Episode.objects.for_tenant(tenant)
+            .filter(pk=episode_id, session__tenant_id=tenant.id)
+            .select_related("session")
+            .first()
+        )
         if episode is None:
             raise ValidationProblem.at("/episode", f"No episode {episode_id}.")
         if session_external_id and episode.session.external_id != session_external_id:

@@ -51,7 +51,7 @@ class ContextTrace(TenantModel):
 class ContextFeedback(TenantModel):
     """What the caller used of one context and how the turn went. One per trace."""
 
-    trace = models.ForeignKey(ContextTrace, on_delete=models.CASCADE, related_name="feedback", db_constraint=False)
+    trace = models.ForeignKey(ContextTrace, on_delete=models.DO_NOTHING, related_name="feedback", db_constraint=False)
     # Copied from the trace so that hit rates per subject and session are one indexed aggregate.
     subject = models.CharField(max_length=255)
     session = models.CharField(max_length=255, blank=True, default="")

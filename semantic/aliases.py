@@ -76,7 +76,7 @@ def _rehome(*, tenant: Tenant, fact_id: object, entity: str, actor: Actor, reaso
     episodes = [
         s.episode
         for s in FactSource.objects.for_tenant(tenant)
-        .filter(fact=old)
+        .filter(fact=old, episode__tenant_id=tenant.id)
         .select_related("episode")
         .defer("episode__embedding", "episode__search_vector")
     ]

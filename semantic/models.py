@@ -69,7 +69,7 @@ class Fact(TenantModel):
     confirmation_count = models.PositiveIntegerField(default=1)
     origin = models.CharField(max_length=16, choices=FactOrigin.choices, default=FactOrigin.API)
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+        "self", null=True, blank=True, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False
     )
     # Set when the value names another entity: the fact is then also an edge entity -attribute-> object_entity.
     object_entity = models.CharField(max_length=255, null=True, blank=True)
@@ -123,8 +123,8 @@ class Fact(TenantModel):
 class FactSource(TenantModel):
     """Provenance: which episodes a fact came from (kept when the fact changes)."""
 
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="sources", db_constraint=False)
-    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="fact_sources", db_constraint=False)
+    fact = models.ForeignKey(Fact, on_delete=models.DO_NOTHING, related_name="sources", db_constraint=False)
+    episode = models.ForeignKey(Episode, on_delete=models.DO_NOTHING, related_name="fact_sources", db_constraint=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -160,7 +160,7 @@ class ActorType(models.TextChoices):
 class FactChange(TenantModel):
     """The conflict audit log: every change to a fact, with who or what made it and why."""
 
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="changes", db_constraint=False)
+    fact = models.ForeignKey(Fact, on_delete=models.DO_NOTHING, related_name="changes", db_constraint=False)
     kind = models.CharField(max_length=20, choices=FactChangeKind.choices)
     old_value = models.TextField(null=True, blank=True)
     new_value = models.TextField(null=True, blank=True)
@@ -170,7 +170,7 @@ class FactChange(TenantModel):
     new_confidence = models.FloatField(null=True, blank=True)
     # The other fact in a supersession or revert (the newer or the reinstated one).
     related_fact = models.ForeignKey(
-        Fact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+        Fact, null=True, blank=True, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False
     )
     reason = models.TextField(blank=True, default="")
     actor_type = models.CharField(max_length=16, choices=ActorType.choices)

@@ -570,12 +570,13 @@ def fact_review_decide(
 def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult:
     """Undo a supersession: the superseded value becomes the current one again, through fact_upsert
     (so the one-active-value rule and the history hold), and the revert is logged on both facts."""
-    change = FactChange.objects.for_tenant(tenant).filter(id=change_id).select_related("fact").first()
+    change = FactChange.objects.for_tenant(tenant).filter(id=change_id).first()
     if change is None:
         raise NotFound(f"Change {change_id} does not exist.")
     if change.kind != FactChangeKind.SUPERSEDED:
         raise Conflict(f"Change {change_id} is a '{change.kind}' change; only a supersession can be reverted.")
-    loser = change.fact
+    # Read apart rather than joined: Django's join would compare the ids alone, not the tenants.
+    loser = Fact.objects.for_tenant(tenant).get(id=change.fact_id)
     if loser.status != FactStatus.SUPERSEDED:
         raise Conflict(f"Fact {loser.id} is {loser.status}, no longer superseded.")
     episode_ids = list(FactSource.objects.for_tenant(tenant).filter(fact=loser).values_list("episode_id", flat=True))

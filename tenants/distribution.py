@@ -2,7 +2,8 @@
 
 Django keeps `id` as each model's primary key; the database's primary key is `(tenant_id, id)`, and a
 foreign key between two tenant tables is `(tenant_id, x_id) -> (tenant_id, id)`, written here in SQL
-(the Django field says `db_constraint=False`, so the ORM still emulates its cascades in Python).
+(the Django field says `db_constraint=False` and `on_delete=DO_NOTHING`: Django's cascades select and
+delete by foreign key id alone, so the code deletes dependents itself through `.for_tenant()`).
 
 The checks read the catalog and return one message per violation, naming the table and the rule, so
 that a table added later without these keys fails the catalog tests (tests/tenants/test_citus_readiness.py)
@@ -69,8 +70,10 @@ END $$;
 
 def tenant_foreign_key(table: str, column: str, target: str) -> migrations.RunSQL:
     """`(tenant_id, column) -> target (tenant_id, id)`, deferred like Django's own foreign keys. No ON
-    DELETE action: Django applies CASCADE and SET_NULL itself, and Citus refuses SET NULL and SET
-    DEFAULT on a key that includes the distribution column."""
+    DELETE action: the code deletes (or nulls) dependents first, each statement naming its tenant, and
+    this key refuses an orphan at commit. Citus refuses SET NULL and SET DEFAULT on a key that includes
+    the distribution column; an ON DELETE CASCADE runs as the table's owner, so a session delete would
+    remove episodes the application role may not delete."""
     name = f"{table}_{column}_tenant_fk"
     return migrations.RunSQL(
         sql=[

@@ -141,6 +141,28 @@ class TenantModel(models.Model):
             )
         )
 
+    def _own_row(self, using: str | None = None) -> models.QuerySet[Self]:
+        return type(self)._base_manager.db_manager(using).filter(tenant_id=self.tenant_id)
+
+    def refresh_from_db(
+        self, using: str | None = None, fields: Any = None, from_queryset: models.QuerySet[Self] | None = None
+    ) -> None:
+        """Reload (or load a deferred field) through a query that names the tenant: Django's own
+        selects by primary key alone."""
+        if from_queryset is None and "tenant_id" in self.__dict__:
+            from_queryset = self._own_row(using)
+        super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
+
+    def delete(self, using: Any = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
+        """Delete through a queryset that names the tenant: Django deletes an instance by primary key
+        alone (`WHERE id IN (%s)`). Foreign keys between tenant tables cascade nothing on the Django
+        side (DO_NOTHING), so this is one statement; whoever deletes a row deletes its dependents first."""
+        if self.pk is None:
+            raise ValueError(f"{self._meta.object_name} object can't be deleted because its id is None.")
+        deleted = self._own_row(using).filter(pk=self.pk).delete()
+        self.pk = None
+        return deleted
+
 
 class TenantMembership(models.Model):
     """An operator (staff user) and a tenant they may see in the admin. Superusers see every tenant."""

@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.utils import ProgrammingError
 
-from episodic.models import AppendOnlyError, Episode, Session, allow_episode_deletion
+from episodic.models import AppendOnlyError, Episode, Passage, Session, allow_episode_deletion
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import item
 
@@ -64,12 +64,23 @@ def test_the_database_refuses_raw_rewrites_too(tenant_a, stored, sql) -> None:
 
 
 def test_a_raw_session_delete_cannot_orphan_episodes(tenant_a, stored) -> None:
-    # Django emulates ON DELETE CASCADE in Python; in SQL the foreign key (deferred) refuses it.
+    # In SQL the foreign key (deferred) refuses it.
     with tenant_scope(tenant_a):
         with pytest.raises(IntegrityError), transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
                 cursor.execute("DELETE FROM episodic_session")
+        assert Episode.objects.for_tenant(tenant_a).filter(pk=stored.pk).exists()
+
+
+def test_an_orm_session_delete_cascades_nothing_and_cannot_orphan_episodes(tenant_a, stored) -> None:
+    # Django's cascade would delete the episodes by session id alone (every shard on Citus); it does
+    # nothing, so the deferred foreign key refuses the orphan when it is checked.
+    with tenant_scope(tenant_a):
+        with pytest.raises(IntegrityError), allow_episode_deletion():
+            assert Session.objects.for_tenant(tenant_a).filter(subject="alice").delete()[0] == 1
+            with transaction.atomic():
+                connection.check_constraints()
         assert Episode.objects.for_tenant(tenant_a).filter(pk=stored.pk).exists()
 
 
@@ -85,6 +96,9 @@ def test_the_embedding_may_be_filled_in_later(tenant_a, stored) -> None:
 def test_erasure_context_allows_deletion_and_closes_again(tenant_a, stored) -> None:
     with tenant_scope(tenant_a):
         with allow_episode_deletion():
+            # Nothing cascades: the passages and episodes go first, then their session.
+            Passage.objects.for_tenant(tenant_a).delete()
+            Episode.objects.for_tenant(tenant_a).delete()
             Session.objects.for_tenant(tenant_a).filter(subject="alice").delete()
         assert not Episode.objects.for_tenant(tenant_a).exists()
         with connection.cursor() as cursor:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
-from django.db import connection
+from django.apps import apps
+from django.db import connection, models
 
 from tenants import distribution as d
 
@@ -33,6 +34,25 @@ def test_every_tenant_table_is_distributed_on_tenant_id_and_the_global_ones_are_
 @pytest.mark.parametrize("check", d.CHECKS, ids=lambda c: c.__name__)
 def test_the_schema_passes(check: Check) -> None:
     assert check(None) == []
+
+
+def test_django_cascades_nothing_between_tenant_tables() -> None:
+    """Django's collector deletes or nulls dependents by foreign key id alone (`DELETE FROM
+    episodic_passage WHERE episode_id IN (...)`), which Citus sends to every shard. The code deletes
+    dependents itself through `.for_tenant()`; the deferred composite key refuses a dangling row."""
+    distributed, _ = d.classify_tables()
+    tenant_tables = set(distributed.values())
+    cascading = sorted(
+        f"{model._meta.label}.{field.name}: {field.remote_field.on_delete.__name__}"
+        for model in apps.get_models()
+        for field in model._meta.get_fields()
+        if field.many_to_one
+        and field.concrete
+        and model._meta.db_table in tenant_tables
+        and field.related_model._meta.db_table in tenant_tables
+        and field.remote_field.on_delete is not models.DO_NOTHING
+    )
+    assert cascading == []
 
 
 def _scratch(*statements: str) -> list[str]:

@@ -8,16 +8,25 @@ wrapper on every connection and reads each statement's SQL.
 
 from __future__ import annotations
 
+import io
 import re
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.db.backends.signals import connection_created
 
+from consolidation import erasure
+from consolidation.models import ArchiveManifest
+from consolidation.tasks import archive_episodes, decay_and_forget
+from episodic.models import Episode, allow_episode_deletion
 from tenants.distribution import classify_tables
+from tenants.scope import tenant_scope
+from tenants.tasks import purge_idempotency_records
+from tests.consolidation.test_erasure_api import seed_through_the_api
 from tests.episodic.conftest import item
 
 pytestmark = pytest.mark.django_db
@@ -204,3 +213,140 @@ def test_every_statement_of_the_api_names_its_tenant(api_a, recorded: _Recorder)
     }
     assert len(recorded.statements) > 40
     assert sorted(problems) == [], "\n".join(sorted(problems))
+
+
+# Statements known not to pin every table they read, each with why it stays and where it is tracked.
+# Each must still be seen (it goes from here once fixed).
+KNOWN_OPEN = {
+    "cross join lateral ( (select x.* from episodic_passage x where x.session_id = a.session_id": (
+        "the router's neighbour passages: a tenant_id condition on x made the planner AND indexes and read the "
+        "whole tenant (measured on episodes); needs passage_session_seq led by tenant_id first, then measured. "
+        "docs/scale-out.md, section 5"
+    ),
+}
+
+
+def _problems(statements: list[str], tenant_tables: set[str]) -> set[str]:
+    return {
+        f"{'; '.join(found)}: {sql}"
+        for sql in statements
+        if (found := unfiltered(sql, tenant_tables)) and not any(k in _normalise(sql) for k in KNOWN_OPEN)
+    }
+
+
+def test_every_statement_of_the_maintenance_paths_names_its_tenant(
+    api_a, api_b, tenant_a, tenant_b, recorded: _Recorder, settings, django_capture_on_commit_callbacks
+) -> None:
+    """Deletes above all: Django's collector cascades by foreign key id alone (`DELETE FROM
+    episodic_passage WHERE episode_id IN (...)`), which on Citus goes to every shard. Both tenants hold
+    the same kind of data, so a statement that lost its tenant would touch the other one's rows."""
+    capture = django_capture_on_commit_callbacks
+    distributed, _ = classify_tables()
+    tenant_tables = set(distributed.values())
+    subject, other = "yan.private", "bea"
+    phases: dict[str, list[str]] = {}
+
+    def phase(name: str, start: int) -> None:
+        phases[name] = recorded.statements[start:]
+        # Nothing left dangling: the deferred composite foreign keys are checked now, not at a commit
+        # the test never reaches.
+        connection.check_constraints()
+
+    start = len(recorded.statements)
+    seed_through_the_api(api_b, tenant_b, capture, other)
+    # The episodes, facts, procedures, scratchpads and contexts of the subject, a session ended (its
+    # scratchpad summarised and consolidated), then the consolidation sweep, decay and archiving tasks.
+    seeded = seed_through_the_api(api_a, tenant_a, capture, subject)
+    phase("seeding: API writes, session end, consolidation sweep, decay, archiving", start)
+    b_before = erasure.locate(tenant=tenant_b, subject=other)
+
+    start = len(recorded.statements)
+    call_command("restore_archive", "--tenant", tenant_a.slug, "--all", stdout=io.StringIO())
+    phase("archive restore", start)
+    with tenant_scope(tenant_a):
+        assert not ArchiveManifest.objects.for_tenant(tenant_a).exists()
+
+    start = len(recorded.statements)
+    with capture(execute=True):
+        assert archive_episodes() >= 2
+    phase("archiving (the task)", start)
+    with tenant_scope(tenant_a):
+        assert ArchiveManifest.objects.for_tenant(tenant_a).exists()
+
+    start = len(recorded.statements)
+    tenant_a.settings = {**tenant_a.settings, "forget_after_days": 0}
+    tenant_a.save(update_fields=["settings"])
+    with capture(execute=True):
+        decay_and_forget()
+    phase("forgetting (the decay task, every fact unconfirmed too long)", start)
+
+    start = len(recorded.statements)
+    episode = _ok(api_a.get("/v1/episodes", {"subject": subject}), 200)["results"][0]
+    fact = {"entity": "PG", "attribute": "version", "value": "16", "source_episode_ids": [episode["id"]]}
+    _ok(api_a.post("/v1/facts", {**fact, "statement": "PG is at 16."}, format="json"), 201)
+    alias = _ok(api_a.post("/v1/entities/aliases", {"alias": "PG", "entity": "PostgreSQL"}, format="json"), 201)
+    assert alias["facts_moved"] == 1
+    _ok(api_a.delete(f"/v1/entities/aliases/{alias['alias']['id']}"), 200)
+    phase("alias set (its facts moved) and delete", start)
+
+    start = len(recorded.statements)
+    fact = _ok(
+        api_a.post(
+            "/v1/facts",
+            {"entity": "acme", "attribute": "region", "value": "eu", "statement": "Acme is in the EU."},
+            format="json",
+        ),
+        201,
+    )
+    _ok(api_a.delete(f"/v1/facts/{fact['fact']['id']}", {"reason": "wrong"}), 200)
+    phase("fact DELETE", start)
+
+    start = len(recorded.statements)
+    procedure = _ok(
+        api_a.post(
+            "/v1/procedures",
+            {"name": "Retire", "trigger": {"keywords": ["retire"]}, "behaviour": "Do not."},
+            format="json",
+        ),
+        201,
+    )
+    outcome = {"applied": True, "success": False, "episode": episode["id"]}
+    _ok(api_a.post(f"/v1/procedures/{procedure['id']}/outcomes", outcome, format="json"), 201)
+    _ok(api_a.delete(f"/v1/procedures/{procedure['id']}"), 200)
+    phase("procedure outcome (with its episode) and DELETE", start)
+
+    start = len(recorded.statements)
+    _ok(api_a.put(f"/v1/sessions/{subject}-s1/scratchpad", {"plan": "call back"}, format="json"), 200, 201)
+    with capture(execute=True):
+        deleted = _ok(api_a.delete(f"/v1/sessions/{subject}-s1/scratchpad?summarise=true"), 200)
+    assert deleted["summary_episode_id"]
+    phase("scratchpad DELETE (summarised)", start)
+
+    start = len(recorded.statements)
+    with capture(execute=True):
+        accepted = _ok(api_a.post(f"/v1/subjects/{subject}/erasure", {"reason": "asked"}, format="json"), 202)
+    assert _ok(api_a.get(f"/v1/erasure-requests/{accepted['id']}"), 200)["status"] == "done"
+    phase("erasure (the request, the task run eagerly)", start)
+    assert {k: v for k, v in erasure.locate(tenant=tenant_a, subject=subject).items() if v} == {}
+    assert erasure.locate(tenant=tenant_b, subject=other) == b_before
+
+    start = len(recorded.statements)
+    settings.ENGRAM = {**settings.ENGRAM, "IDEMPOTENCY_TTL_HOURS": 0}
+    assert purge_idempotency_records() >= len(seeded["keys"])
+    phase("idempotency purge (the task)", start)
+
+    start = len(recorded.statements)
+    # A throwaway tenant goes whole (demo_compare, the superuser's admin): episodes included.
+    with tenant_scope(tenant_a), allow_episode_deletion():
+        tenant_a.delete()
+    phase("tenant deletion", start)
+    with tenant_scope(tenant_b):
+        assert Episode.objects.for_tenant(tenant_b).exists()
+
+    seen = [_normalise(sql) for statements in phases.values() for sql in statements]
+    assert [k for k in KNOWN_OPEN if not any(k in sql for sql in seen)] == [], "fixed? take it out of KNOWN_OPEN"
+    found = {name: sorted(_problems(statements, tenant_tables)) for name, statements in phases.items()}
+    assert all(len(statements) > 3 for statements in phases.values()), {k: len(v) for k, v in phases.items()}
+    assert {name: problems for name, problems in found.items() if problems} == {}, "\n\n".join(
+        f"{name}:\n" + "\n".join(problems) for name, problems in found.items() if problems
+    )
