@@ -135,10 +135,14 @@ def build(args: argparse.Namespace) -> None:
                 True,
                 json.dumps({"rate_limit_per_minute": 0, "bench_size": _size(args)}),
                 now,
+                False,
             )
         ]
-        tenants += [(uuid.uuid4(), f"Bench {i}", f"bench-{i:04d}", True, "{}", now) for i in range(1, args.tenants)]
-        _copy(cur, "tenants_tenant", ["id", "name", "slug", "active", "settings", "created_at"], tenants)
+        tenants += [
+            (uuid.uuid4(), f"Bench {i}", f"bench-{i:04d}", True, "{}", now, False) for i in range(1, args.tenants)
+        ]
+        _copy(cur, "tenants_tenant",
+              ["id", "name", "slug", "active", "settings", "created_at", "has_entity_aliases"], tenants)  # fmt: skip
 
         def owners():  # (tenant, subject, sessions, episodes, facts)
             per = args.episodes // args.subjects
