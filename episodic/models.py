@@ -291,7 +291,9 @@ class Passage(TenantModel):
         indexes = [
             models.Index(fields=("tenant", "subject", "-occurred_at"), name="passage_subject_time"),
             # The passage before or after another in its session (the router's neighbours).
-            models.Index(fields=("session", "occurred_at", "episode", "position"), name="passage_session_seq"),
+            models.Index(
+                fields=("tenant", "session", "occurred_at", "episode", "position"), name="passage_tenant_session_seq"
+            ),
             GinIndex(fields=("tenant", "entities"), name="passage_entities_gin"),
             GinIndex(fields=("tenant", "topics"), name="passage_topics_gin"),
             GinIndex(fields=("tenant", "search_vector"), name="passage_fts_gin"),

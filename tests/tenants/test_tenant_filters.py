@@ -217,13 +217,7 @@ def test_every_statement_of_the_api_names_its_tenant(api_a, recorded: _Recorder)
 
 # Statements known not to pin every table they read, each with why it stays and where it is tracked.
 # Each must still be seen (it goes from here once fixed).
-KNOWN_OPEN = {
-    "cross join lateral ( (select x.* from episodic_passage x where x.session_id = a.session_id": (
-        "the router's neighbour passages: a tenant_id condition on x made the planner AND indexes and read the "
-        "whole tenant (measured on episodes); needs passage_session_seq led by tenant_id first, then measured. "
-        "docs/scale-out.md, section 5"
-    ),
-}
+KNOWN_OPEN: dict[str, str] = {}
 
 
 def _problems(statements: list[str], tenant_tables: set[str]) -> set[str]:
