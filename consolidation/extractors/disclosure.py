@@ -222,6 +222,8 @@ _ELIDED = re.compile(
     r"working on|off to)|(?P<been>been|just got|just finished|just started))\b",
     re.IGNORECASE,
 )
+# ... unless the subject left out is a dummy "it": "Been a while since we talked", "Gonna be a big change".
+_DUMMY_IT = re.compile(r"^(?:been|(?:gonna|going to) be)\s+(?:a|an|the|ages|quite|such)\b", re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,6 +302,8 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
     for clause in _clauses(sentence):
         clause = clause.replace("’", "'").rstrip(" .!")
         elided = _ELIDED.match(clause)
+        if elided and _DUMMY_IT.match(clause):
+            continue
         if elided:
             prefix = "I'm " if elided.group("going") else "I've " if elided.group(0).lower() == "been" else "I "
             clause = prefix + re.sub(r"^gonna\b", "going to", clause[0].lower() + clause[1:], flags=re.IGNORECASE)

@@ -94,6 +94,18 @@ def test_a_lasting_attitude_or_a_scheduled_activity_in_the_future_is_kept(text: 
     assert [d.statement for d in disclose(text, name="Caroline", said_at=SAID)] == [statement]
 
 
+@pytest.mark.parametrize(
+    "text", ["Been a while since we talked.", "Been a busy week since we talked.", "Gonna be a big change."]
+)
+def test_a_left_out_dummy_it_is_not_read_as_the_speaker(text: str) -> None:
+    assert disclose(text, name="Caroline", said_at=SAID) == []
+
+
+def test_a_left_out_i_is_still_read_as_the_speaker() -> None:
+    [found] = disclose("Been super busy at work lately.", name="Caroline", said_at=SAID)
+    assert found.statement == "Caroline has been super busy at work lately."
+
+
 def test_the_agents_side_of_a_conversation_states_nothing_about_the_subject() -> None:
     assert _extract(("assistant", "I went to the documentation and I found the answer.")) == []
 
