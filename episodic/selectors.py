@@ -640,6 +640,21 @@ def passage_search_rows(
     return out
 
 
+def passage_first_mention(*, tenant: Tenant, subject: str, word: str, until: datetime) -> datetime | None:
+    """When the subject's history first mentions `word`, before `until`: the earliest passage whose
+    full-text vector matches it under the English stemmer ("move" finds "moved" and "moving"); None
+    when none does or the word is a stop word."""
+    return (
+        Passage.objects.for_tenant(tenant)
+        .filter(
+            subject=subject,
+            occurred_at__lt=until,
+            search_vector=SearchQuery(word, config="english", search_type="plain"),
+        )
+        .aggregate(first=Min("occurred_at"))["first"]
+    )
+
+
 _PASSAGE_NEIGHBOURS_SQL = f"""
 SELECT h.anchor, {PASSAGE_COLUMNS}
 FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS h(anchor, pos)

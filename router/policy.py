@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -31,7 +31,7 @@ from router import selectors as router_selectors
 from router.packing import line_tokens, said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
-from router.timeframe import Timeframe, timeframe
+from router.timeframe import Timeframe, query_window
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
 from semantic.models import FactOrigin
 from semantic.selectors import fact_search_rows, facts_for_subject
@@ -234,20 +234,28 @@ def settle_episodes(items: list[Candidate], w: HeuristicWeights) -> list[Candida
     return kept
 
 
-def query_timeframe(request: ContextRequest) -> Timeframe | None:
+def query_timeframe(*, tenant: Tenant, request: ContextRequest) -> Timeframe | None:
     """The window a time phrase of the query names, resolved against the request's `now`, else its
-    `as_of`, else the server's time (router.timeframe)."""
+    `as_of`, else the server's time (router.timeframe). An event ("before the move") is placed at its
+    first mention in the subject's history up to then, which costs one query, and only then."""
     if not request.query.strip():
         return None
-    return timeframe(request.query, request.now or request.as_of or timezone.now())
+    now = request.now or request.as_of or timezone.now()
+
+    def first_mention(word: str, until: datetime) -> datetime | None:
+        return router_selectors.first_mention(tenant=tenant, subject=request.subject, word=word, until=until)
+
+    return query_window(request.query, now, first_mention)
 
 
 def facts_as_of(request: ContextRequest, frame: Timeframe | None) -> datetime | None:
     """The moment facts are read at: the request's `as_of`; else, when the query names a time that is
-    over ("last year", "in May 2023"), its end, so that what was true then is served."""
+    over ("last year", "in May 2023", "before the move"), its last instant (the window is half-open: a
+    value observed at its end, such as the city the move brought, is not yet held), so that what was
+    true then is served."""
     if request.as_of is not None or frame is None or frame.end is None:
         return request.as_of
-    return frame.end if frame.end <= (request.now or timezone.now()) else None
+    return frame.end - timedelta(microseconds=1) if frame.end <= (request.now or timezone.now()) else None
 
 
 class HeuristicPolicy:
@@ -267,6 +275,7 @@ class HeuristicPolicy:
         # search awaits it only for its vector channel.
         pending = embed_in_background(query) if query else None
         entities, topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
+        frame = query_timeframe(tenant=tenant, request=request)
         out = LayerCandidates()
         recent = (
             router_selectors.recent_episodes(
@@ -290,6 +299,7 @@ class HeuristicPolicy:
                 topics=topics,
                 recent=recent,
                 embedding=pending,
+                frame=frame,
             )
             if plan.procedural > 0 or plan.semantic > 0
             else None
@@ -300,7 +310,8 @@ class HeuristicPolicy:
             )
         if plan.episodic > 0:
             out.episodic = settle_episodes(
-                self.episodes(tenant=tenant, request=request, plan=plan, embedding=pending, recent=recent), self.w
+                self.episodes(tenant=tenant, request=request, plan=plan, embedding=pending, recent=recent, frame=frame),
+                self.w,
             )
         if rules_and_facts is not None:
             out.procedural, out.semantic = rules_and_facts.result()
@@ -316,10 +327,13 @@ class HeuristicPolicy:
         topics: Sequence[str],
         recent: Sequence[router_selectors.EpisodeRow],
         embedding: Future[list[float]] | None,
+        frame: Timeframe | None,
     ) -> tuple[list[Candidate], list[Candidate]]:
         """The procedural and the semantic layers' candidates. The facts come first: their text part
         runs while the query is still being embedded."""
-        semantic = self.facts(tenant=tenant, request=request, embedding=embedding) if plan.semantic > 0 else []
+        semantic = (
+            self.facts(tenant=tenant, request=request, embedding=embedding, frame=frame) if plan.semantic > 0 else []
+        )
         vector = embedding.result() if embedding is not None else None
         procedural = (
             self.procedures(
@@ -379,7 +393,12 @@ class HeuristicPolicy:
 
     # --- semantic ---------------------------------------------------------------------------
     def facts(
-        self, *, tenant: Tenant, request: ContextRequest, embedding: list[float] | Future[list[float]] | None
+        self,
+        *,
+        tenant: Tenant,
+        request: ContextRequest,
+        embedding: list[float] | Future[list[float]] | None,
+        frame: Timeframe | None,
     ) -> list[Candidate]:
 
         scored: list[tuple[Any, float, dict[str, float]]]
@@ -390,7 +409,7 @@ class HeuristicPolicy:
                 query=request.query,
                 subject=request.subject,
                 k=50,
-                as_of=facts_as_of(request, query_timeframe(request)),
+                as_of=facts_as_of(request, frame),
                 query_embedding=embedding,
             )
             scored = [
@@ -538,6 +557,7 @@ class HeuristicPolicy:
         plan: BudgetPlan,
         embedding: list[float] | Future[list[float]] | None,
         recent: Sequence[router_selectors.EpisodeRow],
+        frame: Timeframe | None,
     ) -> list[Candidate]:
         out: list[Candidate] = []
         recent_ids: set[int] = set()
@@ -578,7 +598,7 @@ class HeuristicPolicy:
         )
         if not hits:
             return out + self._latest(tenant=tenant, request=request, seen_hashes=seen_hashes)
-        relevance = self.relevance(request.query, hits, frame=query_timeframe(request))
+        relevance = self.relevance(request.query, hits, frame=frame)
         anchors = sorted(hits, key=lambda h: (-relevance[h.row.passage_id], h.row.passage_id))[: self.w.neighbour_hits]
         neighbours = router_selectors.passage_neighbours(
             tenant=tenant, passage_ids=[h.row.passage_id for h in anchors], until=request.as_of

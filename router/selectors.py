@@ -19,6 +19,7 @@ from episodic.selectors import (
     PassageRow,
     episode_rows_latest,
     episode_rows_recent,
+    passage_first_mention,
     passage_rows_neighbours,
     passage_search_rows,
     passage_similarities,
@@ -73,6 +74,12 @@ def passage_neighbours(
 ) -> list[tuple[int, PassageRow]]:
     """The passage before and after each anchor (episodic.selectors.passage_rows_neighbours)."""
     return passage_rows_neighbours(tenant=tenant, passage_ids=passage_ids, until=until)
+
+
+def first_mention(*, tenant: Tenant, subject: str, word: str, until: datetime) -> datetime | None:
+    """When the subject's history first mentions `word` before `until` (episodic.selectors.
+    passage_first_mention): the time an event named in a query is placed at."""
+    return passage_first_mention(tenant=tenant, subject=subject, word=word, until=until)
 
 
 def similar_passages(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[tuple[int, int], float]:

@@ -1,15 +1,18 @@
 """Time named in a query: "last week", "in May 2023", "3 days ago", "before 10 April 2023".
 
 `timeframe(query, now)` finds the first such phrase and resolves it against `now` (the request's `now`,
-else its `as_of`, else the server's time) into a half-open window [start, end). English phrases only;
-a phrase that names an event rather than a date ("before the move") is not resolved. The router uses
-the window as a preference for episodes inside it and, when the window is over, as the time at which
+else its `as_of`, else the server's time) into a half-open window [start, end). English phrases only.
+A phrase that names an event rather than a date ("before the move", "since the trip") is read by
+`event_reference`; `event_timeframe` bounds its window at the event's first mention, which the caller
+looks up in the subject's history (router.policy, through an episodic selector). The router uses the
+window as a preference for episodes inside it and, when the window is over, as the time at which
 facts are read (router.policy).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -160,3 +163,88 @@ def timeframe(query: str, now: datetime) -> Timeframe | None:
     if not found:
         return None
     return min(found, key=lambda f: f[0])[1]
+
+
+# --- events: "before the move" -------------------------------------------------------------------
+
+# A noun phrase after the relation word needs a determiner or a possessive: "before the move", "after
+# my sister's wedding"; a bare word ("before moving", "after lunch") is too open to guess at.
+_EVENT = re.compile(
+    r"\b(?P<rel>before|after|since|until|till)\s+(?:the|my|our|his|her|their|your)\s+"
+    r"(?P<np>[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,3})",
+    re.I,
+)
+# Where a noun phrase ends: the words that begin a prepositional phrase or a clause.
+_NP_END = frozenset(
+    """to in on at of for with from by about into onto over under near than as and or but so
+    when while where who whom whose which that what why how if because
+    i me you he she it we they him us them this these those there
+    is are was were be been being am do does did done have has had will would could should can may might
+    must shall not no""".split()
+)
+# Heads that name a time or a part of one, not an event: "after the end of the week", "before the first".
+_NOT_EVENTS = frozenset(
+    """day days week weeks weekend month months year years morning afternoon evening night time times
+    moment end start beginning middle first last next other rest same one ones hour hours minute minutes
+    past future present""".split()
+)
+
+
+@dataclass(frozen=True)
+class EventReference:
+    """An event a query places its time by: `relation` (before, after, since, until) and the head
+    noun of the phrase that names it ("the move to Lisbon": move)."""
+
+    phrase: str
+    relation: str
+    head: str
+
+
+def event_reference(query: str) -> EventReference | None:
+    """The first "before/after/since/until + the/my/... + noun phrase" of the query that names an
+    event rather than a date or a time; None without one (a date phrase is `timeframe`'s)."""
+    for match in _EVENT.finditer(query):
+        words: list[str] = []
+        for word in match.group("np").split():
+            if word.casefold() in _NP_END:
+                break
+            words.append(word)
+        if not words:
+            continue
+        head = re.sub(r"['’]s?$", "", words[-1]).casefold()
+        if head in _NOT_EVENTS or head in MONTHS or head.isdigit():
+            continue
+        rel = match.group("rel").casefold()
+        phrase = " ".join([*match.group(0).split()[:2], *words])
+        return EventReference(phrase=phrase, relation="until" if rel == "till" else rel, head=head)
+    return None
+
+
+def event_timeframe(event: EventReference, at: datetime) -> Timeframe:
+    """The window an event bounds, the event taken to happen at `at`."""
+    if event.relation in ("before", "until"):
+        return Timeframe(event.phrase, None, at)
+    return Timeframe(event.phrase, at, None)
+
+
+def query_window(
+    query: str, now: datetime, first_mention: Callable[[str, datetime], datetime | None]
+) -> Timeframe | None:
+    """The window the query names: a date phrase's (`timeframe`), else an event's, bounded at
+    `first_mention(head, now)`, the earliest time the subject's history mentions the event up to
+    `now` (None: the event is not found, and there is no window).
+
+    The first mention, for every relation: an event is talked about from its planning or its telling
+    on, and for a long time after it ("since the move I cycle"), so its first mention is the latest
+    time it can be known to be still ahead. Bounded there, "before the move" keeps only what surely
+    preceded it (and facts are read as they were then, not as the move left them), and "after the
+    move" loses none of what followed it; the last mention would put months of aftermath "before"
+    the move."""
+    frame = timeframe(query, now)
+    if frame is not None:
+        return frame
+    event = event_reference(query)
+    if event is None:
+        return None
+    at = first_mention(event.head, now)
+    return event_timeframe(event, at) if at is not None else None

@@ -282,11 +282,22 @@ def facts_upsert(*, tenant: Tenant, candidates: Sequence[FactCandidate], actor: 
 
 @transaction.atomic
 def fact_confirm(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> Fact:
-    """Someone vouches for the fact: confidence up, last_confirmed_at now."""
+    """Someone vouches for the fact: confidence up, last_confirmed_at now. A pending fact is thereby
+    accepted, as an operator's approval would accept it (`_accept_pending`)."""
     fact = lock_fact(tenant, fact_id)
     if fact.status not in LIVE:
         raise Conflict(f"Fact {fact.id} is {fact.status}; only active or pending facts can be confirmed.")
     now = timezone.now()
+    if fact.status == FactStatus.PENDING_REVIEW:
+        return _accept_pending(
+            tenant=tenant,
+            fact=fact,
+            actor=actor,
+            kind=FactChangeKind.CONFIRMED,
+            reason="confirmed explicitly; the pending value is accepted.",
+            confidence=_combine(fact.confidence, CONFIRM_WEIGHT),
+            now=now,
+        )
     old = fact.confidence
     fact.confidence = _combine(fact.confidence, CONFIRM_WEIGHT)
     fact.last_confirmed_at = now
@@ -417,6 +428,12 @@ def facts_decay(*, tenant: Tenant, confidences: Mapping[uuid.UUID, float], actor
     return len(changed)
 
 
+# A change of value or statement is a correction: the caller has put the fact to the subject and
+# vouches for the corrected version (which clears it from the verification list). A change of
+# category or confidence alone is bookkeeping, not a confirmation.
+CORRECTION_FIELDS = frozenset({"value", "statement"})
+
+
 @transaction.atomic
 def fact_edit(
     *,
@@ -429,10 +446,49 @@ def fact_edit(
     confidence: float | None = None,
 ) -> Fact:
     """Correct a live fact in place (an operator's or an agent's edit), logged with the old and new
-    value. A real change of the world is a new fact through fact_upsert, not an edit."""
+    value. A real change of the world is a new fact through fact_upsert, not an edit. A correction
+    (value or statement) confirms: an active fact's last_confirmed_at moves to now, and a pending
+    fact is accepted in its corrected form (`_accept_pending`)."""
     fact = lock_fact(tenant, fact_id)
     if fact.status not in LIVE:
         raise Conflict(f"Fact {fact.id} is {fact.status}; only active or pending facts can be edited.")
+    fields = _edit(
+        tenant=tenant,
+        fact=fact,
+        actor=actor,
+        value=value,
+        statement=statement,
+        category=category,
+        confidence=confidence,
+    )
+    if not CORRECTION_FIELDS & set(fields):
+        return fact
+    if fact.status == FactStatus.PENDING_REVIEW:
+        return _accept_pending(
+            tenant=tenant,
+            fact=fact,
+            actor=actor,
+            kind=FactChangeKind.CONFIRMED,
+            reason="corrected by the caller; the corrected value is accepted.",
+            confidence=fact.confidence,
+            now=fact.updated_at,
+        )
+    fact.last_confirmed_at = fact.updated_at
+    fact.save(update_fields=["last_confirmed_at"])
+    return fact
+
+
+def _edit(
+    *,
+    tenant: Tenant,
+    fact: Fact,
+    actor: Actor,
+    value: str | None,
+    statement: str | None,
+    category: str | None,
+    confidence: float | None,
+) -> list[str]:
+    """Apply an edit to a locked live fact and log it; returns the fields that changed."""
     errors: list[dict[str, str]] = []
     max_chars = settings.ENGRAM["MAX_TEXT_CHARS"]
     if value is not None and (not value.strip() or len(value) > max_chars):
@@ -471,7 +527,7 @@ def fact_edit(
         fact.confidence = float(confidence)
         fields.append("confidence")
     if not fields:
-        return fact
+        return fields
     fact.updated_at = timezone.now()
     fact.save(update_fields=[*fields, "updated_at"])
     if "statement" in fields:
@@ -490,7 +546,7 @@ def fact_edit(
         new_confidence=fact.confidence,
         at=fact.updated_at,
     )
-    return fact
+    return fields
 
 
 @transaction.atomic
@@ -503,9 +559,9 @@ def fact_review_decide(
     value: str | None = None,
     statement: str | None = None,
 ) -> Fact:
-    """An operator's decision on a pending fact. Approved, it enters its timeline as if it had just
-    been upserted with enough confidence (it may supersede the active value, or become history if an
-    even newer value is known); rejected, it is retracted. `value`/`statement` correct it first."""
+    """An operator's decision on a pending fact. Approved, it is accepted (`_accept_pending`: it may
+    supersede the active value, or become history if an even newer value is known); rejected, it is
+    retracted. `value`/`statement` correct it first."""
     fact = lock_fact(tenant, fact_id)
     if fact.status != FactStatus.PENDING_REVIEW:
         raise Conflict(f"Fact {fact.id} is {fact.status}, not pending_review.")
@@ -530,28 +586,50 @@ def fact_review_decide(
         return fact
 
     if value is not None or statement is not None:
-        fact = fact_edit(tenant=tenant, fact_id=fact.id, actor=actor, value=value, statement=statement)
+        _edit(tenant=tenant, fact=fact, actor=actor, value=value, statement=statement, category=None, confidence=None)
+    return _accept_pending(
+        tenant=tenant,
+        fact=fact,
+        actor=actor,
+        kind=FactChangeKind.REVIEW_APPROVED,
+        reason="",
+        confidence=fact.confidence,
+        now=now,
+    )
+
+
+def _accept_pending(
+    *, tenant: Tenant, fact: Fact, actor: Actor, kind: str, reason: str, confidence: float, now: datetime
+) -> Fact:
+    """A locked pending fact is accepted: by an operator's review, or by the caller confirming or
+    correcting it. It enters its timeline as if it had just been upserted with enough confidence (at
+    least the review threshold): it may supersede the active value (newer wins, logged on the closed
+    fact), or become history if an even newer value is known. Logged as `kind` on the fact."""
     episode_ids = list(FactSource.objects.for_tenant(tenant).filter(fact=fact).values_list("episode_id", flat=True))
-    new_confidence = max(fact.confidence, tenant.config.fact_review_threshold)
     old_confidence = fact.confidence
-    fact.confidence = new_confidence
+    fact.confidence = max(confidence, tenant.config.fact_review_threshold)
     fact.updated_at = now
     fact.last_confirmed_at = now
+    fields = ["confidence", "updated_at", "last_confirmed_at"]
+    if kind == FactChangeKind.CONFIRMED:
+        fact.confirmation_count += 1
+        fields.append("confirmation_count")
     changes: list[ChangeDraft] = []
     if fact.cardinality == Cardinality.SINGLE:
-        fact.save(update_fields=["confidence", "updated_at", "last_confirmed_at"])
+        fact.save(update_fields=fields)
         timeline = timeline_of(tenant, fact.entity, fact.attribute, exclude=fact.id)
         _, _, changes = place_single(
             tenant=tenant, fact=fact, timeline=timeline, actor=actor, episode_ids=episode_ids, now=now
         )
     else:
         fact.status = FactStatus.ACTIVE
-        fact.save(update_fields=["status", "confidence", "updated_at", "last_confirmed_at"])
+        fact.save(update_fields=["status", *fields])
     change_log(
         tenant=tenant,
         fact=fact,
-        kind=FactChangeKind.REVIEW_APPROVED,
+        kind=kind,
         actor=actor,
+        reason=reason,
         old_value=fact.value,
         new_value=fact.value,
         old_status=FactStatus.PENDING_REVIEW,

@@ -6,7 +6,8 @@ relative dates resolved against when it was said ("Caroline went to a support gr
 2023."). Only grammar is used: pronouns, auxiliaries, tense and date words; no names, topics or
 phrases of any dataset. A clause is kept only when it says something about the speaker: questions,
 conditionals, clauses addressed to the listener ("you"), small talk ("I'm so happy for you", "I
-agree") and clauses without content words are dropped, and so is any value `is_fragment` rejects.
+agree"), promises ("I'll keep that in mind") and clauses without content words are dropped, and so
+is any value `is_fragment` rejects.
 """
 
 from __future__ import annotations
@@ -186,9 +187,14 @@ _SMALL_TALK = re.compile(
     r"^\s*(?:i|we)(?:'m| am|'re| are) (?:so |really |very |just |totally )*(?:glad|happy|sorry|thrilled|"
     r"stoked|proud|grateful|thankful|here|sure|with|all for|excited for|happy for)\b(?! to (?!hear|see))|"
     r"^\s*(?:i|we) (?:totally |really |definitely )*(?:hope|appreciate|love that|think so|feel you|hear you)\b|"
-    r"^\s*(?:i|we)(?:'ll| will) (?:keep|let|talk|catch|see|check)\b|^\s*(?:i|we) can(?:'t| not|not) wait\b",
+    r"^\s*(?:i|we) can(?:'t| not|not) wait\b",
     re.IGNORECASE,
 )
+# A simple future in the first person is a promise or a prediction made to the listener ("I'll keep
+# that in mind", "we'll have a great time"), not news about the speaker; a plan is told as one ("I'm
+# going to", "we're planning"). Kept: a lasting attitude ("I'll always remember ...") and an
+# activity already scheduled ("we'll be discussing ...").
+_PROMISE = re.compile(r"^\s*(?:i|we)(?:'ll| will)\b(?! (?:\w+ )?(?:always|be \w+ing)\b)", re.IGNORECASE)
 # A clause that leans on what was said before ("I loved it", "we went there") or that denies
 # something: neither stands alone as a fact.
 _ANAPHORIC = re.compile(
@@ -216,6 +222,8 @@ _ELIDED = re.compile(
     r"working on|off to)|(?P<been>been|just got|just finished|just started))\b",
     re.IGNORECASE,
 )
+# ... unless the subject left out is a dummy "it": "Been a while since we talked", "Gonna be a big change".
+_DUMMY_IT = re.compile(r"^(?:been|(?:gonna|going to) be)\s+(?:a|an|the|ages|quite|such)\b", re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,12 +302,14 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
     for clause in _clauses(sentence):
         clause = clause.replace("’", "'").rstrip(" .!")
         elided = _ELIDED.match(clause)
+        if elided and _DUMMY_IT.match(clause):
+            continue
         if elided:
             prefix = "I'm " if elided.group("going") else "I've " if elided.group(0).lower() == "been" else "I "
             clause = prefix + re.sub(r"^gonna\b", "going to", clause[0].lower() + clause[1:], flags=re.IGNORECASE)
         if not _FIRST_PERSON_START.match(clause) or _ADDRESSED.search(clause):
             continue
-        if _NOT_DECLARATIVE.search(clause) or _SMALL_TALK.search(clause):
+        if _NOT_DECLARATIVE.search(clause) or _SMALL_TALK.search(clause) or _PROMISE.search(clause):
             continue
         clause = _TRAILING_COMMENT.sub("", clause)
         if _ANAPHORIC.search(clause) or _NEGATED.search(clause):

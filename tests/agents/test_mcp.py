@@ -149,11 +149,11 @@ def test_the_verification_loop_lists_confirms_and_corrects(live_server: LiveServ
                 "active",
                 "retracted",
             )
-            # A pending fact confirmed with a key that may not review stays pending, and says so.
-            waiting = _data(await agent.call_tool("confirm_fact", {"fact_id": pet}))
-            assert (waiting["status"], waiting["needs_review"]) == ("pending_review", True)
-            approved = _data(await admin.call_tool("confirm_fact", {"fact_id": pet}))
-            assert (approved["status"], approved["needs_review"]) == ("active", False)
+            # The subject vouches for a pending fact: confirming it accepts it, without the admin scope.
+            accepted = _data(await agent.call_tool("confirm_fact", {"fact_id": pet}))
+            assert (accepted["status"], accepted["confirmation_count"]) == ("active", 2)
+            again = _data(await admin.call_tool("confirm_fact", {"fact_id": pet}))
+            assert (again["status"], again["confirmation_count"]) == ("active", 3)
 
             left = _data(await agent.call_tool("facts_to_confirm", {"subject": "v1"}))
             assert left["facts"] == []

@@ -70,6 +70,42 @@ def test_questions_small_talk_replies_to_the_listener_negations_and_pointers_sta
     assert disclose(text, name="Caroline", said_at=SAID) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'll definitely keep that in mind.",
+        "Thanks, I'll make sure to have a safe trip!",
+        "We'll have a great time on our hike!",
+        "I will definitely stay in touch.",
+    ],
+)
+def test_a_promise_or_prediction_to_the_listener_is_not_a_fact(text: str) -> None:
+    assert disclose(text, name="Caroline", said_at=SAID) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "statement"),
+    [
+        ("I'll always remember our camping trip last year.", "Caroline will always remember their camping trip in 2022."),
+        ("We'll be discussing education and school upgrades.", "Caroline will be discussing education and school upgrades."),
+    ],
+)  # fmt: skip
+def test_a_lasting_attitude_or_a_scheduled_activity_in_the_future_is_kept(text: str, statement: str) -> None:
+    assert [d.statement for d in disclose(text, name="Caroline", said_at=SAID)] == [statement]
+
+
+@pytest.mark.parametrize(
+    "text", ["Been a while since we talked.", "Been a busy week since we talked.", "Gonna be a big change."]
+)
+def test_a_left_out_dummy_it_is_not_read_as_the_speaker(text: str) -> None:
+    assert disclose(text, name="Caroline", said_at=SAID) == []
+
+
+def test_a_left_out_i_is_still_read_as_the_speaker() -> None:
+    [found] = disclose("Been super busy at work lately.", name="Caroline", said_at=SAID)
+    assert found.statement == "Caroline has been super busy at work lately."
+
+
 def test_the_agents_side_of_a_conversation_states_nothing_about_the_subject() -> None:
     assert _extract(("assistant", "I went to the documentation and I found the answer.")) == []
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from router.timeframe import timeframe
+from router.timeframe import event_reference, timeframe
 from tests.router.conftest import T0, believe, remember
 
 NOW = datetime(2023, 5, 10, 15, 0, tzinfo=UTC)  # a Wednesday
@@ -50,6 +50,118 @@ def test_time_phrases_resolve_against_now(query: str, start: datetime | None, en
 )
 def test_no_time_phrase_no_window(query: str) -> None:
     assert timeframe(query, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "relation", "head"),
+    [
+        ("What did I do before the move?", "before", "move"),
+        ("What changed after the wedding?", "after", "wedding"),
+        ("How have I felt since the trip to Japan?", "since", "trip"),
+        ("Where did I work until my sister's wedding in Porto", "until", "wedding"),
+        ("What did we do after our big move we had planned", "after", "move"),
+    ],
+)
+def test_an_event_named_after_before_since_until_is_read_with_its_head_noun(
+    query: str, relation: str, head: str
+) -> None:
+    event = event_reference(query)
+    assert event is not None
+    assert (event.relation, event.head) == (relation, head)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What did I say before 3 March 2023?",  # a date: timeframe's
+        "Think before you answer",  # a clause, not a noun phrase
+        "before that",
+        "after the end of the week",  # a time word, not an event
+        "before moving",  # no determiner: too open to guess
+        "What did I do last week?",
+    ],
+)
+def test_no_event_phrase(query: str) -> None:
+    assert event_reference(query) is None
+
+
+def _classes(tenant, *, subject: str = "alice") -> None:
+    """Two class lines either side of a move, the move, and a later mention of it."""
+    remember(
+        tenant, ["I took a pottery class downtown."], subject=subject, session=f"{subject}-jan", start=_d(2024, 1, 10)
+    )
+    remember(
+        tenant, ["We moved to Lisbon last weekend."], subject=subject, session=f"{subject}-mar", start=_d(2024, 3, 1)
+    )
+    remember(
+        tenant,
+        ["I took a surfing class, my first class at the beach."],
+        subject=subject,
+        session=f"{subject}-apr",
+        start=_d(2024, 4, 12),
+    )
+    remember(
+        tenant,
+        ["Since the move I cycle to work every day."],
+        subject=subject,
+        session=f"{subject}-jun",
+        start=_d(2024, 6, 20),
+    )
+
+
+EVENT_NOW = "2024-12-01T00:00:00Z"
+
+
+@pytest.mark.django_db
+def test_history_before_an_event_comes_before_the_rest(tenant_a, ask) -> None:
+    _classes(tenant_a)
+    plain = ask(query="What class did I take?", max_tokens=2000, now=EVENT_NOW)
+    assert _relevance(plain, "surfing") > _relevance(plain, "pottery")
+    # The move's first mention (1 March) bounds the window; the later "since the move" does not.
+    before = ask(query="What class did I take before the move?", max_tokens=2000, now=EVENT_NOW)
+    assert _relevance(before, "pottery") > _relevance(before, "surfing")
+    after = ask(query="What class did I take after the move?", max_tokens=2000, now=EVENT_NOW)
+    assert _relevance(after, "surfing") > _relevance(after, "pottery")
+    # Resolved against `now`: on 1 February the move had not been mentioned, so there is no window.
+    early = ask(query="What class did I take before the move?", max_tokens=2000, now="2024-02-01T00:00:00Z")
+    assert _relevance(early, "surfing") > _relevance(early, "pottery")
+
+
+@pytest.mark.django_db
+def test_facts_are_read_as_they_were_before_an_event(tenant_a, ask) -> None:
+    (moved,) = remember(tenant_a, ["We moved to Lisbon last weekend."], session="s-mar", start=_d(2024, 3, 1))
+    believe(tenant_a, attribute="city", value="Porto", statement="Alice lives in Porto.", observed_at=_d(2023, 6, 1))
+    believe(
+        tenant_a,
+        attribute="city",
+        value="Lisbon",
+        statement="Alice lives in Lisbon.",
+        sources=[moved],
+        observed_at=moved.occurred_at,
+    )
+    then = ask(query="Where did Alice live before the move?", max_tokens=2000, now=EVENT_NOW)
+    assert "Alice lives in Porto." in then["prompt"] and "Alice lives in Lisbon." not in then["prompt"]
+    current = ask(query="Where does Alice live now?", max_tokens=2000, now=EVENT_NOW)
+    assert "Alice lives in Lisbon." in current["prompt"]
+
+
+@pytest.mark.django_db
+def test_no_mention_of_the_event_no_window(tenant_a, ask) -> None:
+    _classes(tenant_a)
+    body = ask(query="What class did I take before the wedding?", max_tokens=2000, now=EVENT_NOW)
+    assert _relevance(body, "surfing") > _relevance(body, "pottery")
+
+
+@pytest.mark.django_db
+@pytest.mark.isolation("POST /v1/context event lookup")
+def test_another_subjects_or_tenants_event_is_not_used(tenant_a, tenant_b, ask) -> None:
+    # Earlier moves of another subject of the tenant and of the same subject id in another tenant:
+    # either as the bound would put all of alice's classes after the move.
+    remember(tenant_a, ["We moved to Berlin."], subject="bob", session="bob-move", start=_d(2023, 5, 1))
+    remember(tenant_b, ["We moved to Madrid."], subject="alice", session="b-move", start=_d(2023, 4, 1))
+    _classes(tenant_a)
+    before = ask(query="What class did I take before the move?", max_tokens=2000, now=EVENT_NOW)
+    assert _relevance(before, "pottery") > _relevance(before, "surfing")
 
 
 def _relevance(body: dict, word: str) -> float:

@@ -27,7 +27,6 @@ from engram_client import (
     AsyncEngramClient,
     AuthenticationError,
     EngramError,
-    PermissionDeniedError,
 )
 from engram_client.models import Fact
 
@@ -219,18 +218,10 @@ class EngramTools:
         }
 
     async def confirm_fact(self, ctx: Context | None, *, fact_id: str) -> dict[str, Any]:
-        """A fact waiting in review is approved when the key may review (admin scope); otherwise it
-        is confirmed, which raises its confidence, and stays waiting for an operator."""
-        client = self.client_for(ctx)
+        """The subject says the fact still holds: its confidence rises and its decay restarts; a fact
+        waiting in review is thereby accepted (POST /v1/facts/{id}/confirm)."""
         try:
-            fact = await client.facts.get(fact_id)
-            if fact["status"] == "pending_review":
-                try:
-                    fact = await client.facts.review(fact_id, approve=True, reason="confirmed by the subject")
-                except PermissionDeniedError:
-                    fact = await client.facts.confirm(fact_id)
-            else:
-                fact = await client.facts.confirm(fact_id)
+            fact = await self.client_for(ctx).facts.confirm(fact_id)
         except EngramError as exc:
             raise _tool_error(exc) from exc
         return {
@@ -239,7 +230,6 @@ class EngramTools:
             "confidence": fact["confidence"],
             "confirmation_count": fact["confirmation_count"],
             "status": fact["status"],
-            "needs_review": fact["status"] == "pending_review",
         }
 
     async def correct_fact(
