@@ -1,11 +1,16 @@
 """The embedding's binary code on passages (a stored generated column, `binary_quantize(embedding)`,
 48 bytes) and the subject index widened to cover it, so that the vector channel's prefilter reads a
-subject's codes in an index-only scan. Adding the column rewrites the table once (an exclusive lock
-for as long as that takes); the new index is built before the old one goes."""
+subject's codes in an index-only scan. Passages keep their vector in the row, as episodes do since
+0004 (a chat turn's passage row is about 2 kB: a quarter of LoCoMo's turns and most long passages had
+their vector moved to TOAST, one more lookup per row scanned or re-scored). Adding the column rewrites
+the table once (an exclusive lock for as long as that takes), under the new storage, so existing rows
+get their vectors back inline; the new index is built before the old one goes."""
 
 import django.db.models.functions.comparison
 import pgvector.django.bit
 from django.db import migrations, models
+
+from core.embedding import keep_vectors_inline
 
 
 class Migration(migrations.Migration):
@@ -14,6 +19,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        keep_vectors_inline("episodic_passage"),
         migrations.AddField(
             model_name="passage",
             name="embedding_code",
