@@ -12,15 +12,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
 from django.db.models import (
     BooleanField,
     Case,
     Count,
+    Exists,
     ExpressionWrapper,
     F,
     FloatField,
+    Func,
     Min,
     Q,
     QuerySet,
@@ -30,7 +34,7 @@ from django.db.models import (
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
-from pgvector.django import CosineDistance, VectorField
+from pgvector.django import BitField, CosineDistance, HammingDistance, VectorField
 
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one
 from core.errors import NotFound, ValidationProblem
@@ -283,6 +287,67 @@ def _finite(value: float) -> float:
     return float(value) if math.isfinite(value) else 0.0
 
 
+class _BinaryCode(Func):
+    """The query vector's binary code, as the stored embedding_code is computed from a passage's."""
+
+    function = "binary_quantize"
+    template = "%(function)s(%(expressions)s::vector)"
+    output_field = BitField(length=EMBEDDING_DIM)
+
+
+class _AnyOf(Func):
+    """`value = ANY(array)`, a condition for filter()."""
+
+    template = "(%(expressions)s))"
+    arg_joiner = " = ANY("
+    output_field = BooleanField()
+
+
+def vector_prefilter_candidates(pool: int) -> int:
+    """How many passages the Hamming prefilter hands to exact re-scoring (0: the exact scan alone):
+    ENGRAM["VECTOR_PREFILTER_CANDIDATES"] for the channel's default pool of 100, proportionally more
+    for a bigger pool (the router asks for up to 400), so that the tail of the pool is re-scored as
+    well as its head; never fewer than the pool."""
+    per_hundred = int(settings.ENGRAM["VECTOR_PREFILTER_CANDIDATES"])
+    if per_hundred <= 0:
+        return 0
+    return max(pool, -(-per_hundred * pool // CANDIDATES_PER_CHANNEL))
+
+
+def _nearest(
+    *, tenant: Tenant, base: QuerySet[Any], vector: list[float], pool: int, prefilter: int
+) -> list[tuple[int, float]]:
+    """The pool rows of `base` nearest to `vector` by cosine distance, nearest first (ties: newest id).
+
+    With `prefilter` (passages only) and more than `prefilter` rows in `base`, the candidates are the
+    `prefilter` rows nearest by Hamming distance between binary codes, read from the covering index
+    passage_subject_codes without touching the wide rows, and only they are re-scored by cosine. With
+    fewer rows the scan is exact, as it is without `prefilter`: one statement either way, whose two
+    branches are gated by the same count (at most prefilter + 1 index entries), so that only one runs."""
+
+    def by_cosine(qs: QuerySet[Any]) -> QuerySet[Any]:
+        return (
+            qs.annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance", "-id")
+            .values_list("id", "distance")[:pool]
+        )
+
+    exact = base.filter(embedding__isnull=False)
+    if not prefilter:
+        return list(by_cosine(exact))
+    coded = base.filter(embedding_code__isnull=False)
+    many = Exists(coded.order_by().values("id")[prefilter : prefilter + 1])
+    code = _BinaryCode(Value(VectorField().get_prep_value(vector)))
+    shortlist = (
+        coded.annotate(hamming=HammingDistance("embedding_code", code)).order_by("hamming", "-id").values("id")
+    )[:prefilter]
+    # = ANY(ARRAY(...)), not IN (...): the shortlist runs once, first, and the re-scoring is one probe of
+    # the primary key per candidate whatever the statistics say (with IN and a stale row estimate, the
+    # planner may walk the tenant's whole key instead).
+    rescored = Passage.objects.for_tenant(tenant).filter(many, _AnyOf(F("id"), ArraySubquery(shortlist)))
+    return list(by_cosine(exact.filter(~many)).union(by_cosine(rescored), all=True).order_by("distance", "-id"))
+
+
 def _rank(
     *,
     tenant: Tenant,
@@ -294,6 +359,7 @@ def _rank(
     limit: int,
     query_embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Iterable[int] | None,
+    prefilter: bool = False,
 ) -> _Ranking:
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
@@ -355,11 +421,12 @@ def _rank(
         # The scan settings are transaction-local: open a transaction only when the caller has none.
         with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
             configure_vector_scan(ef_search=pool, floor=HNSW_EF_SEARCH)
-            nearest = list(
-                base.filter(embedding__isnull=False)
-                .annotate(distance=CosineDistance("embedding", vector))
-                .order_by("distance", "-id")
-                .values_list("id", "distance")[:pool]
+            nearest = _nearest(
+                tenant=tenant,
+                base=base,
+                vector=vector,
+                pool=pool,
+                prefilter=vector_prefilter_candidates(pool) if prefilter else 0,
             )
         # A stored vector without a direction (zero, or beyond 32-bit floats) has a NaN distance: unrelated.
         nearest = [(episode_id, distance) for episode_id, distance in nearest if not math.isnan(distance)]
@@ -621,6 +688,7 @@ def passage_search_rows(
         limit=limit,
         query_embedding=query_embedding,
         exclude_ids=None,
+        prefilter=True,
     )
     if not ranking.top:
         return []

@@ -189,6 +189,11 @@ ENGRAM: dict[str, Any] = {
     # Read-your-writes: an API write of at most this many passages is embedded before it commits, so
     # that it is found by meaning at once; bigger writes (imports) wait for the worker. 0: always wait.
     "INLINE_EMBED_MAX_PASSAGES": env.int("ENGRAM_INLINE_EMBED_MAX_PASSAGES", default=32),
+    # The vector channel over passages: rank a subject's passages by Hamming distance on their binary
+    # codes, then re-score this many exactly by cosine, per 100 rows the channel returns (the router's
+    # pool is 30 to 400). A subject with no more passages than that is scanned exactly; 0: always.
+    # docs/benchmarks/vector_prefilter.md
+    "VECTOR_PREFILTER_CANDIDATES": env.int("ENGRAM_VECTOR_PREFILTER_CANDIDATES", default=400),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
     # Helper threads per process for reads beside the request (tenants.readers); 0 reads in line.

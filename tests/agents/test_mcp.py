@@ -27,6 +27,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pytest_django.live_server_helper import LiveServer
 
+from core import embedding
 from semantic.models import Fact
 from tenants.scope import tenant_scope
 from tenants.services import api_key_create
@@ -270,5 +271,47 @@ def test_the_http_tools_act_as_the_callers_tenant(http_server: str, ctx_a: Tenan
         async with Client(streamable_http_client(http_server, http_client=b)) as client_b:
             seen = _data(await client_b.call_tool("recall", {"subject": "iso", "query": "secret"}))
             assert "4711" not in seen["context"] and seen["items"] == []
+
+    anyio.run(scenario)
+
+
+@pytest.fixture
+def onnx_minilm() -> Iterator[None]:
+    """The production embedder (ONNX MiniLM) in the live server's process, which is this one."""
+    saved = settings.ENGRAM
+    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
+    embedding.get_embedder.cache_clear()
+    yield
+    settings.ENGRAM = saved
+    embedding.get_embedder.cache_clear()
+
+
+@pytest.mark.parametrize("before", [0, 200], ids=["alone", "after-200-memories"])
+def test_a_remembered_memory_is_recalled_by_meaning_at_once(
+    live_server: LiveServer, ctx_a: TenantContext, onnx_minilm: None, before: int
+) -> None:
+    """The round trip an agent makes first: remember, then recall at once (no beat, no worker), by a
+    question that shares no word with the memory; also behind 200 earlier memories of the subject."""
+    pairs = [
+        ("I prefer answers in Portuguese.", "Which language should replies use?", "Portuguese"),
+        ("My daughter starts kindergarten in Porto next September.", "When does the child begin school?", "kindergarten"),
+    ]  # fmt: skip
+
+    async def scenario() -> None:
+        tools = EngramTools(live_server.url, ctx_a.raw_key)
+        async with Client(build_server(tools)) as client:
+            for i in range(before):
+                note = f"Note {i}: the quarterly report needs another review of figure {i}."
+                await client.call_tool("remember", {"subject": "mcp-user", "content": note})
+            for memory, question, needle in pairs:
+                await client.call_tool("remember", {"subject": "mcp-user", "content": memory})
+                recalled = _data(await client.call_tool("recall", {"subject": "mcp-user", "query": question}))
+                assert needle in recalled["context"], recalled
+                # Found by its meaning, not only as the subject's latest event: the same request through
+                # the API shows the item's score parts, which the tool leaves out.
+                context = await tools.client_for(None).context("mcp-user", query=question, max_tokens=2000)
+                (item,) = [i for i in context["layers"]["episodic"] if needle in i["text"]]
+                assert item["score_parts"].get("vector", 0) > 0.3, item
+        await tools.aclose()
 
     anyio.run(scenario)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from episodic.models import Episode
+from episodic.models import Episode, Passage
 from semantic.models import Fact
 from tenants.scope import tenant_scope
 from tests.router.conftest import believe, remember
 
 pytestmark = pytest.mark.django_db
 
-TABLES = ("episodic_episode", "semantic_fact")
+TABLES = ("episodic_episode", "episodic_passage", "semantic_fact")
 
 
 def _toasted_bytes(table: str) -> int:
@@ -37,7 +37,7 @@ def test_the_vector_column_is_kept_in_the_row(table: str) -> None:
     assert "toast_tuple_target=4080" in options
 
 
-def test_an_embedded_episode_and_fact_of_ordinary_length_are_not_toasted(tenant_a) -> None:
+def test_an_embedded_episode_its_passage_and_a_fact_of_ordinary_length_are_not_toasted(tenant_a) -> None:
     before = {table: _toasted_bytes(table) for table in TABLES}
     # About 600 characters each: with a 1,544-byte vector and a tsvector the row is well over 2 kB.
     words = "the invoice export for the enterprise plan failed again after the migration to the new region "
@@ -45,6 +45,7 @@ def test_an_embedded_episode_and_fact_of_ordinary_length_are_not_toasted(tenant_
     believe(tenant_a, attribute="note", value="x", statement=(words * 6).strip(), sources=episodes[:1])
     with tenant_scope(tenant_a):
         assert Episode.objects.for_tenant(tenant_a).filter(embedding__isnull=False).count() == 2
+        assert Passage.objects.for_tenant(tenant_a).filter(embedding__isnull=False).count() == 2
         fact = Fact.objects.for_tenant(tenant_a).get()
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_column_size(f.*) FROM semantic_fact f WHERE id = %s", [fact.id])

@@ -212,6 +212,8 @@ def test_every_statement_of_the_api_names_its_tenant(api_a, recorded: _Recorder)
         f"{'; '.join(found)}: {sql}" for sql in recorded.statements if (found := unfiltered(sql, tenant_tables))
     }
     assert len(recorded.statements) > 40
+    # The vector channel's prefilter (Hamming ranking, then exact re-scoring) is among them.
+    assert any("<~>" in sql for sql in recorded.statements)
     assert sorted(problems) == [], "\n".join(sorted(problems))
 
 
