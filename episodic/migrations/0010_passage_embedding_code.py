@@ -15,7 +15,7 @@ from core.embedding import keep_vectors_inline
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("episodic", "0007_entity_alias"),
+        ("episodic", "0009_passage_neighbours_by_tenant"),
     ]
 
     operations = [
