@@ -29,16 +29,19 @@ import os
 import random
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlunparse
+from urllib.parse import urlparse
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from context_latency import _copy, _env, _with_db, prepare  # noqa: E402
+from context_latency import _db_env as _scale_db_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks" / "vector_prefilter.md"
@@ -55,24 +58,8 @@ def _locomo() -> Path:
     sys.exit("the LoCoMo file (shared/datasets/locomo/locomo10.json) is not on this machine")
 
 
-def _with_db(url: str, name: str) -> str:
-    return urlunparse(urlparse(url)._replace(path=f"/{name}"))
-
-
-def _env(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        sys.exit(f"{name} is not set: run `set -a && . .data/engram.env && set +a` first.")
-    return value
-
-
 def _db_env(db: str) -> dict[str, str]:
-    return {
-        "DATABASE_URL": _with_db(_env("DATABASE_URL"), db),
-        "DATABASE_OWNER_URL": _with_db(_env("DATABASE_OWNER_URL"), db),
-        "DJANGO_SETTINGS_MODULE": "config.settings.local",
-        "DJANGO_DEBUG": "false",
-    }
+    return {**_scale_db_env(db), "DJANGO_DEBUG": "false"}
 
 
 def texts_and_questions(n_questions: int) -> tuple[list[str], list[str]]:
@@ -140,30 +127,6 @@ def corpus(texts: list[str], real: np.ndarray, n: int, seed: int) -> tuple[list[
 
 def _vector_text(row: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in row) + "]"
-
-
-def prepare(db: str) -> None:
-    import psycopg
-
-    owner = _env("DATABASE_OWNER_URL")
-    with psycopg.connect(_with_db(owner, "postgres"), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db}"')
-            print(f"created database {db}")
-        app_user = urlparse(_env("DATABASE_URL")).username
-        conn.execute(f'GRANT CONNECT ON DATABASE "{db}" TO "{app_user}"')
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env={**os.environ, **_db_env(db)}, check=True
-    )
-
-
-def _copy(cur: Any, table: str, columns: list[str], rows: Any) -> int:
-    count = 0
-    with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
-            count += 1
-    return count
 
 
 def subjects(texts: list[str], real: np.ndarray) -> dict[str, tuple[list[str], np.ndarray]]:
