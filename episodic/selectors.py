@@ -13,18 +13,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
 from django.db.models import (
     BooleanField,
     Case,
     Count,
-    Exists,
     ExpressionWrapper,
     F,
     FloatField,
-    Func,
     Min,
     Q,
     QuerySet,
@@ -34,7 +31,7 @@ from django.db.models import (
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
-from pgvector.django import BitField, CosineDistance, HammingDistance, VectorField
+from pgvector.django import CosineDistance, VectorField
 
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one
 from core.errors import NotFound, ValidationProblem
@@ -287,22 +284,6 @@ def _finite(value: float) -> float:
     return float(value) if math.isfinite(value) else 0.0
 
 
-class _BinaryCode(Func):
-    """The query vector's binary code, as the stored embedding_code is computed from a passage's."""
-
-    function = "binary_quantize"
-    template = "%(function)s(%(expressions)s::vector)"
-    output_field = BitField(length=EMBEDDING_DIM)
-
-
-class _AnyOf(Func):
-    """`value = ANY(array)`, a condition for filter()."""
-
-    template = "(%(expressions)s))"
-    arg_joiner = " = ANY("
-    output_field = BooleanField()
-
-
 def vector_prefilter_candidates(pool: int) -> int:
     """How many passages the Hamming prefilter hands to exact re-scoring (0: the exact scan alone):
     ENGRAM["VECTOR_PREFILTER_CANDIDATES"] for the channel's default pool of 100, proportionally more
@@ -314,45 +295,114 @@ def vector_prefilter_candidates(pool: int) -> int:
     return max(pool, -(-per_hundred * pool // CANDIDATES_PER_CHANNEL))
 
 
-def _nearest(
-    *, tenant: Tenant, base: QuerySet[Any], vector: list[float], pool: int, prefilter: int
-) -> list[tuple[int, float]]:
-    """The pool rows of `base` nearest to `vector` by cosine distance, nearest first (ties: newest id).
+@dataclass(frozen=True)
+class _PassageScope:
+    """The passages a search ranks, as SQL over `episodic_passage`: written out rather than compiled by
+    the ORM on every request (the router's search runs a few statements a request over thousands of
+    rows; compiling their querysets cost more CPU than the rest of its Python). The tenant is named in
+    every condition, as row-level security and Citus both want."""
 
-    With `prefilter` (passages only) and more than `prefilter` rows in `base`, the candidates are the
-    `prefilter` rows nearest by Hamming distance between binary codes, read from the covering index
-    passage_subject_codes without touching the wide rows, and only they are re-scored by cosine. With
-    fewer rows the scan is exact, as it is without `prefilter`: one statement either way, whose two
-    branches are gated by the same count (at most prefilter + 1 index entries), so that only one runs."""
+    tenant: Tenant
+    subject: str | None = None
+    until: datetime | None = None
+    excluded_episodes: tuple[int, ...] = ()
 
-    def by_cosine(qs: QuerySet[Any]) -> QuerySet[Any]:
-        return (
-            qs.annotate(distance=CosineDistance("embedding", vector))
-            .order_by("distance", "-id")
-            .values_list("id", "distance")[:pool]
+    def where(self, alias: str) -> str:
+        conditions = [f"{alias}.tenant_id = %(tenant)s"]
+        if self.subject is not None:
+            conditions.append(f"{alias}.subject = %(subject)s")
+        if self.until is not None:
+            conditions.append(f"{alias}.occurred_at < %(until)s")
+        if self.excluded_episodes:
+            conditions.append(f"NOT ({alias}.episode_id = ANY(%(excluded)s::bigint[]))")
+        return " AND ".join(conditions)
+
+    def params(self, **more: Any) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant.id,
+            "subject": self.subject,
+            "until": self.until,
+            "excluded": list(self.excluded_episodes),
+            **more,
+        }
+
+    def queryset(self) -> QuerySet[Passage]:
+        """The same passages as a queryset, for the channels that are rare enough to leave to the ORM."""
+        qs = Passage.objects.for_tenant(self.tenant)
+        if self.subject is not None:
+            qs = qs.filter(subject=self.subject)
+        if self.until is not None:
+            qs = qs.filter(occurred_at__lt=self.until)
+        if self.excluded_episodes:
+            qs = qs.exclude(episode_id__in=self.excluded_episodes)
+        return qs
+
+
+def _passage_text_ids(scope: _PassageScope, tsquery: str, pool: int) -> list[int]:
+    """The text channel over passages: the TEXT_MATCH_CAP most recent matches, ranked by ts_rank."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id FROM (SELECT p.id, p.search_vector FROM episodic_passage p WHERE {scope.where('p')}"  # noqa: S608
+            " AND p.search_vector @@ to_tsquery('english'::regconfig, %(tsquery)s)"
+            " ORDER BY p.occurred_at DESC, p.id DESC LIMIT %(cap)s) m"
+            " ORDER BY ts_rank(m.search_vector, to_tsquery('english'::regconfig, %(tsquery)s), 32) DESC, m.id DESC"
+            " LIMIT %(pool)s",
+            scope.params(tsquery=tsquery, cap=TEXT_MATCH_CAP, pool=pool),
         )
+        return [row[0] for row in cursor.fetchall()]
 
-    exact = base.filter(embedding__isnull=False)
+
+def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefilter: int) -> list[tuple[int, float]]:
+    """_nearest over passages in one written-out statement: the same two branches, gated by the same
+    count, with the query vector sent once (a 384-float literal is 8 kB of statement to quote and parse)
+    and its binary code computed once, not per row."""
+    exact = (
+        f"SELECT p.id, p.embedding <=> (SELECT v FROM q) AS distance FROM episodic_passage p"  # noqa: S608
+        f" WHERE {scope.where('p')} AND p.embedding IS NOT NULL{{gate}} ORDER BY 2, 1 DESC LIMIT %(pool)s"
+    )
     if not prefilter:
-        return list(by_cosine(exact))
-    coded = base.filter(embedding_code__isnull=False)
-    many = Exists(coded.order_by().values("id")[prefilter : prefilter + 1])
-    code = _BinaryCode(Value(VectorField().get_prep_value(vector)))
-    shortlist = (
-        coded.annotate(hamming=HammingDistance("embedding_code", code)).order_by("hamming", "-id").values("id")
-    )[:prefilter]
-    # = ANY(ARRAY(...)), not IN (...): the shortlist runs once, first, and the re-scoring is one probe of
-    # the primary key per candidate whatever the statistics say (with IN and a stale row estimate, the
-    # planner may walk the tenant's whole key instead).
-    rescored = Passage.objects.for_tenant(tenant).filter(many, _AnyOf(F("id"), ArraySubquery(shortlist)))
-    return list(by_cosine(exact.filter(~many)).union(by_cosine(rescored), all=True).order_by("distance", "-id"))
+        sql = "WITH q AS (SELECT %(vector)s::vector AS v) " + exact.format(gate="")
+    else:
+        many = (
+            f"EXISTS (SELECT 1 FROM episodic_passage c WHERE {scope.where('c')}"  # noqa: S608
+            " AND c.embedding_code IS NOT NULL OFFSET %(prefilter)s LIMIT 1)"
+        )
+        shortlist = (
+            f"SELECT c.id FROM episodic_passage c WHERE {scope.where('c')} AND c.embedding_code IS NOT NULL"  # noqa: S608
+            " ORDER BY c.embedding_code <~> (SELECT code FROM q), c.id DESC LIMIT %(prefilter)s"
+        )
+        # = ANY(ARRAY(...)), not IN (...): see _nearest.
+        rescored = (
+            "SELECT p.id, p.embedding <=> (SELECT v FROM q) AS distance FROM episodic_passage p"  # noqa: S608
+            f" WHERE p.tenant_id = %(tenant)s AND {many} AND p.id = ANY(ARRAY({shortlist}))"
+            " ORDER BY 2, 1 DESC LIMIT %(pool)s"
+        )
+        sql = (
+            "WITH s AS (SELECT %(vector)s::vector AS v),"  # noqa: S608
+            f" q AS (SELECT v, binary_quantize(v)::bit({EMBEDDING_DIM}) AS code FROM s)"
+            f" ({exact.format(gate=f' AND NOT {many}')}) UNION ALL ({rescored}) ORDER BY 2, 1 DESC"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, scope.params(vector=VectorField().get_prep_value(vector), pool=pool, prefilter=prefilter))
+        return [(row[0], row[1]) for row in cursor.fetchall()]
+
+
+def _nearest(*, base: QuerySet[Any], vector: list[float], pool: int) -> list[tuple[int, float]]:
+    """The pool rows of `base` nearest to `vector` by cosine distance, nearest first (ties: newest id);
+    passages have their own statement with a binary prefilter (_passage_nearest)."""
+    return list(
+        base.filter(embedding__isnull=False)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance", "-id")
+        .values_list("id", "distance")[:pool]
+    )
 
 
 def _rank(
     *,
     tenant: Tenant,
     subject: str | None,
-    base: QuerySet[Episode] | QuerySet[Passage],
+    base: QuerySet[Episode] | _PassageScope,
     query: str,
     entities: Sequence[str] | None,
     topics: Sequence[str] | None,
@@ -365,16 +415,21 @@ def _rank(
         raise ValidationProblem.at("/limit", "Must be at least 1.")
     if isinstance(query_embedding, list):
         _check_dimension(query_embedding)
-    base = base.order_by()
-    excluded = set(exclude_ids or ())
-    if excluded:
-        base = base.exclude(id__in=excluded)
+    scope = base if isinstance(base, _PassageScope) else None
+    if isinstance(base, QuerySet):
+        base = base.order_by()
+        excluded = set(exclude_ids or ())
+        if excluded:
+            base = base.exclude(id__in=excluded)
     pool = max(limit, CANDIDATES_PER_CHANNEL)
 
     fused: dict[int, float] = {}
     tsquery = _or_tsquery(query)
     search_query = SearchQuery(tsquery, search_type="raw", config="english") if tsquery else None
-    if search_query is not None:
+    if search_query is not None and scope is not None:
+        _rrf(_passage_text_ids(scope, tsquery, pool), CHANNEL_WEIGHTS["text"], fused)
+    elif search_query is not None:
+        assert isinstance(base, QuerySet)
         # Ranking reads every match it ranks; a query of common words can match most of a subject's
         # history, so the TEXT_MATCH_CAP most recent matches are ranked (the vector channel sees all).
         matches = base.filter(search_vector=search_query).order_by("-occurred_at", "-id")
@@ -395,7 +450,7 @@ def _rank(
         if not any(set(names) == set(other) for other in wanted_entities):
             wanted_entities.append(names)
     wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
-    table = base.model._meta.db_table
+    table = "episodic_passage" if scope is not None else base.model._meta.db_table  # type: ignore[union-attr]
     overlap_expr = _overlap_expression(wanted_entities, wanted_topics, table=table)
     overlap = (wanted_entities, wanted_topics) if overlap_expr is not None else None
     if overlap_expr is not None:
@@ -403,8 +458,10 @@ def _rank(
         carries = Q(entities__overlap=any_name) if any_name else Q(pk__in=[])
         if wanted_topics:
             carries |= Q(topics__overlap=wanted_topics)
+        ranked = scope.queryset() if scope is not None else base
+        assert isinstance(ranked, QuerySet)
         overlap_ids = list(
-            base.filter(carries)
+            ranked.filter(carries)
             .annotate(overlap=overlap_expr)
             .order_by("-overlap", "-occurred_at", "-id")
             .values_list("id", flat=True)[:pool]
@@ -421,13 +478,12 @@ def _rank(
         # The scan settings are transaction-local: open a transaction only when the caller has none.
         with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
             configure_vector_scan(ef_search=pool, floor=HNSW_EF_SEARCH)
-            nearest = _nearest(
-                tenant=tenant,
-                base=base,
-                vector=vector,
-                pool=pool,
-                prefilter=vector_prefilter_candidates(pool) if prefilter else 0,
-            )
+            candidates = vector_prefilter_candidates(pool) if prefilter else 0
+            if scope is not None:
+                nearest = _passage_nearest(scope, vector, pool, candidates)
+            else:
+                assert isinstance(base, QuerySet)
+                nearest = _nearest(base=base, vector=vector, pool=pool)
         # A stored vector without a direction (zero, or beyond 32-bit floats) has a NaN distance: unrelated.
         nearest = [(episode_id, distance) for episode_id, distance in nearest if not math.isnan(distance)]
         similarity = {episode_id: 1 - distance for episode_id, distance in nearest}
@@ -512,7 +568,9 @@ def episode_search(
     return out
 
 
-@dataclass(frozen=True)
+# Rows are plain slotted dataclasses, not frozen ones: a context request builds several hundred, and a
+# frozen dataclass sets each field through object.__setattr__ (5 us a row against 1 us).
+@dataclass(slots=True)
 class EpisodeRow:
     """The few columns of an episode that a context line and its source need. `payload` is read for
     the recent events only (procedure matching looks at their tool calls)."""
@@ -600,7 +658,7 @@ def episode_rows_latest(
         return [_row(values) for values in cursor.fetchall()]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PassageRow(EpisodeRow):
     """A passage with the columns of its episode that a context line needs: `id`, `kind`, `role`,
     `external_id` are the episode's; `content`, `token_count` and `occurred_at` the passage's.
@@ -670,18 +728,13 @@ def passage_search_rows(
     """The hybrid ranking of episode_search over passages (the same three channels and fusion), as
     typed rows with their episode's columns: a long episode is found by the part that matches, and
     the part is what gets served."""
-    base = Passage.objects.for_tenant(tenant)
-    if subject is not None:
-        base = base.filter(subject=subject)
-    if until is not None:
-        base = base.filter(occurred_at__lt=until)
-    excluded = list(exclude_episode_ids or ())
-    if excluded:
-        base = base.exclude(episode_id__in=excluded)
+    scope = _PassageScope(
+        tenant=tenant, subject=subject, until=until, excluded_episodes=tuple(exclude_episode_ids or ())
+    )
     ranking = _rank(
         tenant=tenant,
         subject=subject,
-        base=base,
+        base=scope,
         query=query,
         entities=None,
         topics=None,

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
-
-from core.lru import byte_lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Common English function words: they carry no evidence and are in almost every event.
@@ -28,45 +25,67 @@ STOPWORDS = frozenset(
 )
 
 
-TERM_CACHE_BYTES = 8 * 1024 * 1024
+_SUFFIXES = ("ing", "ed", "es", "s")
 
 
-@byte_lru_cache(TERM_CACHE_BYTES)
 def _term(word: str) -> str:
     """A word's index term: "" for a stopword, else the word with a light stemmer applied (plurals and
-    -ing/-ed forms meet their stem often enough to be worth it). Cached: vocabularies are small, but a
-    "word" can be a 32,000-character run of letters, so the cache is bounded by bytes."""
+    -ing/-ed forms meet their stem often enough to be worth it)."""
     if word in STOPWORDS:
         return ""
-    for suffix in ("ing", "ed", "es", "s"):
+    for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
 
 
+# The terms of words seen so far. A request stems a few thousand words, and a dict lookup done in C
+# costs a fraction of a call to _term; the dict is bounded by what it may hold (words of at most
+# TERM_CACHE_WORD_CHARS characters, at most TERM_CACHE_WORDS of them, about 10 MB), not by what callers
+# send, and a word it may not hold is stemmed each time. Entries are never replaced, so no lock is needed.
+TERM_CACHE_WORDS = 50_000
+TERM_CACHE_WORD_CHARS = 32
+
+
+class _Terms(dict[str, str]):
+    def __missing__(self, word: str) -> str:
+        term = _term(word)
+        if len(word) <= TERM_CACHE_WORD_CHARS and len(self) < TERM_CACHE_WORDS:
+            self[word] = term
+        return term
+
+
+_TERMS = _Terms()
+
+
 def terms(text: str) -> list[str]:
-    return [t for t in map(_term, _WORD.findall(text.lower())) if t]
+    return [t for t in map(_TERMS.__getitem__, _WORD.findall(text.lower())) if t]
 
 
 def bm25_scores(query: str, documents: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """Okapi BM25 of each document for the query, with document frequencies taken over `documents`."""
+    """Okapi BM25 of each document for the query, with document frequencies taken over `documents`.
+    Only the query's terms are counted in a document (list.count, in C): no document needs its whole
+    bag of words, only its length."""
     q = list(dict.fromkeys(terms(query)))
     if not q or not documents:
         return [0.0] * len(documents)
-    docs = [Counter(terms(d)) for d in documents]
-    lengths = [sum(d.values()) for d in docs]
+    lengths: list[int] = []
+    counts: list[list[int]] = []
+    for document in documents:
+        words = terms(document)
+        lengths.append(len(words))
+        counts.append([words.count(term) for term in q])
     avg = (sum(lengths) / len(lengths)) or 1.0
-    n = len(docs)
-    idf = {}
-    for term in q:
-        df = sum(1 for d in docs if term in d)
-        idf[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    n = len(documents)
+    idf = []
+    for i in range(len(q)):
+        df = sum(1 for c in counts if c[i])
+        idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5)))
     out = []
-    for d, length in zip(docs, lengths, strict=True):
+    for c, length in zip(counts, lengths, strict=True):
         score = 0.0
-        for term in q:
-            tf = d.get(term, 0)
+        for i, tf in enumerate(c):
             if tf:
-                score += idf[term] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
+                score += idf[i] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
         out.append(score)
     return out

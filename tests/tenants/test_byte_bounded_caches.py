@@ -87,14 +87,25 @@ def test_a_flood_of_long_lines_keeps_the_token_count_cache_under_its_bound() -> 
     tokens._count_short.cache_clear()
 
 
-def test_a_flood_of_huge_words_keeps_the_rerank_term_cache_under_its_bound() -> None:
-    rerank._term.cache_clear()
+def test_a_flood_of_huge_words_leaves_nothing_behind_in_the_reranker() -> None:
     word = "q" * HUGE
 
     def flood() -> None:
         for i in range(600):
             rerank.terms(word + f"{i:04d}".translate(str.maketrans("0123456789", "abcdefghij")))
 
-    assert retained(flood) <= rerank.TERM_CACHE_BYTES + 2 * MB
-    assert sys.getsizeof(word) * 2 < rerank.TERM_CACHE_BYTES
-    rerank._term.cache_clear()
+    # 600 distinct words of 32 KB: kept, any of them would show.
+    assert retained(flood) < sys.getsizeof(word)
+
+
+def test_the_rerank_term_cache_holds_short_words_only_and_at_most_its_count() -> None:
+    rerank._TERMS.clear()
+    assert rerank.terms("Running dogs ran") == ["runn", "dogs", "ran"]
+    assert rerank.terms("the runnings") == ["running"]  # a stopword is no term; -s is stripped first
+    assert set(rerank._TERMS) == {"running", "dogs", "ran", "the", "runnings"}
+    rerank.terms("x" * (rerank.TERM_CACHE_WORD_CHARS + 1))
+    assert len(rerank._TERMS) == 5
+    many = " ".join(f"w{i}" for i in range(rerank.TERM_CACHE_WORDS + 10))
+    assert len(rerank.terms(many)) == rerank.TERM_CACHE_WORDS + 10
+    assert len(rerank._TERMS) == rerank.TERM_CACHE_WORDS
+    rerank._TERMS.clear()
