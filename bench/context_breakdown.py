@@ -48,10 +48,12 @@ CASES = ("new query", "query vector cached")
 # statement that none names counts as "other", so that a change of the SQL shows in the table.
 STATEMENTS = (
     ("WITH v AS (", "facts: vector part, union and measures"),
-    ("ts_rank_cd(search_vector", "facts: text part"),
+    ("ts_rank(search_vector", "facts: text part"),
+    ("ts_rank(p.search_vector", "episodes: final fetch of the ranked rows"),
     ("semantic_factsource", "facts: sources"),
     ("SELECT m.id FROM", "episodes: text channel"),
     ('"embedding" <=>', "episodes: vector channel"),
+    ("embedding <=> (SELECT v FROM q)", "episodes: vector channel"),
     ("ts_rank(e.search_vector", "episodes: final fetch of the ranked rows"),
     ("h.anchor", "episodes: neighbouring turns"),
     ("e.payload", "episodes: recent events of the session"),

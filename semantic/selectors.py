@@ -367,7 +367,7 @@ def _text_part(filters: str, params: list[Any], query: str, pool: int) -> tuple[
     # Ranking reads every match from the heap; a query of common words can match a large share of a
     # big tenant, so at most TEXT_MATCH_CAP matches are ranked (the vector part still sees all).
     sql = (
-        f"SELECT id, NULL::float8 AS d, ts_rank_cd(search_vector, {_TSQUERY}) AS r FROM ("  # noqa: S608
+        f"SELECT id, NULL::float8 AS d, ts_rank(search_vector, {_TSQUERY}) AS r FROM ("  # noqa: S608
         f"SELECT id, search_vector FROM semantic_fact WHERE {filters} AND search_vector @@ {_TSQUERY} LIMIT %s"
         ") m ORDER BY 3 DESC LIMIT %s"
     )
@@ -459,7 +459,7 @@ def search_sql(
     names = [cte.split(" ", 1)[0] for cte in ctes]
     union = " UNION ALL ".join(f"SELECT id, d, r FROM {n}" for n in names)  # noqa: S608
     distance = "coalesce(c.d, f.embedding <=> %s::vector)" if literal is not None else "NULL::float8"
-    rank = f"coalesce(c.r, ts_rank_cd(f.search_vector, {_TSQUERY}))" if query.strip() else "0::float4"
+    rank = f"coalesce(c.r, ts_rank(f.search_vector, {_TSQUERY}))" if query.strip() else "0::float4"
     select_params: list[Any] = [at] + ([literal] if literal is not None else []) + ([query] if query.strip() else [])
     unknown = sorted(set(carry) - CARRIED_COLUMNS.keys())
     if unknown:
