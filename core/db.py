@@ -1,4 +1,5 @@
-"""Database helpers that know nothing of our tables: transaction-local settings and lock keys.
+"""Database helpers that know nothing of our tables: transaction-local settings, lock keys and array
+literals.
 
 Every transaction-local setting of the project goes through here, so that the scheme is in one place
 (how a setting reaches the server, how a lock's key is made)."""
@@ -6,7 +7,10 @@ Every transaction-local setting of the project goes through here, so that the sc
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+import uuid
+from collections.abc import Iterable
 
 from django.db import connections
 from psycopg import sql
@@ -43,3 +47,17 @@ def lock_key(*parts: object) -> int:
     """The signed 64-bit key of a named resource, e.g. ("fact", tenant_id, entity, attr)."""
     digest = hashlib.blake2b("|".join(str(part) for part in parts).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def array_literal(values: Iterable[int | float | uuid.UUID]) -> str:
+    """An array of numbers or UUIDs as PostgreSQL's text form, to bind with a cast (`%s::bigint[]`):
+    the driver dumps a list element by element in Python, and the router sends arrays of hundreds of
+    ids a request. Only numbers and UUIDs, whose text forms need no quoting; anything else is refused."""
+    parts = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float | uuid.UUID):
+            raise TypeError(f"not a number or a UUID: {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"not a finite number: {value!r}")
+        parts.append(str(value))
+    return "{" + ",".join(parts) + "}"

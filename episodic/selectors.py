@@ -33,6 +33,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance, VectorField
 
+from core.db import array_literal
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one
 from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
@@ -259,7 +260,7 @@ class _Ranking:
         unknown = [i for i in self.ids if i not in self.similarity] if self.vector is not None else []
         if unknown:
             similarity = f"CASE WHEN {table}.id = ANY(%s::bigint[]) THEN COALESCE(1 - ({table}.embedding <=> %s::vector), 0) ELSE 0 END"
-            params += [unknown, VectorField().get_prep_value(self.vector)]
+            params += [array_literal(unknown), VectorField().get_prep_value(self.vector)]
         overlap_sql = _overlap_sql(*self.overlap, table=table) if self.overlap is not None else None
         overlap = "0::float8"
         if overlap_sql is not None:
@@ -322,7 +323,7 @@ class _PassageScope:
             "tenant": self.tenant.id,
             "subject": self.subject,
             "until": self.until,
-            "excluded": list(self.excluded_episodes),
+            "excluded": array_literal(self.excluded_episodes),
             **more,
         }
 
@@ -750,7 +751,7 @@ def passage_search_rows(
         cursor.execute(
             f"SELECT p.id, {scores}, {PASSAGE_COLUMNS} FROM episodic_passage p {PASSAGE_JOINS}"  # noqa: S608
             " WHERE p.tenant_id = %s AND p.id = ANY(%s::bigint[])",
-            [*params, tenant.id, ranking.ids],
+            [*params, tenant.id, array_literal(ranking.ids)],
         )
         by_id = {row[0]: row for row in cursor.fetchall()}
     out: list[ScoredPassageRow] = []
@@ -813,7 +814,7 @@ def passage_rows_neighbours(
     with connection.cursor() as cursor:
         cursor.execute(
             _PASSAGE_NEIGHBOURS_SQL,
-            {"ids": list(passage_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE},
+            {"ids": array_literal(passage_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE},
         )
         rows = cursor.fetchall()
     return [(anchor, _passage_row(values)) for anchor, *values in rows]
@@ -831,7 +832,7 @@ def passage_similarities(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[
             " JOIN episodic_passage b ON b.tenant_id = a.tenant_id AND b.id = ANY(%s::bigint[]) AND b.id > a.id"
             " WHERE a.tenant_id = %s AND a.id = ANY(%s::bigint[])"
             " AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
-            [ids, tenant.id, ids],
+            [array_literal(ids), tenant.id, array_literal(ids)],
         )
         return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
 

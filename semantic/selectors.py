@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
+from core.db import array_literal
 from core.embedding import configure_vector_scan as configure_embedding_scan
 from core.embedding import embed_one
 from core.errors import NotFound, ValidationProblem
@@ -173,7 +174,7 @@ def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.
     if not fact_ids:
         return out
     with connection.cursor() as cursor:
-        cursor.execute(_SOURCES_SQL, [tenant.id, list(fact_ids)])
+        cursor.execute(_SOURCES_SQL, [tenant.id, array_literal(fact_ids)])
         rows = cursor.fetchall()
     for fact_id, episode_id, external_id, occurred_us, session in rows:
         occurred_at = from_epoch_us(occurred_us)
@@ -438,7 +439,7 @@ def search_sql(
         cte_params += [literal, *params, pool]
     if query.strip() and text_ranked is not None:
         ctes.append("t AS (SELECT id, NULL::float8 AS d, r FROM unnest(%s::uuid[], %s::float4[]) AS x(id, r))")
-        cte_params += [text_ranked[0], text_ranked[1]]
+        cte_params += [array_literal(text_ranked[0]), array_literal(text_ranked[1])]
     elif query.strip():
         text_sql, text_params = _text_part(filters, params, query, pool)
         ctes.append(f"t AS ({text_sql})")
