@@ -26,8 +26,10 @@ import sys
 import threading
 import time
 import timeit
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from context_latency import (  # noqa: E402
@@ -120,6 +122,25 @@ def _check_data(args: argparse.Namespace) -> None:
         sys.exit(f"{args.db} does not hold data of this size: run bench/context_latency.py --build-only first.")
 
 
+def request_maker(args: argparse.Namespace) -> Callable[[int], Any]:
+    """The benchmark's requests, the same sequence in every run (Django set up): a subject and one of
+    its sessions, a question of 2 to 6 words of the data's vocabulary."""
+    from router.types import ContextRequest
+
+    rng = random.Random(13)
+
+    def body(i: int) -> ContextRequest:
+        subject = f"user-{rng.randrange(args.subjects)}"
+        return ContextRequest(
+            subject=subject,
+            session=f"{subject}-s{rng.randrange(args.sessions_per_subject)}",
+            query=f"what did we say about {_sentence(rng, rng.randint(2, 6))} ({i})?",
+            max_tokens=args.max_tokens,
+        )
+
+    return body
+
+
 def measure(args: argparse.Namespace, timer: StatementTimer) -> dict[str, dict[str, float]]:
     os.environ.update({**_db_env(args.db), "DJANGO_DEBUG": "false", "ENGRAM_TORCH_THREADS": "1"})
     sys.path.insert(0, str(ROOT))
@@ -139,16 +160,7 @@ def measure(args: argparse.Namespace, timer: StatementTimer) -> dict[str, dict[s
     from tenants.scope import tenant_scope
 
     tenant = Tenant.objects.get(slug="bench-big")
-    rng = random.Random(13)
-
-    def body(i: int) -> ContextRequest:
-        subject = f"user-{rng.randrange(args.subjects)}"
-        return ContextRequest(
-            subject=subject,
-            session=f"{subject}-s{rng.randrange(args.sessions_per_subject)}",
-            query=f"what did we say about {_sentence(rng, rng.randint(2, 6))} ({i})?",
-            max_tokens=args.max_tokens,
-        )
+    body = request_maker(args)
 
     def run(request: ContextRequest) -> tuple[float, float, float | None]:
         pg_before, cpu_before = postgres_cpu_seconds(), time.process_time()

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shlex
 import statistics
 import subprocess
@@ -37,8 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from context_breakdown import _check_data  # noqa: E402
-from context_latency import ROOT, _db_env, _sentence, add_data_arguments  # noqa: E402
+from context_breakdown import _check_data, request_maker  # noqa: E402
+from context_latency import ROOT, _db_env, add_data_arguments  # noqa: E402
 
 
 def _backend_cpu(pids: set[int]) -> float:
@@ -79,16 +78,7 @@ def worker(args: argparse.Namespace) -> None:
     from tenants.scope import tenant_scope
 
     tenant = Tenant.objects.get(slug="bench-big")
-    rng = random.Random(13)
-
-    def request(i: int) -> ContextRequest:
-        subject = f"user-{rng.randrange(args.subjects)}"
-        return ContextRequest(
-            subject=subject,
-            session=f"{subject}-s{rng.randrange(args.sessions_per_subject)}",
-            query=f"what did we say about {_sentence(rng, rng.randint(2, 6))} ({i})?",
-            max_tokens=args.max_tokens,
-        )
+    request = request_maker(args)
 
     def run(body: ContextRequest) -> None:
         with tenant_scope(tenant):
