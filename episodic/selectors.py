@@ -354,15 +354,25 @@ def _passage_text_ids(scope: _PassageScope, tsquery: str, pool: int) -> list[int
 
 
 def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefilter: int) -> list[tuple[int, float]]:
-    """_nearest over passages in one written-out statement: the same two branches, gated by the same
-    count, with the query vector sent once (a 384-float literal is 8 kB of statement to quote and parse)
-    and its binary code computed once, not per row."""
+    """The pool passages of `scope` nearest to `vector` by cosine distance, nearest first (ties: newest
+    id), in one written-out statement, with the query vector sent once (a 384-float literal is 8 kB of
+    statement to quote and parse) and its binary code computed once, not per row.
+
+    With `prefilter` and more than `prefilter` coded passages in scope, the candidates are the
+    `prefilter` passages nearest by Hamming distance between binary codes, read from the covering index
+    passage_subject_codes without touching the wide rows, and only they are re-scored by cosine. With
+    fewer the scan is exact. Both branches are gated by the same count (at most prefilter + 1 index
+    entries), so that only one runs; both compute their distances exactly: `+ 0` keeps the planner from
+    serving their order from the HNSW index, whose iterative scan hands rows over in relaxed order (a
+    sort that trusted it as presorted served misordered neighbours on small tables). Without
+    `prefilter`, the HNSW index may serve the scan, as a large subject wants."""
+    distance = "p.embedding <=> (SELECT v FROM q)"
     exact = (
-        f"SELECT p.id, p.embedding <=> (SELECT v FROM q) AS distance FROM episodic_passage p"  # noqa: S608
+        "SELECT p.id, {distance} AS distance FROM episodic_passage p"  # noqa: S608
         f" WHERE {scope.where('p')} AND p.embedding IS NOT NULL{{gate}} ORDER BY 2, 1 DESC LIMIT %(pool)s"
     )
     if not prefilter:
-        sql = "WITH q AS (SELECT %(vector)s::vector AS v) " + exact.format(gate="")
+        sql = "WITH q AS (SELECT %(vector)s::vector AS v) " + exact.format(distance=distance, gate="")
     else:
         many = (
             f"EXISTS (SELECT 1 FROM episodic_passage c WHERE {scope.where('c')}"  # noqa: S608
@@ -372,16 +382,19 @@ def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefi
             f"SELECT c.id FROM episodic_passage c WHERE {scope.where('c')} AND c.embedding_code IS NOT NULL"  # noqa: S608
             " ORDER BY c.embedding_code <~> (SELECT code FROM q), c.id DESC LIMIT %(prefilter)s"
         )
-        # = ANY(ARRAY(...)), not IN (...): see _nearest.
+        # = ANY(ARRAY(...)), not IN (...): the shortlist runs once, first, and the re-scoring is one probe
+        # of the primary key per candidate whatever the statistics say (with IN and a stale row estimate,
+        # the planner may walk the tenant's whole key instead).
         rescored = (
-            "SELECT p.id, p.embedding <=> (SELECT v FROM q) AS distance FROM episodic_passage p"  # noqa: S608
+            f"SELECT p.id, ({distance}) + 0 AS distance FROM episodic_passage p"  # noqa: S608
             f" WHERE p.tenant_id = %(tenant)s AND {many} AND p.id = ANY(ARRAY({shortlist}))"
             " ORDER BY 2, 1 DESC LIMIT %(pool)s"
         )
         sql = (
             "WITH s AS (SELECT %(vector)s::vector AS v),"  # noqa: S608
             f" q AS (SELECT v, binary_quantize(v)::bit({EMBEDDING_DIM}) AS code FROM s)"
-            f" ({exact.format(gate=f' AND NOT {many}')}) UNION ALL ({rescored}) ORDER BY 2, 1 DESC"
+            f" ({exact.format(distance=f'({distance}) + 0', gate=f' AND NOT {many}')}) UNION ALL ({rescored})"
+            " ORDER BY 2, 1 DESC"
         )
     with connection.cursor() as cursor:
         cursor.execute(sql, scope.params(vector=VectorField().get_prep_value(vector), pool=pool, prefilter=prefilter))

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from core.db import set_locals
 from core.embedding import EMBEDDING_DIM, configure_vector_scan
 from episodic.models import Passage
 from episodic.selectors import passage_search_rows
@@ -173,3 +174,23 @@ def test_the_prefilter_keeps_the_channels_filters_and_its_tenant(append, tenant_
     again = nearest(tenant_a, query, limit=100, exclude_episode_ids=[excluded])
     assert excluded not in {r.row.id for r in again} and {r.row.passage_id for r in again} <= set(ids)
     assert nearest(tenant_a, query, limit=10, until=T0) == []
+
+
+def test_the_gated_exact_scan_stays_exact_where_the_planner_would_take_the_hnsw_index(
+    append, tenant_a, settings
+) -> None:
+    # A subject below the candidate count takes the exact branch. Its order must not come from the HNSW
+    # index, whose iterative scan hands rows over in relaxed order: with stale statistics the planner
+    # took it, and a sort that trusted it as presorted served misordered neighbours.
+    both = clustered(np.random.default_rng(5), 81, clusters=8)
+    vectors, query = both[:80], both[80]
+    ids = np.asarray(store(append, tenant_a, vectors))
+    truth = ids[np.argsort(-(vectors @ query), kind="stable")[:30]].tolist()
+    candidates(settings, 400)
+    statement = vector_statement(tenant_a, query, limit=30)
+    with transaction.atomic():
+        set_locals({"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_sort": "off"})
+        plan = explain(tenant_a, statement)
+        served = [r.row.passage_id for r in nearest(tenant_a, query, limit=30)]
+    assert not any("hnsw" in n.get("Index Name", "") for n in nodes(plan))
+    assert served == truth
