@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -204,6 +205,7 @@ def main() -> None:
         rounds = measure(args, before, after)
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)], check=False)
+        shutil.rmtree(before.parent, ignore_errors=True)
     text = report(args, rounds, command, args.before)
     Path(args.output).write_text(text)
     print(text)

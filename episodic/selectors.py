@@ -464,7 +464,7 @@ def _rank(
         if not any(set(names) == set(other) for other in wanted_entities):
             wanted_entities.append(names)
     wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
-    table = "episodic_passage" if scope is not None else base.model._meta.db_table  # type: ignore[union-attr]
+    table = Passage._meta.db_table if scope is not None else base.model._meta.db_table  # type: ignore[union-attr]
     overlap_expr = _overlap_expression(wanted_entities, wanted_topics, table=table)
     overlap = (wanted_entities, wanted_topics) if overlap_expr is not None else None
     if overlap_expr is not None:
