@@ -24,4 +24,6 @@ echo "==> import-linter (the layer rule, docs/architecture.md)"
 echo "==> mypy"
 .venv/bin/mypy .
 echo "==> pytest"
-.venv/bin/pytest "$@"
+# One worker per core, a test file per worker at a time (module fixtures: the browser, the ONNX engine);
+# each worker has its own test database (pytest-django's suffix) and Redis number (config/settings/test.py).
+.venv/bin/pytest -n "${ENGRAM_TEST_WORKERS:-auto}" --dist loadfile "$@"

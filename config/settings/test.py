@@ -1,10 +1,28 @@
 """The test suite: the real PostgreSQL with pgvector and the real Redis, on their own database numbers."""
 
+import os
+from urllib.parse import urlparse, urlunparse
+
 from config.settings.base import *  # noqa: F403
 from config.settings.base import CACHES, ENGRAM, env
 
 DEBUG = False
-REDIS_URL = env.str("TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
+
+
+def _redis_for_worker(url: str, worker: str) -> str:
+    """pytest-xdist runs the suite in workers gw0, gw1, ...; each flushes its Redis database between
+    tests, so each takes its own number after the configured one (the test database gets its suffix
+    from pytest-django)."""
+    if not worker.startswith("gw"):
+        return url
+    parts = urlparse(url)
+    base = int(parts.path.strip("/") or 0)
+    return urlunparse(parts._replace(path=f"/{(base + int(worker[2:])) % 16}"))
+
+
+REDIS_URL = _redis_for_worker(
+    env.str("TEST_REDIS_URL", default="redis://127.0.0.1:6379/9"), os.environ.get("PYTEST_XDIST_WORKER", "")
+)
 CACHES["default"]["LOCATION"] = REDIS_URL
 CACHES["default"]["KEY_PREFIX"] = "engram-test"
 CELERY_BROKER_URL = REDIS_URL
