@@ -29,10 +29,12 @@ from episodic.aliases import learned_aliases_q
 from episodic.models import allow_episode_deletion
 from episodic.scratchpad import scratchpad_get, scratchpads_erase, scratchpads_held
 from semantic.normalise import normalise_entity
+from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
 ERASURE_DEADLINE_DAYS = 30
+MAX_ERASURE_ATTEMPTS = 5
 # What a consolidation run may keep of a problem: never an excerpt of what was read or answered.
 PROBLEM_KEYS = frozenset({"error", "attempt", "episode_ids", "ids", "attribute", "subject_batch", "stop_reason"})
 
@@ -423,7 +425,9 @@ def registered_labels() -> set[str]:
 
 
 def plan_for(*, tenant: Tenant, subject: str) -> Plan:
-    """Call inside the tenant scope."""
+    """Call inside the tenant scope. An empty subject would match every row written without one."""
+    if not subject.strip():
+        raise ValueError("an erasure plan needs a subject")
     Session = apps.get_model("episodic.Session")
     Episode = apps.get_model("episodic.Episode")
     Fact = apps.get_model("semantic.Fact")
@@ -469,20 +473,47 @@ def locate(*, tenant: Tenant, subject: str) -> dict[str, int]:
 # --- requests ------------------------------------------------------------------------------------
 
 
+def _subject_lock(tenant: Tenant, digest: str) -> None:
+    # Filing and completing requests of one subject take turns: a request filed while another is open
+    # joins it, and the one that completes settles every open request of its subject at once.
+    tenant_xact_lock(tenant.id, "erasure", digest)
+
+
 @transaction.atomic
 def erasure_request_create(*, tenant: Tenant, subject: str, requested_by: str = "", reason: str = "") -> ErasureRequest:
+    """File a request, or answer with the subject's open one: requests for one subject coalesce, so
+    that one erasure runs and every caller follows the same request (and receipt)."""
     # Inside the function: consolidation.tasks imports this module.
     from consolidation.tasks import execute_erasure
 
+    if not subject.strip():
+        raise ValueError("an erasure request needs a subject")
+    digest = subject_hash(tenant, subject)
     with tenant_scope(tenant):
-        request = ErasureRequest.objects.create(
-            tenant=tenant,
-            subject=subject,
-            subject_hash=subject_hash(tenant, subject),
-            requested_by=requested_by,
-            reason=reason,
-            deadline=timezone.now() + timedelta(days=ERASURE_DEADLINE_DAYS),
+        _subject_lock(tenant, digest)
+        request = (
+            ErasureRequest.objects.for_tenant(tenant)
+            .filter(subject_hash=digest)
+            .exclude(status=ErasureStatus.DONE)
+            .order_by("created_at")
+            .first()
         )
+        if request is not None:
+            if request.status != ErasureStatus.FAILED and request.subject:
+                return request
+            # Asked again after it failed (or lost its subject id to an earlier bug): a fresh start.
+            request.subject = subject
+            request.attempts = 0
+            request.save(update_fields=["subject", "attempts"])
+        else:
+            request = ErasureRequest.objects.create(
+                tenant=tenant,
+                subject=subject,
+                subject_hash=digest,
+                requested_by=requested_by,
+                reason=reason,
+                deadline=timezone.now() + timedelta(days=ERASURE_DEADLINE_DAYS),
+            )
     tenant_id, request_id = str(tenant.id), str(request.id)
     transaction.on_commit(lambda: execute_erasure.delay(tenant_id, request_id))
     return request
@@ -509,6 +540,8 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
     if request is None:
         return None
     subject = request.subject
+    if not subject.strip() or subject_hash(tenant, subject) != request.subject_hash:
+        return _settle_without_subject(tenant, request)
     try:
         with tenant_scope(tenant):
             plan = plan_for(tenant=tenant, subject=subject)
@@ -524,6 +557,7 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
         remaining.pop("erasure_requests", None)
         leftover = {k: v for k, v in remaining.items() if v}
         with tenant_scope(tenant):
+            _subject_lock(tenant, request.subject_hash)
             fresh = ErasureRequest.objects.for_tenant(tenant).select_for_update().get(pk=request.pk)
             fresh.verification = {"remaining": remaining, "verified_at": timezone.now().isoformat()}
             if leftover:
@@ -540,8 +574,17 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
                     "verified_zero": sorted(remaining),
                     "completed_at": fresh.completed_at.isoformat(),
                 }
-                # Every request about this subject forgets the id now; the hash stays.
-                ErasureRequest.objects.for_tenant(tenant).filter(subject_hash=fresh.subject_hash).update(subject="")
+                # Every request about this subject forgets the id now; the hash stays. Open ones (filed
+                # twice before requests coalesced) are settled by this erasure, with its receipt.
+                same = (
+                    ErasureRequest.objects.for_tenant(tenant)
+                    .filter(subject_hash=fresh.subject_hash)
+                    .exclude(pk=fresh.pk)
+                )
+                same.exclude(status=ErasureStatus.DONE).update(
+                    status=ErasureStatus.DONE, completed_at=fresh.completed_at, receipt=fresh.receipt, error=""
+                )
+                same.update(subject="")
                 fresh.subject = ""
             fresh.save()
             return fresh
@@ -551,6 +594,29 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
                 status=ErasureStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000]
             )
         raise
+
+
+def _settle_without_subject(tenant: Tenant, request: ErasureRequest) -> ErasureRequest:
+    """A request whose subject id is gone (or does not match its hash) never runs: an empty subject
+    would erase every row written without one. A done erasure of the same subject settles it."""
+    with tenant_scope(tenant):
+        _subject_lock(tenant, request.subject_hash)
+        fresh = ErasureRequest.objects.for_tenant(tenant).select_for_update().get(pk=request.pk)
+        done = (
+            ErasureRequest.objects.for_tenant(tenant)
+            .filter(subject_hash=fresh.subject_hash, status=ErasureStatus.DONE)
+            .exclude(pk=fresh.pk)
+            .order_by("-completed_at")
+            .first()
+        )
+        fresh.subject = ""
+        if done is not None:
+            fresh.status, fresh.receipt, fresh.completed_at = ErasureStatus.DONE, done.receipt, done.completed_at
+        else:
+            fresh.status, fresh.attempts = ErasureStatus.FAILED, MAX_ERASURE_ATTEMPTS
+            fresh.error = "The subject id is not held; nothing was erased. File a new request naming the subject."
+        fresh.save(update_fields=["subject", "status", "receipt", "completed_at", "attempts", "error"])
+        return fresh
 
 
 def subject_export(*, tenant: Tenant, subject: str) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from tenants.scope import tenant_scope
 from tenants.tasks import TenantTask
 
 logger = logging.getLogger(__name__)
-MAX_ERASURE_ATTEMPTS = 5
 
 
 def _task_id(task: Any) -> str:
@@ -123,7 +122,10 @@ def process_erasure_requests() -> int:
                 (str(tenant.id), str(pk))
                 for pk in ErasureRequest.objects.for_tenant(tenant)
                 .filter(
-                    Q(status__in=[ErasureStatus.RECEIVED, ErasureStatus.FAILED], attempts__lt=MAX_ERASURE_ATTEMPTS)
+                    Q(
+                        status__in=[ErasureStatus.RECEIVED, ErasureStatus.FAILED],
+                        attempts__lt=erasure.MAX_ERASURE_ATTEMPTS,
+                    )
                     | Q(status__in=[ErasureStatus.EXECUTING, ErasureStatus.VERIFYING], started_at__lt=stale)
                 )
                 .values_list("pk", flat=True)

@@ -259,3 +259,55 @@ def test_a_sweep_run_that_read_the_subjects_episodes_is_found_and_scrubbed(tenan
     with tenant_scope(tenant_a):
         after = ConsolidationRun.objects.for_tenant(tenant_a).get(pk=run.pk)
     assert after.problems == [{"error": "bad answer", "attempt": 1}] and after.episodes_read == 1
+
+
+def _filed_without_subject(tenant, subject: str) -> ErasureRequest:
+    """A request as an earlier version left it: still to run, its subject id cleared by another's completion."""
+    with tenant_scope(tenant):
+        return ErasureRequest.objects.create(
+            tenant=tenant,
+            subject="",
+            subject_hash=erasure.subject_hash(tenant, subject),
+            deadline=NOW + timedelta(days=30),
+        )
+
+
+def test_a_request_without_its_subject_never_runs_and_a_done_one_settles_it(tenant_a) -> None:
+    seed_everywhere(tenant_a, OTHER, archived=False)
+    make_episode(tenant_a, make_session(tenant_a, "x-s1", SUBJECT), "I live in Braga.")
+    with tenant_scope(tenant_a):
+        fact_upsert(
+            tenant=tenant_a,
+            candidate=FactCandidate(
+                subject="",
+                entity="the office",
+                attribute="wifi",
+                value="on",
+                statement="The office has wifi.",
+                category="other",
+                confidence=0.9,
+            ),
+            actor=Actor(type=ActorType.API_KEY, id="k"),
+        )
+    done = erasure.erasure_request_create(tenant=tenant_a, subject=SUBJECT)
+    assert erasure.erasure_execute(tenant=tenant_a, request_id=str(done.pk)).status == ErasureStatus.DONE
+    settled = _filed_without_subject(tenant_a, SUBJECT)
+    orphan = _filed_without_subject(tenant_a, "never-named")
+    with tenant_scope(tenant_a):
+        subjectless = Fact.objects.for_tenant(tenant_a).filter(subject="").count()
+        runs = list(ConsolidationRun.objects.for_tenant(tenant_a).values_list("reason", flat=True))
+    assert subjectless >= 1
+
+    settled = erasure.erasure_execute(tenant=tenant_a, request_id=str(settled.pk))
+    orphan = erasure.erasure_execute(tenant=tenant_a, request_id=str(orphan.pk))
+
+    with tenant_scope(tenant_a):
+        assert Fact.objects.for_tenant(tenant_a).filter(subject="").count() == subjectless
+        assert list(ConsolidationRun.objects.for_tenant(tenant_a).values_list("reason", flat=True)) == runs
+        done.refresh_from_db()
+    assert settled.status == ErasureStatus.DONE and settled.receipt == done.receipt
+    assert orphan.status == ErasureStatus.FAILED and orphan.counts == {} and "not held" in orphan.error
+    with pytest.raises(ValueError):
+        erasure.plan_for(tenant=tenant_a, subject=" ")
+    with pytest.raises(ValueError):
+        erasure.erasure_request_create(tenant=tenant_a, subject="")

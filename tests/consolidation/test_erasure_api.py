@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from consolidation import erasure
 from consolidation.models import ConsolidationRun, RunTrigger
-from consolidation.tasks import archive_episodes, consolidation_sweep, decay_and_forget
+from consolidation.tasks import archive_episodes, consolidation_sweep, decay_and_forget, process_erasure_requests
 from core.redis import get_redis
 from tenants.models import IdempotencyRecord
 from tenants.scope import tenant_scope
@@ -278,3 +278,36 @@ def test_erasure_of_a_subject_seeded_through_the_api_leaves_nothing_anywhere(
     # Another subject and another tenant keep their data.
     assert erasure.locate(tenant=tenant_a, subject=OTHER) == other_before
     assert erasure.locate(tenant=tenant_b, subject=SUBJECT) == b_before
+
+
+def test_repeated_erasure_requests_for_one_subject_coalesce_and_erase_nothing_else(
+    api_a, tenant_a, django_capture_on_commit_callbacks
+) -> None:
+    capture = django_capture_on_commit_callbacks
+    subjectless = _fact(api_a, capture, entity="the office", attribute="wifi", value="on")["fact"]
+    assert subjectless["subject"] == ""
+    _episodes(api_a, capture, [{"subject": OTHER, "session": "ana-s1", "role": "user", "content": "I prefer tea."}])
+    with capture(execute=True):
+        _ok(api_a.post("/v1/sessions/ana-s1/end", {}, format="json"))
+    with tenant_scope(tenant_a):
+        others_run = ConsolidationRun.objects.for_tenant(tenant_a).get(session_external_id="ana-s1")
+    mine = _fact(api_a, capture, subject="dup-x", entity="dup-x", attribute="city", value="Porto")["fact"]
+
+    # The worker is busy: five requests arrive before any runs, then the queue drains.
+    with capture() as queued:
+        answers = [api_a.post("/v1/subjects/dup-x/erasure", {}, format="json") for _ in range(5)]
+    for callback in queued:
+        callback()
+    with capture(execute=True):
+        process_erasure_requests()
+
+    assert api_a.get(f"/v1/facts/{subjectless['id']}").status_code == 200
+    with tenant_scope(tenant_a):
+        others_run.refresh_from_db()
+    assert (others_run.subject, others_run.session_external_id) == (OTHER, "ana-s1")
+    assert others_run.reason != "(erased)"
+    assert api_a.get(f"/v1/facts/{mine['id']}").status_code == 404
+    assert [a.status_code for a in answers] == [202] * 5
+    assert len({a.json()["id"] for a in answers}) == 1
+    detail = _ok(api_a.get(f"/v1/erasure-requests/{answers[0].json()['id']}"))
+    assert detail["status"] == "done" and detail["counts"]["facts"] == 1, detail
