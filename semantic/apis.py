@@ -341,6 +341,9 @@ class FactSearchResultSerializer(serializers.Serializer):
 
 
 class FactSearchApi(TenantAPIView):
+    # A search reads: the method's default (write) would refuse a read key and serve a write-only one.
+    required_scope = "read"
+
     @extend_schema_serializer(component_name="FactSearchInput")
     class InputSerializer(serializers.Serializer):
         query = serializers.CharField(max_length=4000)

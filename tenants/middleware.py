@@ -14,6 +14,7 @@ from tenants.api.problems import problem_response
 from tenants.selectors import operator_tenant_ids
 
 SCOPED_PREFIXES = ("/v1/", "/admin/", "/dashboard/")
+BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
 class BodySizeLimitMiddleware:
@@ -29,7 +30,11 @@ class BodySizeLimitMiddleware:
         if not request.path.startswith("/v1/"):
             return self.get_response(request)
         limit = settings.ENGRAM["MAX_BODY_BYTES"]
-        if request.META.get("HTTP_TRANSFER_ENCODING") and not request.META.get("CONTENT_LENGTH"):
+        if (
+            request.method in BODY_METHODS
+            and request.META.get("HTTP_TRANSFER_ENCODING")
+            and not request.META.get("CONTENT_LENGTH")
+        ):
             refused = _read_unframed_body(request, limit=limit)
             if refused is not None:
                 return refused
