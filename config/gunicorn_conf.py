@@ -49,6 +49,11 @@ class JsonAccessLogger(Logger):
 accesslog = "-"
 logger_class = JsonAccessLogger
 
+# X-Forwarded-Proto (and gunicorn's other secure-scheme headers) is believed only from the reverse
+# proxies the deployment names, the list from which Django reads X-Forwarded-For (core/addresses.py).
+# Unset, no one is believed: gunicorn's own default trusts loopback.
+forwarded_allow_ips = os.environ.get("ENGRAM_TRUSTED_PROXIES", "")
+
 # Every worker counts on its own; in multiprocess mode /metrics adds them up (config/metrics.py). The
 # directory must be known before a worker imports prometheus_client, so it is chosen here, in the master.
 _own_metrics_dir = ""

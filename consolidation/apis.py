@@ -14,6 +14,7 @@ from core.errors import ValidationProblem
 from episodic.apis import SessionOutputSerializer, session_dict
 from episodic.models import Outcome
 from tenants.api.idempotency import idempotent
+from tenants.api.serializers import BodySerializer
 from tenants.api.views import TenantAPIView
 from tenants.auth import TenantPrincipal
 
@@ -44,7 +45,7 @@ class ErasureRequestOutput(serializers.Serializer):
 class SubjectErasureApi(TenantAPIView):
     required_scope = "admin"
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
     @extend_schema(
@@ -90,7 +91,7 @@ class SubjectExportApi(TenantAPIView):
 
 
 class SessionEndApi(TenantAPIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         outcome = serializers.ChoiceField(choices=Outcome.choices, required=False, allow_null=True)
         outcome_signal = serializers.FloatField(required=False, allow_null=True)
 

@@ -12,6 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django_prometheus.exports import ExportToDjangoView
 
+from core.addresses import client_address
+
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
 
@@ -46,7 +48,8 @@ def _token_ok(request: HttpRequest) -> bool:
 
 @csrf_exempt
 def metrics(request: HttpRequest) -> HttpResponse:
-    if _address_allowed(str(request.META.get("REMOTE_ADDR") or "")) or _token_ok(request):
+    # Behind a trusted proxy, the client it forwards for: otherwise a proxy on loopback would pass on all.
+    if _address_allowed(client_address(request.META)) or _token_ok(request):
         return ExportToDjangoView(request)
     if settings.METRICS_TOKEN:
         return _problem(401, "Not authenticated", "Metrics need 'Authorization: Bearer <METRICS_TOKEN>'.")

@@ -24,6 +24,7 @@ from episodic.validation import unit_vector, vector_component_ok
 from tenants.api.idempotency import idempotent
 from tenants.api.pagination import CreatedCursorPagination
 from tenants.api.parsers import LimitedJSONParser
+from tenants.api.serializers import BodySerializer
 from tenants.api.views import TenantAPIView
 
 
@@ -221,7 +222,7 @@ class EpisodeSearchApi(TenantAPIView):
 
     required_scope = "read"
 
-    class InputSerializer(EpisodeFilterSerializer):
+    class InputSerializer(BodySerializer, EpisodeFilterSerializer):
         query = serializers.CharField(max_length=4000, allow_blank=True)
         kinds = serializers.ListField(
             child=serializers.ChoiceField(choices=EpisodeKind.choices), required=False, max_length=10

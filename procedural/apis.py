@@ -14,6 +14,7 @@ from procedural.confidence import wilson_interval
 from procedural.models import Procedure, ProcedureSource, ProcedureStatus
 from tenants.api.idempotency import idempotency_subjects, idempotent
 from tenants.api.pagination import CreatedCursorPagination
+from tenants.api.serializers import BodySerializer, StrictSerializer
 from tenants.api.views import TenantAPIView
 from tenants.auth import TenantPrincipal
 
@@ -21,17 +22,6 @@ from tenants.auth import TenantPrincipal
 def _actor(request: Request) -> str:
     principal = request.user
     return f"api_key:{principal.api_key.prefix}" if isinstance(principal, TenantPrincipal) else "unknown"
-
-
-class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, naming them, instead of silently dropping them."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
-        return super().to_internal_value(data)
 
 
 class StatisticsSerializer(serializers.Serializer):
@@ -113,7 +103,7 @@ class ProcedureListApi(TenantAPIView):
         cursor = serializers.CharField(required=False)
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500)
 
-    class InputSerializer(StrictSerializer):
+    class InputSerializer(BodySerializer):
         class Meta:
             ref_name = "ProcedureCreateInput"
 
@@ -150,7 +140,7 @@ class ProcedureListApi(TenantAPIView):
 
 
 class ProcedureDetailApi(TenantAPIView):
-    class PatchSerializer(StrictSerializer):
+    class PatchSerializer(BodySerializer):
         class Meta:
             ref_name = "ProcedurePatchInput"
 
@@ -215,7 +205,7 @@ class ProcedureMatchApi(TenantAPIView):
     # Matching reads memory only.
     required_scope = "read"
 
-    class InputSerializer(StrictSerializer):
+    class InputSerializer(BodySerializer):
         class Meta:
             ref_name = "ProcedureMatchInput"
 
@@ -261,7 +251,7 @@ class ProcedureMatchApi(TenantAPIView):
 
 
 class ProcedureOutcomeApi(TenantAPIView):
-    class InputSerializer(StrictSerializer):
+    class InputSerializer(BodySerializer):
         class Meta:
             ref_name = "ProcedureOutcomeInput"
 

@@ -16,6 +16,7 @@ from router.models import ContextTrace, FeedbackOutcome
 from router.types import FORMATS, LAYERS, ContextRequest, Layer
 from tenants.api.idempotency import idempotency_subjects, idempotent
 from tenants.api.pagination import CreatedCursorPagination
+from tenants.api.serializers import BodySerializer
 from tenants.api.views import TenantAPIView
 
 LIST_LAYERS: tuple[Layer, ...] = ("procedural", "semantic", "episodic")
@@ -51,7 +52,7 @@ class ContextApi(TenantAPIView):
     # Asking for context reads memory; the trace it leaves is bookkeeping, so a read key suffices.
     required_scope = "read"
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         subject = serializers.CharField(max_length=255)
         session = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
         agent = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
@@ -168,7 +169,7 @@ def context_body(result: services.ContextResult) -> dict[str, Any]:
 
 
 class ContextFeedbackApi(TenantAPIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         used_item_ids = serializers.ListField(
             child=serializers.CharField(max_length=300), required=False, default=list, max_length=1000
         )

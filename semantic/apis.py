@@ -40,6 +40,7 @@ from semantic.services import (
 from semantic.types import Actor, FactCandidate
 from tenants.api.idempotency import idempotent
 from tenants.api.pagination import CreatedCursorPagination
+from tenants.api.serializers import BodySerializer
 from tenants.api.views import TenantAPIView
 from tenants.auth import TenantPrincipal
 
@@ -120,7 +121,7 @@ class FactPagination(CreatedCursorPagination):
 
 class FactListCreateApi(TenantAPIView):
     @extend_schema_serializer(component_name="FactUpsertInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         subject = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
         entity = serializers.CharField(max_length=255)
         attribute = serializers.CharField(max_length=100)
@@ -202,7 +203,7 @@ class FactListCreateApi(TenantAPIView):
 
 class FactDetailApi(TenantAPIView):
     @extend_schema_serializer(component_name="FactPatch")
-    class PatchSerializer(serializers.Serializer):
+    class PatchSerializer(BodySerializer):
         value = serializers.CharField(required=False)
         statement = serializers.CharField(required=False)
         category = serializers.CharField(required=False, max_length=64)
@@ -283,7 +284,7 @@ class FactReviewApi(TenantAPIView):
     required_scope = "admin"
 
     @extend_schema_serializer(component_name="FactReviewInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         approve = serializers.BooleanField()
         value = serializers.CharField(required=False)
         statement = serializers.CharField(required=False)
@@ -310,7 +311,7 @@ class FactChangeRevertApi(TenantAPIView):
     required_scope = "admin"
 
     @extend_schema_serializer(component_name="FactRevertInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         reason = serializers.CharField(required=False, allow_blank=True, max_length=1000, default="")
 
     @extend_schema(
@@ -341,8 +342,11 @@ class FactSearchResultSerializer(serializers.Serializer):
 
 
 class FactSearchApi(TenantAPIView):
+    # A search reads: the method's default (write) would refuse a read key and serve a write-only one.
+    required_scope = "read"
+
     @extend_schema_serializer(component_name="FactSearchInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         query = serializers.CharField(max_length=4000)
         subject = serializers.CharField(required=False, max_length=255)
         entity = serializers.CharField(required=False, max_length=255)
@@ -447,7 +451,7 @@ class EntityAliasListCreateApi(TenantAPIView):
         return None if self.request.method in SAFE_METHODS else "admin"
 
     @extend_schema_serializer(component_name="EntityAliasInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         alias = serializers.CharField(max_length=255)
         entity = serializers.CharField(max_length=255)
 

@@ -12,6 +12,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from core.addresses import client_address
 from core.db import set_local
 from tenants import scope
 from tenants.api.auth_failures import AuthFailureThrottle
@@ -52,13 +53,15 @@ class ApiKeyAuthentication(BaseAuthentication):
             return None
         raw = header[1].decode("utf-8", "replace") if len(header) == 2 else ""
         prefix = _parse(raw)
-        throttle = AuthFailureThrottle(address=client_address(request), prefix=prefix)
-        wait = throttle.wait()
-        if wait is not None:
-            raise exceptions.Throttled(wait, "Too many failed authentications; retry later.")
         try:
             api_key = self._verify(header, raw, prefix)
         except exceptions.AuthenticationFailed:
+            # Only failures are refused: a key carries 256 bits, so letting a right one through costs
+            # nothing in guessing, and refusing it would let anyone lock out an address or a key.
+            throttle = AuthFailureThrottle(address=client_address(request.META), prefix=prefix)
+            wait = throttle.wait()
+            if wait is not None:
+                raise exceptions.Throttled(wait, "Too many failed authentications; retry later.") from None
             throttle.record_failure()
             raise
         tenant = api_key.tenant
@@ -96,12 +99,6 @@ class ApiKeyAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="engram"'
-
-
-def client_address(request: Any) -> str:
-    """The peer address. Behind a proxy this is the proxy's unless the proxy sets REMOTE_ADDR (for
-    example gunicorn's --forwarded-allow-ips with a trusted proxy); X-Forwarded-For is not trusted here."""
-    return str(request.META.get("REMOTE_ADDR") or "unknown")[:64]
 
 
 def request_tenant(request: Any) -> Tenant:

@@ -56,6 +56,7 @@ PROBLEM_DESCRIPTIONS = {
     403: "The API key lacks the scope this operation needs.",
     404: "Not found (or another tenant's: the two are never told apart).",
     409: "Conflict with the current state, or a request with this Idempotency-Key is still in flight.",
+    411: "A body without Content-Length that this server cannot read (send Content-Length).",
     412: "If-Match names a version that is no longer current.",
     413: "The body, or a field of it, is larger than the limits allow.",
     415: "The body is not of a supported media type (application/json).",
@@ -121,7 +122,7 @@ class ProblemAutoSchema(AutoSchema):
         if "{" in self.path or method not in SAFE_METHODS:
             statuses.add(404)
         if method in ("POST", "PUT", "PATCH"):
-            statuses |= {413, 415}
+            statuses |= {411, 413, 415}
         if method not in SAFE_METHODS and getattr(self.view, "required_scope", None) != "read":
             statuses.add(409)
         if _is_idempotent(self._view_method()):

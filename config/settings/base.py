@@ -201,10 +201,15 @@ ENGRAM: dict[str, Any] = {
     "ANTHROPIC_MODEL": env.str("ENGRAM_ANTHROPIC_MODEL", default="claude-sonnet-4-5"),
     "IDEMPOTENCY_TTL_HOURS": env.int("ENGRAM_IDEMPOTENCY_TTL_HOURS", default=24),
     # Failed authentications allowed per window, per client address and per key prefix; past either,
-    # every attempt from there is a 429 until the window ends (0 turns a limit off).
+    # every failed attempt from there is a 429 until the window ends, while a right key still passes
+    # (0 turns a limit off).
     "AUTH_FAILURES_PER_ADDRESS": env.int("ENGRAM_AUTH_FAILURES_PER_ADDRESS", default=30),
     "AUTH_FAILURES_PER_PREFIX": env.int("ENGRAM_AUTH_FAILURES_PER_PREFIX", default=100),
     "AUTH_FAILURE_WINDOW_SECONDS": env.int("ENGRAM_AUTH_FAILURE_WINDOW_SECONDS", default=300),
+    # Addresses or networks of the reverse proxies in front of the web process: only from them is
+    # X-Forwarded-For read for the client's address (core/addresses.py); config/gunicorn_conf.py gives
+    # gunicorn the same list for X-Forwarded-Proto. Empty: the peer is the client, nothing is forwarded.
+    "TRUSTED_PROXIES": env.list("ENGRAM_TRUSTED_PROXIES", default=[]),
 }
 ANTHROPIC_API_KEY = env_secret("ANTHROPIC_API_KEY", default="")
 # /metrics on the API port: served to a bearer of METRICS_TOKEN, or to a client address in

@@ -10,6 +10,7 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 REDIS_URL = env.str("REDIS_URL")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# No SECURE_PROXY_SSL_HEADER: Django would believe X-Forwarded-Proto from any caller. gunicorn sets the
+# scheme from it only when the peer is one of ENGRAM_TRUSTED_PROXIES (config/gunicorn_conf.py).
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
 CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)

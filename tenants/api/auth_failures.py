@@ -11,9 +11,8 @@ from core.redis import get_redis
 
 class AuthFailureThrottle:
     """Failed authentications, counted per client address and per key prefix in a fixed window in
-    Redis. Over either limit, every attempt from that address or with that prefix is refused with
-    429 before the key is looked up, a right key included: otherwise guessing would go on unslowed,
-    since a right guess would still succeed."""
+    Redis. Over either limit, every failed attempt from that address or with that prefix is a 429
+    instead of a 401 until the window ends; a key that verifies is never asked (tenants.auth)."""
 
     def __init__(self, *, address: str, prefix: str | None) -> None:
         self.keys: list[tuple[str, int]] = [(f"addr:{address}", settings.ENGRAM["AUTH_FAILURES_PER_ADDRESS"])]

@@ -315,3 +315,14 @@ def test_a_remembered_memory_is_recalled_by_meaning_at_once(
         await tools.aclose()
 
     anyio.run(scenario)
+
+
+def test_the_server_logs_no_request_lines_that_name_a_subject() -> None:
+    # httpx logs every request's URL at INFO ("HTTP Request: POST .../v1/subjects/<subject>/erasure"),
+    # and an MCP host shows the server's INFO lines: a subject id would outlive its erasure there.
+    import logging
+
+    import engram_client.mcp  # noqa: F401 - importing the server is what quiets the transport
+
+    for name in ("httpx", "httpcore"):
+        assert not logging.getLogger(name).isEnabledFor(logging.INFO), name

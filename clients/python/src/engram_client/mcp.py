@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
@@ -29,6 +30,11 @@ from engram_client import (
     EngramError,
 )
 from engram_client.models import Fact
+
+# httpx logs each request's URL at INFO, and URLs name subjects (/v1/subjects/<subject>/erasure); MCP
+# hosts show a server's INFO lines, where a subject id would outlive its erasure.
+for _transport_logger in ("httpx", "httpcore"):
+    logging.getLogger(_transport_logger).setLevel(logging.WARNING)
 
 Outcome = Literal["success", "failure", "unknown"]
 AUTH_CACHE_SECONDS = 60.0
