@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "django_prometheus",
     "tenants",
@@ -153,6 +154,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # Swagger UI and Redoc from the installed sidecar package's static files, not a CDN's @latest.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # The tenant's own ids in paths (tenants.api.converters): any text, `/` included, percent-encoded.
     "PATH_CONVERTER_OVERRIDES": {
         "extid": {"type": "string", "minLength": 1, "maxLength": 255},
