@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import environ
+
+from config.logs import log_format_choose
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -237,9 +240,10 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 
 PROMETHEUS_EXPORT_MIGRATIONS = False
 
-# One JSON line per record (LOG_FORMAT=plain for a terminal), each with its request, tenant and task
-# ids (config/logs.py). The request line itself is gunicorn's access log; the task line is engram.task.
-LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+# One JSON line per record (LOG_FORMAT=plain for a terminal, auto for plain at a terminal only: the run
+# command), each with its request, tenant and task ids (config/logs.py). The request line itself is
+# gunicorn's access log; the task line is engram.task.
+LOG_FORMAT = log_format_choose(configured=env.str("LOG_FORMAT", default="json"), stream=sys.stderr)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
