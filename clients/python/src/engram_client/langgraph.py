@@ -153,14 +153,17 @@ def _record_calls(
 ) -> tuple[list[Call[Any]], dict[str, Any]]:
     messages = list(state.get("messages", []))
     start = int(state.get("memory_recorded", 0))
-    session = state.get("session") or f"{state['subject']}-default"
+    # Without one, Engram files the turn in the subject's session of the day (its one rule for every caller).
+    session = state.get("session")
     calls: list[Call[Any]] = []
     items: list[dict[str, Any]] = []
     for message in messages[start:]:
         role, text = message_parts(message)
         if role == "system" or not text:
             continue
-        item: dict[str, Any] = {"subject": state["subject"], "session": session, "role": role, "content": text}
+        item: dict[str, Any] = {"subject": state["subject"], "role": role, "content": text}
+        if session:
+            item["session"] = session
         if role == "tool":
             item["kind"] = kind_of_tool
         if state.get("agent"):
