@@ -5,6 +5,7 @@ import gc
 import json
 import os
 import shutil
+import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,13 +33,27 @@ def access_line(*, environ: dict[str, Any], status: str, sent: int | None, durat
     }
 
 
+def access_text(line: dict[str, Any]) -> str:
+    """The same line for a person at a terminal, shaped like config.logs.PlainFormatter's."""
+    ids = " ".join(f"{key}={line[key]}" for key in ("request_id", "tenant_id") if line.get(key) is not None)
+    return (
+        f"{line['time']} INFO {line['logger']} {line['method']} {line['route'] or '-'} {line['status']}"
+        f" {line['duration_ms']} ms [{ids}]"
+    )
+
+
+def access_plain(*, configured: str, isatty: bool) -> bool:
+    # config.logs.log_format_choose's rule; this file cannot import the `config` package (see below).
+    return configured == "plain" or (configured == "auto" and isatty)
+
+
 class JsonAccessLogger(Logger):
     def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: timedelta) -> None:
         if not (self.cfg.accesslog or self.cfg.logconfig or self.cfg.logconfig_dict or self.cfg.syslog):
             return
         try:
             line = access_line(environ=environ, status=resp.status, sent=resp.sent, duration=request_time)
-            self.access_log.info(json.dumps(line))
+            self.access_log.info(access_text(line) if ACCESS_PLAIN else json.dumps(line))
         except Exception:  # noqa: BLE001 - like gunicorn's own access(): a log line never breaks a response
             self.error("Failed to format the access log line", exc_info=True)
 
@@ -48,6 +63,7 @@ class JsonAccessLogger(Logger):
 # a settings module for the workers.
 accesslog = "-"
 logger_class = JsonAccessLogger
+ACCESS_PLAIN = access_plain(configured=os.environ.get("LOG_FORMAT", "json"), isatty=sys.stdout.isatty())
 
 # X-Forwarded-Proto (and gunicorn's other secure-scheme headers) is believed only from the reverse
 # proxies the deployment names, the list from which Django reads X-Forwarded-For (core/addresses.py).

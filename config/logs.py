@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import IO, Any
 
 from django.http import HttpRequest, HttpResponse
 from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
@@ -48,6 +48,16 @@ def _scoped_tenant() -> str | None:
 
     ids = active_tenant_ids()
     return str(next(iter(ids))) if ids is not None and len(ids) == 1 else None
+
+
+def log_format_choose(*, configured: str, stream: IO[str]) -> str:
+    """The console formatter's name: `json` or `plain` as configured; `auto` (what the run command asks
+    for) is plain when a person reads the stream at a terminal and JSON when it goes to a file or a
+    collector."""
+    if configured != "auto":
+        return configured
+    isatty = getattr(stream, "isatty", None)
+    return "plain" if isatty is not None and isatty() else "json"
 
 
 class JsonFormatter(_JsonFormatter):

@@ -129,7 +129,12 @@ class EpisodeListCreateApi(TenantAPIView):
         writer and written for speed; it reports errors with the same JSON pointers."""
 
         subject = serializers.CharField(max_length=255)
-        session = serializers.CharField(max_length=255)
+        session = serializers.CharField(
+            required=False,
+            max_length=255,
+            help_text="One subject's conversation, named by the caller (tenant-wide). Omitted: the subject's "
+            "session of the episode's UTC day, `auto:<YYYY-MM-DD>:<subject>`.",
+        )
         agent = serializers.CharField(required=False, max_length=255)
         kind = serializers.ChoiceField(choices=EpisodeKind.choices, default=EpisodeKind.MESSAGE)
         role = serializers.CharField(required=False, max_length=64)

@@ -33,7 +33,9 @@ def _session_subject_errors(
             errors.append(
                 {
                     "pointer": f"/episodes/{draft.index}/session",
-                    "detail": f"Session {draft.session!r} belongs to another subject than {draft.subject!r}.",
+                    "detail": f"Session {draft.session!r} belongs to another subject than {draft.subject!r}: "
+                    "session ids are the tenant's, one subject each; use another id, or omit `session` for "
+                    "the subject's session of the day.",
                 }
             )
     return errors
@@ -184,17 +186,18 @@ def episodes_append(
 ) -> list[Episode]:
     """Validate and store a batch of 1 to MAX_BATCH episodes, all or nothing.
 
-    Unknown sessions are created (with the subject and agent of their first episode). A session that
-    belongs to another subject is a 400. An external_id repeated in a session, within the batch or
+    Unknown sessions are created (with the subject and agent of their first episode); an item without
+    one joins its subject's session of the day (validation.session_default_id). A session that belongs
+    to another subject is a 400. An external_id repeated in a session, within the batch or
     against stored episodes, is a 409; with `skip_existing` (imports) the stored ones are skipped
     instead and are not in the result. With `embed_inline`, a batch of at most
     ENGRAM["INLINE_EMBED_MAX_PASSAGES"] passages is embedded before it commits (read-your-writes:
     found by meaning at once); a bigger one waits in the backlog. Returns the new episodes in the order
     of `items`.
     """
-    drafts = parse_items(items, config=tenant.config)
-    _add_canonical_names(tenant=tenant, drafts=drafts)
     now = timezone.now()
+    drafts = parse_items(items, config=tenant.config, now=now)
+    _add_canonical_names(tenant=tenant, drafts=drafts)
     sessions = _resolve_sessions(tenant=tenant, drafts=drafts, now=now)
 
     seen: dict[tuple[str, str], int] = {}

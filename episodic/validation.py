@@ -127,6 +127,17 @@ def check_session_id(external_id: str) -> None:
         raise NotFound(f"No session {external_id[:80]!r}.")
 
 
+def session_default_id(*, subject: str, at: datetime) -> str:
+    """The session of an episode sent without one: its subject's session of that UTC day, the same at
+    every entry point (the API, the client, MCP, the LangGraph nodes). A subject that would make the id
+    too long, or end it like a route (`/end`), is named by its digest instead."""
+    day = at.astimezone(UTC).date().isoformat()
+    name = f"auto:{day}:{subject}"
+    if len(name) > MAX_ID_CHARS or name.endswith(SESSION_ROUTE_ENDINGS):
+        name = f"auto:{day}:sha256:{hashlib.sha256(subject.encode()).hexdigest()[:32]}"
+    return name
+
+
 def content_hash(content: str, payload: dict[str, Any]) -> str:
     """sha256 of the content, and of the canonical payload JSON when there is a payload."""
     digest = hashlib.sha256(content.encode())
@@ -238,8 +249,9 @@ def _embedding(value: Any, pointer: str, errors: _Errors) -> list[float] | None:
     return unit
 
 
-def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes") -> list[EpisodeDraft]:
-    """Validate and normalise a batch; raise one problem listing every bad field, or return drafts."""
+def parse_items(items: Any, *, config: TenantSettings, now: datetime, pointer: str = "/episodes") -> list[EpisodeDraft]:
+    """Validate and normalise a batch; raise one problem listing every bad field, or return drafts.
+    An item without `session` gets session_default_id for its subject and day (`now` when undated)."""
     max_batch = settings.ENGRAM["MAX_BATCH"]
     max_text = settings.ENGRAM["MAX_TEXT_CHARS"]
     if not isinstance(items, list):
@@ -259,13 +271,19 @@ def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes
         for key in unknown:
             errors.add(f"{at}/{key}", "Unknown field.")
         subject = _string(item, "subject", at, errors, required=True, max_chars=MAX_ID_CHARS)
-        session = _string(item, "session", at, errors, required=True, max_chars=MAX_ID_CHARS)
-        if session is not None and session.endswith(SESSION_ROUTE_ENDINGS):
+        session = _string(item, "session", at, errors, required=False, max_chars=MAX_ID_CHARS)
+        if session == "":
+            errors.add(f"{at}/session", "Must not be empty; omit it for the subject's session of the day.")
+            session = None
+        elif session is not None and session.endswith(SESSION_ROUTE_ENDINGS):
             errors.add(
                 f"{at}/session",
                 f"A session id may not end in {' or '.join(SESSION_ROUTE_ENDINGS)}: its URL would name a route.",
             )
             session = None
+        occurred_at = parse_datetime_aware(item.get("occurred_at"), f"{at}/occurred_at", errors)
+        if item.get("session") is None and subject:
+            session = session_default_id(subject=subject, at=occurred_at or now)
         agent = _string(item, "agent", at, errors, required=False, max_chars=MAX_ID_CHARS) or ""
         role = _string(item, "role", at, errors, required=False, max_chars=MAX_ROLE_CHARS) or ""
         external_id = _string(item, "external_id", at, errors, required=False, max_chars=MAX_ID_CHARS) or None
@@ -304,7 +322,7 @@ def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes
                 role=role,
                 content=content,
                 payload=payload,
-                occurred_at=parse_datetime_aware(item.get("occurred_at"), f"{at}/occurred_at", errors),
+                occurred_at=occurred_at,
                 entities=_terms(item.get("entities"), f"{at}/entities", errors, max_chars=MAX_ENTITY_CHARS) or [],
                 topics=_terms(item.get("topics"), f"{at}/topics", errors, max_chars=MAX_TOPIC_CHARS) or [],
                 outcome=outcome,

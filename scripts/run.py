@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,8 +26,64 @@ HOST = os.environ.get("ENGRAM_HOST", "127.0.0.1")
 PORT = os.environ.get("ENGRAM_PORT", "8000")
 
 
+CREDENTIALS = ROOT / ".data" / "credentials.txt"
+# Celery's warning when its worker runs as root, as it does in a development container (the image runs
+# as uid 1000). A PYTHONWARNINGS message matches the start of the warning's text.
+ROOT_WARNING_FILTER = "ignore:You're running the worker with superuser privileges"
+
+
+def child_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of every process this command starts: records readable at a terminal and JSON
+    when redirected to a file (LOG_FORMAT=auto, config.logs), and warnings and errors only, so that a
+    task's line every few seconds does not push the addresses off the screen. LOG_FORMAT and LOG_LEVEL
+    set by the caller win. The access log still shows each request."""
+    env = dict(environ)
+    env.setdefault("LOG_FORMAT", "auto")
+    env.setdefault("LOG_LEVEL", "WARNING")
+    env["PYTHONWARNINGS"] = ",".join(w for w in (env.get("PYTHONWARNINGS", ""), ROOT_WARNING_FILTER) if w)
+    return env
+
+
+def credentials_read(path: Path) -> dict[str, str]:
+    """bootstrap_local's KEY=VALUE lines; the last value of a key wins."""
+    if not path.exists():
+        return {}
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def ready_block(*, base: str, credentials: Mapping[str, str], credentials_path: Path, ready: bool) -> str:
+    """What the command prints once web and worker answer: the addresses and how to get in, alone."""
+    key = credentials.get("DEMO_API_KEY", f"DEMO_API_KEY in {credentials_path}")
+    login = credentials.get("ADMIN_USER", "admin")
+    password = credentials.get("ADMIN_PASSWORD", f"ADMIN_PASSWORD in {credentials_path}")
+    head = "Engram is running." if ready else "Engram started, but is not ready yet: see the lines above."
+    return f"""
+{head}
+  API          {base}/v1/          Authorization: Bearer {key}
+  API docs     {base}/api/docs/
+  Admin        {base}/admin/       user {login}, password {password}
+  Dashboard    {base}/dashboard/
+Credentials are kept in {credentials_path}. Ctrl-C stops everything.
+"""
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own local address
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
 def manage(*args: str) -> None:
-    subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True)
+    subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True, env=child_env(os.environ))
 
 
 def main() -> int:
@@ -47,42 +106,32 @@ def main() -> int:
             "4",
             "--graceful-timeout",
             "10",
+            "--log-level",
+            "warning",
         ],
-        "worker": [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", "2"],
-        "beat": [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO"],
+        # --quiet: no banner (the levels come from LOG_LEVEL through config.celery's logging set-up).
+        "worker": [str(BIN / "celery"), "-A", "config", "--quiet", "worker", "--concurrency", "2"],
+        "beat": [str(BIN / "celery"), "-A", "config", "--quiet", "beat"],
     }
     # Each process family counts into a fresh metrics directory of its own (config/metrics.py); the
     # worker serves its counters on 127.0.0.1:ENGRAM_WORKER_METRICS_PORT.
     metrics_dirs = {name: tempfile.mkdtemp(prefix=f"engram-metrics-{name}-") for name in ("web", "worker")}
+    base_env = child_env(os.environ)
+    worker_port = int(base_env.get("ENGRAM_WORKER_METRICS_PORT", "9808"))
     env = {
         # One thread per query embedding in the web process: its request threads already share the cores.
         "web": {
-            **os.environ,
-            "ENGRAM_EMBED_THREADS": os.environ.get("ENGRAM_WEB_EMBED_THREADS", "1"),
+            **base_env,
+            "ENGRAM_EMBED_THREADS": base_env.get("ENGRAM_WEB_EMBED_THREADS", "1"),
             "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["web"],
         },
         "worker": {
-            **os.environ,
+            **base_env,
             "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["worker"],
-            "ENGRAM_WORKER_METRICS_PORT": os.environ.get("ENGRAM_WORKER_METRICS_PORT", "9808"),
+            "ENGRAM_WORKER_METRICS_PORT": str(worker_port),
         },
+        "beat": base_env,
     }
-    for name, cmd in commands.items():
-        procs[name] = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, env=env.get(name))
-    base = f"http://{HOST}:{PORT}"
-    print(
-        f"""
-Engram is running.
-  API          {base}/v1/          (Authorization: Bearer $DEMO_API_KEY)
-  API docs     {base}/api/docs/
-  Admin        {base}/admin/        (user admin)
-  Health       {base}/readyz
-  Credentials  {ROOT / ".data" / "credentials.txt"}
-Try:  curl -H "Authorization: Bearer $(grep DEMO_API_KEY .data/credentials.txt | cut -d= -f2)" {base}/v1/tenant
-Ctrl-C stops everything.
-""",
-        flush=True,
-    )
     stopping = False
 
     def stop(*_: object) -> None:
@@ -91,6 +140,23 @@ Ctrl-C stops everything.
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    for name, cmd in commands.items():
+        procs[name] = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, env=env[name])
+    base = f"http://{HOST}:{PORT}"
+    probe_base = f"http://127.0.0.1:{PORT}" if HOST in {"0.0.0.0", "::"} else base  # noqa: S104 - a comparison
+    # The addresses come last: once the web answers /readyz and the worker, ready, serves its metrics.
+    deadline = time.monotonic() + 180
+    ready = False
+    while not stopping and time.monotonic() < deadline and all(p.poll() is None for p in procs.values()):
+        if _answers(f"{probe_base}/readyz") and _listening(worker_port):
+            ready = True
+            break
+        time.sleep(0.5)
+    if not stopping:
+        block = ready_block(
+            base=base, credentials=credentials_read(CREDENTIALS), credentials_path=CREDENTIALS, ready=ready
+        )
+        print(block, flush=True)
     code = 0
     while not stopping:
         for name, proc in procs.items():

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import environ
+
+from config.logs import log_format_choose
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -41,6 +44,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "django_prometheus",
     "tenants",
@@ -153,6 +157,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # Swagger UI and Redoc from the installed sidecar package's static files, not a CDN's @latest.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # The tenant's own ids in paths (tenants.api.converters): any text, `/` included, percent-encoded.
     "PATH_CONVERTER_OVERRIDES": {
         "extid": {"type": "string", "minLength": 1, "maxLength": 255},
@@ -237,9 +245,10 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 
 PROMETHEUS_EXPORT_MIGRATIONS = False
 
-# One JSON line per record (LOG_FORMAT=plain for a terminal), each with its request, tenant and task
-# ids (config/logs.py). The request line itself is gunicorn's access log; the task line is engram.task.
-LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+# One JSON line per record (LOG_FORMAT=plain for a terminal, auto for plain at a terminal only: the run
+# command), each with its request, tenant and task ids (config/logs.py). The request line itself is
+# gunicorn's access log; the task line is engram.task.
+LOG_FORMAT = log_format_choose(configured=env.str("LOG_FORMAT", default="json"), stream=sys.stderr)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

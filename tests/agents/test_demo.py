@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 from io import StringIO
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from pytest_django.live_server_helper import LiveServer
 
 from consolidation.models import ConsolidationRun
@@ -117,3 +120,15 @@ def test_totals_add_up() -> None:
     overall = totals(stats)
     assert overall.needed == sum(s.needed for s in stats)
     assert overall.tokens_sent == sum(s.tokens_sent for s in stats)
+
+
+def test_demo_compare_writes_outside_the_docs_unless_asked() -> None:
+    from demo.management.commands.demo_compare import PUBLISHED, Command
+
+    parser = Command().create_parser("manage.py", "demo_compare")
+    default = parser.parse_args([])
+    assert not default.docs
+    assert "docs" not in Path(default.output).relative_to(settings.BASE_DIR).parts
+    assert parser.parse_args(["--docs"]).docs and PUBLISHED.parts[-3:] == ("docs", "benchmarks", "demo.md")
+    with pytest.raises(CommandError):
+        call_command("demo_compare", "--docs", "--output", "x.md")

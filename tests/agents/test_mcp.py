@@ -82,6 +82,10 @@ async def _walk_every_tool(client: Client) -> None:
     facts = _data(await client.call_tool("search_facts", {"query": "database", "subject": "m1"}))
     assert isinstance(facts["facts"], list)
 
+    # Without a session, the subject's session of the day: the API's rule, not one of MCP's own.
+    noted = _data(await client.call_tool("remember", {"subject": "m1", "content": "I like short answers."}))
+    assert noted["session"] == f"auto:{timezone.now().date().isoformat()}:m1"
+
     missing = await client.call_tool("confirm_fact", {"fact_id": "00000000-0000-0000-0000-000000000000"})
     assert missing.is_error and "404" in missing.content[0].text
 

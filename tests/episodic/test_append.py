@@ -78,7 +78,7 @@ def test_session_counters_and_times_follow_the_events(append, tenant_a) -> None:
         (item(embedding=[1e300] * 384), "/episodes/0/embedding", 400),
         (item(content="x" * 40_000), "/episodes/0/content", 413),
         (item(subject=""), "/episodes/0/subject", 400),
-        (item(session=None), "/episodes/0/session", 400),
+        (item(session=""), "/episodes/0/session", 400),
         (item(outcome="meh"), "/episodes/0/outcome", 400),
         (item(outcome_signal="high"), "/episodes/0/outcome_signal", 400),
         (item(entities="acme"), "/episodes/0/entities", 400),

@@ -223,3 +223,17 @@ def test_loading_and_running_the_model_prints_no_library_noise() -> None:
     output = done.stdout + done.stderr
     for noise in ("deprecated", "Loading weights", "[transformers]", "Warning"):
         assert noise not in output, output[-3000:]
+
+
+def test_access_line_at_a_terminal_is_one_readable_line(
+    ctx_a: TenantContext, gunicorn_conf: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert gunicorn_conf["access_plain"](configured="auto", isatty=True)
+    assert not gunicorn_conf["access_plain"](configured="auto", isatty=False)
+    assert not gunicorn_conf["access_plain"](configured="json", isatty=True)
+    response = ctx_a.client.get(f"/v1/subjects/{SUBJECT}/export", HTTP_X_REQUEST_ID="req-2")
+    line = _access_line(gunicorn_conf, response)
+    text = gunicorn_conf["access_text"](line)
+    assert " GET /v1/subjects/<extid:subject>/export 200 12.0 ms " in text
+    assert "request_id=req-2" in text and f"tenant_id={ctx_a.tenant.id}" in text
+    assert SUBJECT not in text and "{" not in text.replace("<extid:subject>", "")

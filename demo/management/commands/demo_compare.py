@@ -1,6 +1,7 @@
 """Replay the demo conversations with memory off and with memory on and compare: how often the
 scripted agent had to ask for something the user had already told it, tokens sent, context hit rate.
-Writes the figures and a chart to docs/benchmarks/demo.md (and demo.png)."""
+Writes the figures and a chart to artifacts/demo/demo.md (and demo.png); `--docs` writes the published
+page, docs/benchmarks/demo.md, instead."""
 
 from __future__ import annotations
 
@@ -38,12 +39,24 @@ HEADER = (
 )
 
 
+# A run writes a scratch copy; the published page changes only when asked for.
+ARTIFACT = Path(settings.BASE_DIR) / "artifacts" / "demo" / "demo.md"
+PUBLISHED = Path(settings.BASE_DIR) / "docs" / "benchmarks" / "demo.md"
+
+
 class Command(BaseCommand):
-    help = "Compare the scripted support agent with memory on and off; write docs/benchmarks/demo.md and a chart."
+    help = (
+        "Compare the scripted support agent with memory on and off; write a report and a chart "
+        f"(to {ARTIFACT}, or with --docs to the published {PUBLISHED})."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--url", default=None, help="A running Engram (default: the API served in-process)")
-        parser.add_argument("--output", default=str(Path(settings.BASE_DIR) / "docs" / "benchmarks" / "demo.md"))
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument(
+            "--output", default=str(ARTIFACT), help="Where to write the report; the chart goes beside it"
+        )
+        where.add_argument("--docs", action="store_true", help=f"Write the published page, {PUBLISHED}")
         parser.add_argument("--no-write", action="store_true", help="Print the table only")
         parser.add_argument("--keep", action="store_true", help="Keep the temporary tenant (deleted by default)")
         parser.add_argument("--context-tokens", type=int, default=CONTEXT_TOKENS, help="max_tokens of each context")
@@ -64,7 +77,8 @@ class Command(BaseCommand):
         self.stdout.write(table)
         if options["no_write"]:
             return
-        output = Path(options["output"])
+        output = PUBLISHED if options["docs"] else Path(options["output"])
+        output.parent.mkdir(parents=True, exist_ok=True)
         chart = output.with_suffix(".png")
         self._chart(off, on, chart)
         command = "manage.py demo_compare " + " ".join(shlex.quote(a) for a in sys.argv[2:])

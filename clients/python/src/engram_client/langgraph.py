@@ -126,9 +126,19 @@ def last_user_text(messages: Sequence[Any]) -> str:
     return ""
 
 
+def _subject(state: Mapping[str, Any]) -> str:
+    subject = state.get("subject")
+    if not subject:
+        raise ValueError(
+            "The memory nodes need `subject` in the graph state (whose memory this is): "
+            "put it in the input, e.g. graph.invoke({'subject': 'u1', 'messages': [...]})."
+        )
+    return str(subject)
+
+
 def _context_call(state: Mapping[str, Any], max_tokens: int, layers: Sequence[str] | None) -> Call[Context]:
     return ops.context_get(
-        state["subject"],
+        _subject(state),
         query=last_user_text(state.get("messages", [])),
         session=state.get("session"),
         agent=state.get("agent"),
@@ -151,16 +161,20 @@ def _context_update(ctx: Context) -> dict[str, Any]:
 def _record_calls(
     state: Mapping[str, Any], *, kind_of_tool: str = "tool_result"
 ) -> tuple[list[Call[Any]], dict[str, Any]]:
+    subject = _subject(state)
     messages = list(state.get("messages", []))
     start = int(state.get("memory_recorded", 0))
-    session = state.get("session") or f"{state['subject']}-default"
+    # Without one, Engram files the turn in the subject's session of the day (its one rule for every caller).
+    session = state.get("session")
     calls: list[Call[Any]] = []
     items: list[dict[str, Any]] = []
     for message in messages[start:]:
         role, text = message_parts(message)
         if role == "system" or not text:
             continue
-        item: dict[str, Any] = {"subject": state["subject"], "session": session, "role": role, "content": text}
+        item: dict[str, Any] = {"subject": subject, "role": role, "content": text}
+        if session:
+            item["session"] = session
         if role == "tool":
             item["kind"] = kind_of_tool
         if state.get("agent"):

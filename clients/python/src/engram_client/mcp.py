@@ -117,14 +117,9 @@ class EngramTools:
         entities: list[str] | None = None,
         topics: list[str] | None = None,
     ) -> dict[str, Any]:
-        item: dict[str, Any] = {
-            "subject": subject,
-            "session": session or f"mcp-{subject}",
-            "role": role,
-            "kind": kind,
-            "content": content,
-        }
-        for name, value in (("agent", agent), ("entities", entities), ("topics", topics)):
+        # Without a session, Engram files the note in the subject's session of the day, as for any caller.
+        item: dict[str, Any] = {"subject": subject, "role": role, "kind": kind, "content": content}
+        for name, value in (("session", session), ("agent", agent), ("entities", entities), ("topics", topics)):
             if value:
                 item[name] = value
         try:

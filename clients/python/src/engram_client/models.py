@@ -11,10 +11,11 @@ Layer = Literal["procedural", "semantic", "episodic", "working"]
 
 
 class EpisodeIn(TypedDict, total=False):
-    """One event to append. `subject` and `session` are required; the rest is optional."""
+    """One event to append. `subject` is required; without `session` the episode joins the subject's
+    session of its UTC day (`auto:<YYYY-MM-DD>:<subject>`); the rest is optional."""
 
     subject: Required[str]
-    session: Required[str]
+    session: str
     agent: str
     kind: str
     role: str

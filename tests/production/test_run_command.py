@@ -1,0 +1,131 @@
+"""The run command's output: readable lines at a terminal and JSON elsewhere, no banner or root warning,
+and the addresses with the credentials printed last, alone. The command itself starts the shared
+services, so its pieces are tested here, not a live `make run`."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from config.logs import log_format_choose
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.fixture(scope="module")
+def run() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("engram_run_script", ROOT / "scripts" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_auto_log_format_is_plain_at_a_terminal_and_json_elsewhere() -> None:
+    assert log_format_choose(configured="auto", stream=_Terminal()) == "plain"
+    assert log_format_choose(configured="auto", stream=io.StringIO()) == "json"
+    assert log_format_choose(configured="json", stream=_Terminal()) == "json"
+    assert log_format_choose(configured="plain", stream=io.StringIO()) == "plain"
+
+
+def test_a_process_started_with_auto_writes_plain_lines_to_a_terminal() -> None:
+    main, follower = pty.openpty()
+    env = {**os.environ, "LOG_FORMAT": "auto", "DJANGO_SETTINGS_MODULE": "config.settings.local"}
+    code = "import logging; logging.getLogger('engram.try').warning('hello %s', 'there')"
+    try:
+        subprocess.run(  # noqa: S603 (our own manage.py)
+            [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=follower,
+            check=True,
+            timeout=300,
+        )
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the terminal is closed once everything was read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(main)
+    text = b"".join(chunks).decode()
+    line = next(line for line in text.splitlines() if "hello there" in line)
+    assert " WARNING engram.try hello there" in line and "{" not in line
+
+    piped = subprocess.run(  # noqa: S603 (our own manage.py)
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    assert '"message": "hello there"' in piped.stderr
+
+
+def test_children_log_warnings_readably_unless_the_caller_says_otherwise(run: ModuleType) -> None:
+    env = run.child_env({"PATH": "/usr/bin"})
+    assert (env["LOG_FORMAT"], env["LOG_LEVEL"]) == ("auto", "WARNING")
+    assert env["PATH"] == "/usr/bin"
+    mine = run.child_env({"LOG_FORMAT": "json", "LOG_LEVEL": "INFO", "PYTHONWARNINGS": "error"})
+    assert (mine["LOG_FORMAT"], mine["LOG_LEVEL"]) == ("json", "INFO")
+    assert mine["PYTHONWARNINGS"].startswith("error,")
+
+
+def test_the_workers_superuser_warning_is_silenced_and_others_are_not(run: ModuleType) -> None:
+    code = (
+        "import warnings\n"
+        "from celery.exceptions import SecurityWarning\n"
+        "from celery.platforms import ROOT_DISCOURAGED\n"
+        "warnings.warn(SecurityWarning(ROOT_DISCOURAGED.format(uid=0, euid=0, gid=0, egid=0)))\n"
+        "warnings.warn(SecurityWarning('another warning'))\n"
+    )
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)  # noqa: S603
+    assert "superuser privileges" in plain.stderr
+    env = run.child_env({k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"})
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)  # noqa: S603
+    assert "superuser privileges" not in quiet.stderr
+    assert "another warning" in quiet.stderr
+
+
+def test_the_last_block_gives_the_addresses_and_the_credentials(run: ModuleType, tmp_path: Path) -> None:
+    creds = tmp_path / "credentials.txt"
+    creds.write_text(
+        "ADMIN_USER=admin\nADMIN_PASSWORD=old-pw\nDEMO_TENANT=demo\nDEMO_API_KEY=ek_live_1\nADMIN_PASSWORD=pw-2\n"
+    )
+    block = run.ready_block(
+        base="http://127.0.0.1:8000", credentials=run.credentials_read(creds), credentials_path=creds, ready=True
+    )
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert lines[0] == "Engram is running."
+    assert "http://127.0.0.1:8000/v1/" in lines[1] and "Bearer ek_live_1" in lines[1]
+    assert "http://127.0.0.1:8000/api/docs/" in lines[2]
+    assert "http://127.0.0.1:8000/admin/" in lines[3] and "user admin, password pw-2" in lines[3]
+    assert "http://127.0.0.1:8000/dashboard/" in lines[4]
+    assert str(creds) in lines[5] and "Ctrl-C" in lines[5]
+    assert len(lines) == 6 and "{" not in block
+
+    missing = run.ready_block(
+        base="http://h:1", credentials=run.credentials_read(tmp_path / "none"), credentials_path=creds, ready=False
+    )
+    assert "not ready yet" in missing and f"DEMO_API_KEY in {creds}" in missing
