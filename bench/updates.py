@@ -4,7 +4,7 @@
     .venv/bin/python bench/updates.py                # fresh scratch database engram_router_eval_updates
     .venv/bin/python bench/updates.py --reuse
 
-Generates the update set (router.knowledge_updates, seeded), then runs `manage.py memory_eval updates`
+Generates the update set (evaluation.knowledge_updates, seeded), then runs `manage.py memory_eval updates`
 in a scratch database of its own. Writes docs/benchmarks/updates.md.
 """
 

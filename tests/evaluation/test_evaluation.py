@@ -12,8 +12,9 @@ from django.conf import settings
 from django.core.management import call_command
 
 from core.tokens import count_tokens, truncate_to_tokens
-from router import knowledge_updates
-from router.evaluation import (
+from evaluation import knowledge_updates
+from evaluation.management.commands.memory_eval import served_items
+from evaluation.recall import (
     Conversation,
     Evidence,
     Question,
@@ -31,7 +32,6 @@ from router.evaluation import (
     merge_turns,
     resolve_sources,
 )
-from router.management.commands.memory_eval import served_items
 
 LOCOMO_FILE = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "locomo" / "locomo10.json"
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
