@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "consolidation",
     "dashboard",
     "demo",
+    "evaluation",
 ]
 
 MIDDLEWARE = [

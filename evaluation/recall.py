@@ -56,6 +56,14 @@ Span = tuple[int, int]
 
 
 # --- data --------------------------------------------------------------------------------------
+def shared_dataset(*parts: str) -> Path:
+    """A file of the team's shared datasets: `shared/datasets/...` beside the checkout, or beside a
+    parent of it (a git worktree sits a level deeper); the first that exists, else the one beside."""
+    here = Path(__file__).resolve().parent.parent
+    candidates = [parent / "shared" / "datasets" / Path(*parts) for parent in here.parents]
+    return next((c for c in candidates if c.is_file()), candidates[0])
+
+
 @dataclass(frozen=True)
 class Turn:
     """One stored episode: a LoCoMo turn, a merged run of turns, or a generated message."""
