@@ -21,6 +21,7 @@ from tenants.models import Tenant
 
 from .base import ExtractionResult, SummaryResult, extractable
 from .disclosure import disclose
+from .durable import constraints, statement_is_durable, value_is_complete
 from .summary import extractive_summary
 
 SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
@@ -686,14 +687,29 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
         if not facts and not _QUESTION_OR_HYPOTHETICAL.search(sentence):
             facts = [
                 Found(d.attribute, d.value, d.category, d.confidence, d.statement, cardinality=d.cardinality)
-                for d in disclose(sentence, name=speaker, said_at=said_at)
+                for d in constraints(sentence, name=speaker, said_at=said_at)
+                or disclose(sentence, name=speaker, said_at=said_at)
             ]
+        facts = durable_only(facts, sentence=sentence, speaker=speaker)
         for fact in facts:
             key = (fact.attribute, fact.value.lower())
             if key not in seen:
                 seen.add(key)
                 found.append(fact)
     return found
+
+
+def durable_only(facts: list[Found], *, sentence: str, speaker: str) -> list[Found]:
+    """The facts of one sentence that are facts (consolidation.extractors.durable): complete values,
+    durable statements about the speaker, no opinions, agreements or passing activities."""
+    return [
+        f
+        for f in facts
+        if value_is_complete(f.attribute, f.value)
+        and statement_is_durable(
+            attribute=f.attribute, value=f.value, statement=f.statement, sentence=sentence, speaker=speaker
+        )
+    ]
 
 
 class RuleBasedExtractor:
