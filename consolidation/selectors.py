@@ -13,7 +13,7 @@ from django.utils import timezone
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, RunStatus
 from consolidation.services import backlog_size
 from core.errors import NotFound
-from episodic.models import Episode
+from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode
 from semantic.models import Fact, FactOrigin
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -121,3 +121,15 @@ def consolidation_stats(*, tenant: Tenant) -> dict[str, Any]:
         "erasure_requests": erasures,
         "growth_per_subject_week": growth_per_subject_week(tenant=tenant),
     }
+
+
+def sessions_with_stored_summary(*, tenant: Tenant) -> list[int]:
+    """Ids of the tenant's sessions that hold a summary written by consolidation, oldest first."""
+    with tenant_scope(tenant):
+        return list(
+            Episode.objects.for_tenant(tenant)
+            .filter(external_id=SESSION_SUMMARY_EXTERNAL_ID, kind="summary")
+            .order_by("session_id")
+            .values_list("session_id", flat=True)
+            .distinct()
+        )

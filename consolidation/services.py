@@ -18,6 +18,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from django.db import connection, transaction
@@ -28,6 +29,9 @@ from consolidation import metrics
 from consolidation.aliases import aliases_learn
 from consolidation.erasure import scrub_problems
 from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
+from consolidation.extractors.rules import RuleBasedExtractor
+from consolidation.extractors.summary import extractive_summary
+from consolidation.lifecycle import episodes_delete
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunStatus, RunTrigger
 from core.errors import DomainError
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode, EpisodeKind, Session, SessionStatus
@@ -295,26 +299,18 @@ def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun 
             return None
         if not episodes:
             return None
-        result = get_extractor().summarise(tenant=tenant, subject=session.subject, episodes=episodes)
+        extractor = get_extractor()
+        result = extractor.summarise(tenant=tenant, subject=session.subject, episodes=episodes)
         if not result.text.strip():
             return None
-        [summary] = episodes_append(
+        summary = _summary_append(
             tenant=tenant,
-            items=[
-                {
-                    "subject": session.subject,
-                    "session": session.external_id,
-                    "agent": session.agent,
-                    "kind": EpisodeKind.SUMMARY,
-                    "role": "system",
-                    "content": result.text,
-                    "occurred_at": session.ended_at or episodes[-1].occurred_at,
-                    "external_id": SUMMARY_EXTERNAL_ID,
-                    "payload": {"source_episode_ids": [e.id for e in episodes], "generated_by": "consolidation"},
-                }
-            ],
+            session=session,
+            text=result.text,
+            sources=episodes,
+            occurred_at=session.ended_at or episodes[-1].occurred_at,
+            summariser=extractor.name,
         )
-        session_summary_set(tenant=tenant, session_id=session.pk, summary=result.text)
         if run is not None:
             ConsolidationRun.objects.for_tenant(tenant).filter(pk=run.pk).update(
                 summaries_written=F("summaries_written") + 1,
@@ -324,6 +320,79 @@ def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun 
                 cost_usd=F("cost_usd") + result.usage.cost_usd,
             )
         return summary
+
+
+def _summary_append(
+    *, tenant: Tenant, session: Session, text: str, sources: list[Episode], occurred_at: datetime, summariser: str
+) -> Episode:
+    [summary] = episodes_append(
+        tenant=tenant,
+        items=[
+            {
+                "subject": session.subject,
+                "session": session.external_id,
+                "agent": session.agent,
+                "kind": EpisodeKind.SUMMARY,
+                "role": "system",
+                "content": text,
+                "occurred_at": occurred_at,
+                "external_id": SUMMARY_EXTERNAL_ID,
+                "payload": {
+                    "source_episode_ids": [e.id for e in sources],
+                    "generated_by": "consolidation",
+                    "summariser": summariser,
+                },
+            }
+        ],
+    )
+    session_summary_set(tenant=tenant, session_id=session.pk, summary=text)
+    return summary
+
+
+class SummaryRebuild(StrEnum):
+    REWRITTEN = "rewritten"
+    REMOVED = "removed"
+    UNCHANGED = "unchanged"
+    KEPT = "kept"  # written by a model: rebuilding would call it again, and not reproducibly
+    MISSING = "missing"
+
+
+def session_summary_rebuild(*, tenant: Tenant, session_id: int) -> SummaryRebuild:
+    """Rewrite a stored offline summary with the current summariser (consolidation.extractors.summary).
+
+    The summary episode is the consolidator's derived output, not an event: when the new text differs
+    it is replaced (deleted with its passages through lifecycle.episodes_delete, then appended again
+    under the same external id) and the session's summary follows; when the session has nothing to
+    summarise, both go. Idempotent: a second pass finds every summary unchanged."""
+    with tenant_scope(tenant), transaction.atomic():
+        session = Session.objects.for_tenant(tenant).select_for_update().filter(pk=session_id).first()
+        if session is None:
+            return SummaryRebuild.MISSING
+        episodes = list(Episode.objects.for_tenant(tenant).filter(session=session).order_by("occurred_at", "id"))
+        written = next((e for e in episodes if e.external_id == SUMMARY_EXTERNAL_ID), None)
+        if written is None:
+            return SummaryRebuild.MISSING
+        if written.payload.get("summariser", RuleBasedExtractor.name) != RuleBasedExtractor.name:
+            return SummaryRebuild.KEPT
+        sources = [e for e in episodes if e.pk != written.pk]
+        text = extractive_summary(sources)
+        if text == written.content:
+            if session.summary != text:
+                session_summary_set(tenant=tenant, session_id=session.pk, summary=text)
+            return SummaryRebuild.UNCHANGED
+        episodes_delete(tenant=tenant, episode_ids=[written.pk])
+        if not text:
+            session_summary_set(tenant=tenant, session_id=session.pk, summary="")
+            return SummaryRebuild.REMOVED
+        _summary_append(
+            tenant=tenant,
+            session=session,
+            text=text,
+            sources=sources,
+            occurred_at=written.occurred_at,
+            summariser=RuleBasedExtractor.name,
+        )
+        return SummaryRebuild.REWRITTEN
 
 
 def entity_trigger(*, tenant: Tenant) -> tuple[str, str] | None:

@@ -32,7 +32,7 @@ from semantic.types import FactCandidate
 from tenants.models import Tenant
 
 from .base import ExtractionResult, ExtractorUnavailable, SummaryResult, Usage, extractable
-from .rules import extractive_summary
+from .summary import extractive_summary
 
 logger = logging.getLogger(__name__)
 

@@ -101,7 +101,7 @@ def _third_person(verb: str) -> str:
     low = verb.lower()
     if low in _IRREGULAR:
         return _IRREGULAR[low]
-    if low in _MODAL or low in _IRREGULAR_PAST or low.endswith("ed") or not low.isalpha():
+    if low in _MODAL or low in _IRREGULAR_PAST or (low.endswith("ed") and not low.endswith("eed")) or not low.isalpha():
         return verb
     if re.search(r"(?:s|sh|ch|x|z|o)$", low):
         return verb + "es"
@@ -238,7 +238,8 @@ class Disclosure:
 
 _PLAN = re.compile(
     r"^(?:i|we)(?:'m| am|'re| are)? (?:\w+ )?(?:planning|plan|going|gonna|hoping|hope|intend|intending|"
-    r"want|wanna|aim|aiming|thinking of|thinking about|looking forward|about)\b(?: to)?|^(?:i|we)(?:'ll| will)\b",
+    r"want|wanna|need|aim|aiming|thinking of|thinking about|looking forward|about)\b(?: to)?|^(?:i|we)(?:'ll| will)\b|"
+    r"^(?:i|we) (?:\w+ )?(?:need|have) to\b",
     re.IGNORECASE,
 )
 _PREFERENCE = re.compile(

@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
-from core.tokens import count_tokens
 from episodic.models import Episode
 from semantic.models import Cardinality, FactCategory
 from semantic.types import FactCandidate
@@ -22,6 +21,8 @@ from tenants.models import Tenant
 
 from .base import ExtractionResult, SummaryResult, extractable
 from .disclosure import disclose
+from .durable import constraints, statement_is_durable, value_is_complete
+from .summary import extractive_summary
 
 SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
 # Roles that are not a person speaking about themselves; any other role names the speaker ("Caroline").
@@ -686,14 +687,29 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
         if not facts and not _QUESTION_OR_HYPOTHETICAL.search(sentence):
             facts = [
                 Found(d.attribute, d.value, d.category, d.confidence, d.statement, cardinality=d.cardinality)
-                for d in disclose(sentence, name=speaker, said_at=said_at)
+                for d in constraints(sentence, name=speaker, said_at=said_at)
+                or disclose(sentence, name=speaker, said_at=said_at)
             ]
+        facts = durable_only(facts, sentence=sentence, speaker=speaker)
         for fact in facts:
             key = (fact.attribute, fact.value.lower())
             if key not in seen:
                 seen.add(key)
                 found.append(fact)
     return found
+
+
+def durable_only(facts: list[Found], *, sentence: str, speaker: str) -> list[Found]:
+    """The facts of one sentence that are facts (consolidation.extractors.durable): complete values,
+    durable statements about the speaker, no opinions, agreements or passing activities."""
+    return [
+        f
+        for f in facts
+        if value_is_complete(f.attribute, f.value)
+        and statement_is_durable(
+            attribute=f.attribute, value=f.value, statement=f.statement, sentence=sentence, speaker=speaker
+        )
+    ]
 
 
 class RuleBasedExtractor:
@@ -724,51 +740,3 @@ class RuleBasedExtractor:
 
     def summarise(self, *, tenant: Tenant, subject: str, episodes: Sequence[Episode]) -> SummaryResult:
         return SummaryResult(text=extractive_summary(episodes))
-
-
-SUMMARY_MAX_TOKENS = 200
-_WORD = re.compile(r"[a-z0-9][a-z0-9'-]+")
-_STOP = frozenset(
-    "the a an and or but if then so to of in on at for with from by is are was were be been it this that "
-    "i you we they he she me my your our their its do does did have has had not no yes ok okay can could "
-    "would should will just about what which who how when where there here please thanks thank".split()
-)
-
-
-def extractive_summary(episodes: Sequence[Episode], *, max_tokens: int = SUMMARY_MAX_TOKENS) -> str:
-    """The sentences that carry the session's most frequent content words, in their original order,
-    within a token budget; the outcome, when one was recorded, is always kept."""
-    items = extractable(episodes)
-    scored: list[tuple[float, int, str]] = []
-    freq: dict[str, int] = {}
-    all_sentences: list[tuple[int, str, str]] = []
-    for episode in items:
-        speaker = episode.role or episode.kind
-        for sentence in sentences(episode.content):
-            all_sentences.append((len(all_sentences), speaker, sentence))
-            for word in set(_WORD.findall(sentence.lower())) - _STOP:
-                freq[word] = freq.get(word, 0) + 1
-    for index, _speaker, sentence in all_sentences:
-        words = [w for w in _WORD.findall(sentence.lower()) if w not in _STOP]
-        if not words:
-            continue
-        score = sum(freq.get(w, 0) for w in set(words)) / (len(words) ** 0.5)
-        if extract_from_text(sentence, "x"):
-            score *= 1.5  # sentences stating a fact matter more than chatter
-        scored.append((score, index, sentence))
-    chosen: list[tuple[int, str]] = []
-    used = 0
-    outcome = next((e for e in reversed(items) if e.kind == "outcome"), None)
-    outcome_line = f"Outcome: {outcome.content.strip()}" if outcome else ""
-    budget = max_tokens - (count_tokens(outcome_line) if outcome_line else 0)
-    for _score, index, sentence in sorted(scored, key=lambda t: (-t[0], t[1])):
-        line = f"{all_sentences[index][1]}: {sentence}"
-        cost = count_tokens(line) + 1
-        if used + cost > budget:
-            continue
-        chosen.append((index, line))
-        used += cost
-    lines = [line for _i, line in sorted(chosen)]
-    if outcome_line:
-        lines.append(outcome_line)
-    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""Facts that are facts: the tests every offline candidate passes before it leaves the extractor.
+
+A fact is a durable statement the subject makes about themselves or their world. By grammar and
+shape only (no words of any dataset):
+- an opinion or an agreement is not one: a cognition verb with a clause ("thinks a hybrid approach
+  makes sense"), an evaluation of an idea ("sounds good", "makes sense", "will help"), agreement
+  ("agrees", "on the same page");
+- a statement that leans on the conversation is not one: a demonstrative pointing at something said
+  ("this solution", "that idea"), the inclusive "we" of speaker and listener ("we're both", "each
+  other"), or a speaker named twice after the pronouns were replaced ("Sam thinks Sam will ..."):
+  when the rules cannot be sure who is meant, the statement is dropped;
+- a passing activity is not one: a progressive other than a lasting one ("is trying to understand",
+  "is editing"; kept: working, living, studying, learning, building ...), deliberation ("thinking
+  about", "considering"), an immediate step ("going to try that now");
+- a value is a complete noun phrase or a typed value: not introduced by a comparison or a hedge
+  ("like Flask-Login", "something like"), not an evaluation ("best practices"), not ending in a manner
+  adverb ("debugger correctly"), not a gerund ("listening"), no code or possessive stub ("'s
+  `index.html` template"); a generic `uses` names something (a capitalised or versioned name, or a
+  known tool).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from semantic.models import Cardinality, FactCategory
+
+from .disclosure import Disclosure, resolve_dates, third_person
+
+_OPINION = re.compile(
+    r"\b(?:think|thinks|thought|believe|believes|believed|guess|guesses|suppose|supposes|reckon|reckons|assume|"
+    r"assumes|agree|agrees|agreed|disagree|disagrees|concur|concurs|feels? (?:like|that)|"
+    r"(?:sounds?|sounded|seems?|seemed|looks?|looked)(?: \w+)? (?:good|great|fine|right|perfect|reasonable|"
+    r"interesting|helpful|useful|like|better|worse|easier|cleaner)|makes? (?:\w+ )?sense|made (?:\w+ )?sense|"
+    r"(?:will|would|should|could|might|can|'ll) (?:\w+ )?help|helps? (?:a lot|me|us)|same page|go with|"
+    r"on board with|fine with|ok with|okay with)\b",
+    re.IGNORECASE,
+)
+_TIME_NOUN = (
+    r"(?:year|month|week|weekend|morning|afternoon|evening|night|quarter|time|summer|winter|spring|fall|autumn)"
+)
+_DEICTIC = re.compile(rf"\b(?:this|that|these|those)\b(?!\s+{_TIME_NOUN}\b)", re.IGNORECASE)
+_INCLUSIVE_WE = re.compile(
+    r"\b(?:we|we're|we've|we'll|we'd|us|let's)\b.*\b(?:both|each other|one another|together|all of us)\b|"
+    r"\b(?:both|all) (?:of us|agree)\b",
+    re.IGNORECASE,
+)
+_LASTING = (
+    r"work|liv|stud|learn|build|develop|run|rais|train|teach|prepar|sav|renovat|writ|volunteer|"
+    r"mov|relocat|migrat|switch|planning|hoping|going|looking forward|using|playing|practis|practic"
+)
+_PROGRESSIVE = re.compile(rf"^(?:is|are|am) (?:\w+ly )?(?!(?:{_LASTING})\w*\b)\w+ing\b", re.IGNORECASE)
+_DELIBERATION = re.compile(
+    r"\b(?:thinking (?:about|of)|considering|wondering|not sure|undecided|trying to (?:understand|figure|decide|"
+    r"learn how|get))\b",
+    re.IGNORECASE,
+)
+_HEDGED_THING = re.compile(r"\b(?:something|stuff|anything|some kind of|kind of|sort of) like\b", re.IGNORECASE)
+_IMMEDIATE = re.compile(
+    r"\b(?:right now|now|right away|in a (?:minute|moment|sec|second)|first)\s*[.!]?$", re.IGNORECASE
+)
+# Values
+_VALUE_LEAD = re.compile(
+    r"^(?:['`’\"(\[-]|like\b|something\b|some kind|kind of|sort of|such as|similar|e\.g\.|etc\b|"
+    r"(?:the |a |an )?(?:best|good|better|proper|correct|right|nice|great|bad|worse|worst)\b)",
+    re.IGNORECASE,
+)
+_NOT_ADVERB = frozenset("only daily weekly monthly yearly hourly early family italy july assembly supply reply".split())
+_ADVERB_TAIL = re.compile(r"\b([a-z]{3,}ly)$")
+_GERUND_HEAD = re.compile(r"^[a-z]+ing\b")
+_NAMED = re.compile(r"[A-Z]|\d")
+# Pattern values free of the speaker's words; these attributes take typed values or fixed templates.
+_LITERAL = frozenset({"email", "phone", "birthday", "name", "preferred_name", "timezone"})
+_CLAUSE_ATTRIBUTES = frozenset(
+    {"about", "experiences", "plans", "preferences", "relations", "possessions", "constraints"}
+)
+
+
+def value_is_complete(attribute: str, value: str) -> bool:
+    if attribute in _LITERAL or attribute.endswith("_date"):
+        return True
+    if "`" in value or _VALUE_LEAD.match(value):
+        return False
+    if attribute in _CLAUSE_ATTRIBUTES:
+        return True
+    tail = _ADVERB_TAIL.search(value)
+    if tail and tail.group(1) not in _NOT_ADVERB:
+        return False
+    if _GERUND_HEAD.match(value) and len(value.split()) <= 2:
+        return False
+    # A known tool in lower case fills its own attribute (database, editor, ...), never `uses`.
+    return not (attribute == "uses" and not _NAMED.search(value))
+
+
+def statement_is_durable(*, attribute: str, value: str, statement: str, sentence: str, speaker: str) -> bool:
+    """False for an opinion, an agreement, a statement leaning on the conversation, a passing
+    activity, or a statement where the speaker's pronouns did not resolve to one person."""
+    if _OPINION.search(sentence) or _INCLUSIVE_WE.search(sentence):
+        return False
+    if len(re.findall(rf"(?<!\w){re.escape(speaker)}(?!\w)", statement)) > 1:
+        return False
+    if attribute in _CLAUSE_ATTRIBUTES:
+        if _DEICTIC.search(value) or _DELIBERATION.search(value) or _IMMEDIATE.search(value):
+            return False
+        if _HEDGED_THING.search(value):
+            return False
+        if attribute in {"about", "experiences"} and _PROGRESSIVE.match(value):
+            return False
+    return True
+
+
+# --- constraints: "we can't use paid services", "our app must run on Windows 10"
+
+_CONSTRAINT = re.compile(
+    r"^(?P<who>i|we|(?:my|our) (?:\w+ ){0,2}?\w+) (?P<modal>can't|cannot|can not|must not|mustn't|must|"
+    r"(?:am|are|is|'m|'re) not allowed to|aren't allowed to|isn't allowed to|may not|are required to|"
+    r"(?:am|is|are|'m|'re) required to)\s+(?P<rest>\w.+)$",
+    re.IGNORECASE,
+)
+_TECHNICAL = re.compile(
+    r"\b(?:run|deploy|use|install|host|support|store|database|server|cloud|api|app|service|windows|linux|mac|"
+    r"version|browser|python|java|node)\w*\b",
+    re.IGNORECASE,
+)
+
+
+def constraints(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]:
+    """What the speaker must or cannot do (or what their things must do), as they said it."""
+    clause = re.sub(r"^(?:so|and|but|also|well|unfortunately|sadly|basically)[, ]+", "", sentence.strip(), flags=re.I)
+    clause = clause.replace("’", "'").rstrip(" .!")
+    clause = re.sub(r"^(I|we)('m|'re)\b", lambda m: m.group(1) + {"'m": " am", "'re": " are"}[m.group(2)], clause)
+    m = _CONSTRAINT.match(clause)
+    if not m or "?" in sentence or _DEICTIC.search(m.group("rest")) or re.search(r"\b(?:you|your)\b", clause, re.I):
+        return []
+    rest_words = re.findall(r"[A-Za-z0-9][\w.+-]*", m.group("rest"))
+    if len(rest_words) < 3:
+        return []
+    statement = resolve_dates(third_person(clause, name), said_at)
+    value = statement[len(name) :].strip() if statement.startswith(name) else statement
+    value = re.sub(r"^'s\s+", "", value)
+    category = FactCategory.TECHNICAL_ENVIRONMENT if _TECHNICAL.search(clause) else FactCategory.OTHER
+    return [Disclosure("constraints", value, category, 0.7, statement + ".", cardinality=Cardinality.MULTI)]

@@ -1,0 +1,107 @@
+"""Facts that are facts: the offline extractor keeps what the subject says about themselves or their
+world (identity, relations, places, employers, possessions, preferences, tools and versions, plans
+with dates, constraints); opinions about the conversation, agreements, passing activities and the
+assistant's explanations stay episodes. Values are complete noun phrases or typed values, and a
+pronoun the rules cannot resolve with certainty drops the statement."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from consolidation.extractors.rules import RuleBasedExtractor
+from episodic.models import Episode
+from consolidation.extractors.vocabulary import ATTRIBUTES
+from tenants.models import Tenant
+
+SAID = datetime(2026, 3, 4, 10, 0, tzinfo=UTC)
+
+
+def _facts(*turns: str, role: str = "user") -> list[tuple[str, str, str]]:
+    episodes = [
+        Episode(id=i, subject="Sam", kind="message", role=role, content=text, occurred_at=SAID)
+        for i, text in enumerate(turns, start=1)
+    ]
+    result = RuleBasedExtractor().extract(tenant=Tenant(name="t", slug="t"), subject="Sam", episodes=episodes)
+    return [(c.attribute, c.value, c.statement) for c in result.candidates]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # opinions about the conversation and agreements
+        "That sounds good, let's go with that.",
+        "I think a hybrid approach makes sense for our team.",
+        "I think the pilot program idea sounds good.",
+        "This will help a lot with the onboarding.",
+        "Adding retries would definitely help.",
+        "I agree with your suggestion about caching.",
+        "I just want to make sure we're both on the same page.",
+        "We're both on the same page then.",
+        "I think we'll stick with Flask for now.",
+        "I love how clean this solution is.",
+        "I'm really glad you explained that.",
+        "Makes sense, thanks for walking me through the migration plan.",
+        # passing activities in the conversation, not durable
+        "I'm going to try that now.",
+        "I'm trying to understand how async works.",
+        "I'm editing the app's `index.html` template right now.",
+        "I'm thinking about using Docker for the deployment.",
+        # values that are not things
+        "I'm using something like Flask-Login for sessions.",
+        "I use best practices for naming.",
+        "I'm using the debugger correctly, I think.",
+        "We're listening on port 8080.",
+        "I'm using listening sockets.",
+    ],
+)
+def test_opinions_agreements_and_passing_activities_stay_episodes(text: str) -> None:
+    assert _facts(text) == []
+
+
+def test_the_assistants_explanations_state_nothing_about_the_subject() -> None:
+    turns = [
+        "You should use PostgreSQL 16 for this. I recommend Redis for the cache.",
+        "I work through the problem step by step. We use a queue so the API stays fast.",
+    ]
+    assert _facts(*turns, role="assistant") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "attribute", "value"),
+    [
+        ("I work at Acme Corp as a backend developer.", "employer", "Acme Corp"),
+        ("I work at Acme Corp as a backend developer.", "job_title", "backend developer"),
+        ("We use PostgreSQL 15 and Redis 7 in production.", "database", "PostgreSQL 15"),
+        ("We use PostgreSQL 15 and Redis 7 in production.", "uses", "Redis 7"),
+        ("I'm on Python 3.12 locally.", "uses", "Python 3.12"),
+        ("Our launch date is June 2nd.", "launch_date", "June 2nd"),
+        ("I'm planning to migrate the API to FastAPI by March 15.", "plans", "migrate the API to FastAPI by March 15"),
+        ("I have a 2019 MacBook Pro with 16 GB of RAM.", "possessions", "has a 2019 MacBook Pro with 16 GB of RAM"),
+        ("My sister lives in Lisbon.", "relations", "sister lives in Lisbon"),
+        ("I live in Berlin.", "location", "Berlin"),
+        ("I prefer tabs over spaces.", "prefers", "tabs"),
+        ("We can't use any paid services because of the budget.", "constraints",
+         "can't use any paid services because of the budget"),
+        ("Our app must run on Windows 10 machines.", "constraints", "app must run on Windows 10 machines"),
+    ],
+)  # fmt: skip
+def test_durable_statements_about_the_subject_and_their_world_are_kept(text: str, attribute: str, value: str) -> None:
+    assert (attribute, value) in [(a, v) for a, v, _s in _facts(text)]
+
+
+def test_every_attribute_is_in_the_documented_vocabulary_and_no_statement_names_the_subject_twice() -> None:
+    turns = [
+        "I work at Acme Corp as a backend developer and I live in Berlin.",
+        "We use PostgreSQL 15, Redis 7 and GitHub Actions.",
+        "My favourite editor is Neovim. I'm planning to learn Rust next year.",
+        "I think we should keep the old API until we're sure the new one works.",
+        "We both agree that we need better tests.",
+        "My team and I are moving the billing service to Kubernetes in Q3.",
+    ]
+    for attribute, value, statement in _facts(*turns):
+        assert attribute in ATTRIBUTES or attribute.startswith("favorite_"), attribute
+        assert len(re.findall(r"\bSam\b", statement)) == 1, statement
+        assert not value.startswith(("'", "like ", "something")) and "`" not in value, value
