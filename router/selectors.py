@@ -1,11 +1,10 @@
-"""Reads for the router: the episodes, sources and summaries a context is built from, traces, hit rates."""
+"""Reads for the router: the summaries of the sessions a context draws on, traces, hit rates. (The
+layers' own reads are called directly by router.candidates.)"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,115 +13,8 @@ from django.db.models import Count, Q, QuerySet, Sum
 
 from core.errors import NotFound
 from episodic.models import Session
-from episodic.selectors import (
-    EpisodeRow,
-    PassageRow,
-    episode_rows_latest,
-    episode_rows_recent,
-    passage_first_mention,
-    passage_rows_neighbours,
-    passage_search_rows,
-    passage_similarities,
-)
-from procedural.models import Procedure
 from router.models import ContextFeedback, ContextTrace
-from router.types import Source
-from semantic.selectors import fact_sources as semantic_fact_sources
 from tenants.models import Tenant
-
-
-@dataclass(frozen=True)
-class EpisodeHit:
-    """A ranked passage: the whole episode when it is one passage, else a part of it."""
-
-    row: PassageRow
-    score: float
-    score_parts: dict[str, float]
-
-
-def episode_source(row: EpisodeRow, *, quoted: bool = True) -> Source:
-    """Where a context line drawn from this episode (or this passage of it) comes from, with the span
-    of the episode's content that the line serves (none when the line does not quote it)."""
-    span: tuple[int, int] | None
-    if not quoted:
-        span = None
-    elif isinstance(row, PassageRow):
-        span = (row.char_start, row.char_end)
-    else:
-        span = (0, len(row.content))
-    return Source(
-        episode_id=row.id, external_id=row.external_id, occurred_at=row.occurred_at, session=row.session, span=span
-    )
-
-
-def recent_episodes(
-    *, tenant: Tenant, session: str, until: datetime | None = None, limit: int = 40
-) -> list[EpisodeRow]:
-    """The latest events of a session, newest first (episodic.selectors.episode_rows_recent)."""
-    return episode_rows_recent(tenant=tenant, session=session, until=until, limit=limit)
-
-
-def subject_latest_episodes(
-    *, tenant: Tenant, subject: str, until: datetime | None = None, limit: int = 5
-) -> list[EpisodeRow]:
-    """The subject's latest events in any session, newest first (episodic.selectors.episode_rows_latest)."""
-    return episode_rows_latest(tenant=tenant, subject=subject, until=until, limit=limit)
-
-
-def passage_neighbours(
-    *, tenant: Tenant, passage_ids: Sequence[int], until: datetime | None = None
-) -> list[tuple[int, PassageRow]]:
-    """The passage before and after each anchor (episodic.selectors.passage_rows_neighbours)."""
-    return passage_rows_neighbours(tenant=tenant, passage_ids=passage_ids, until=until)
-
-
-def first_mention(*, tenant: Tenant, subject: str, word: str, until: datetime) -> datetime | None:
-    """When the subject's history first mentions `word` before `until` (episodic.selectors.
-    passage_first_mention): the time an event named in a query is placed at."""
-    return passage_first_mention(tenant=tenant, subject=subject, word=word, until=until)
-
-
-def similar_passages(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[tuple[int, int], float]:
-    """Pairwise cosine similarity of these passages (episodic.selectors.passage_similarities)."""
-    return passage_similarities(tenant=tenant, passage_ids=passage_ids)
-
-
-def episode_hits(
-    *,
-    tenant: Tenant,
-    query: str,
-    subject: str,
-    until: datetime | None,
-    limit: int,
-    embedding: list[float] | Future[list[float]] | None,
-    exclude_ids: Sequence[int],
-) -> list[EpisodeHit]:
-    """The episodic layer's ranked search over passages (episodic.selectors.passage_search_rows);
-    `exclude_ids` are episodes already offered."""
-
-    scored = passage_search_rows(
-        tenant=tenant,
-        query=query,
-        subject=subject,
-        until=until,
-        limit=limit,
-        query_embedding=embedding,
-        exclude_episode_ids=list(exclude_ids),
-    )
-    return [EpisodeHit(row=s.row, score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
-
-
-def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Source]]:
-    """The episodes each fact came from (semantic.selectors.fact_sources), oldest first."""
-
-    refs = semantic_fact_sources(tenant=tenant, fact_ids=fact_ids)
-    return {
-        fact_id: [
-            Source(episode_id=r.episode_id, external_id=r.external_id, occurred_at=r.occurred_at, session=r.session)
-            for r in items
-        ]
-        for fact_id, items in refs.items()
-    }
 
 
 def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, tuple[str, datetime]]:
@@ -137,14 +29,6 @@ def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, t
         .values_list("external_id", "summary", "started_at")
     )
     return {name: (summary, started) for name, summary, started in rows}
-
-
-def procedure_text(procedure: Procedure, confidence: float) -> str:
-    """One line for a procedure: its name, what to do, its steps."""
-    steps = "; ".join(str(s) for s in procedure.steps or [] if s)
-    behaviour = " ".join(procedure.behaviour.split())
-    text = f"{procedure.name}: {behaviour}" + (f" Steps: {steps}." if steps else "")
-    return f"{text} (confidence {confidence:.1f})"
 
 
 # --- traces and feedback ----------------------------------------------------------------------

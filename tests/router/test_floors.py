@@ -14,8 +14,9 @@ from consolidation.extractors.base import get_extractor
 from consolidation.services import session_summarise
 from core.tokens import count_tokens
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Session, SessionStatus
+from router.candidates.common import HeuristicWeights
+from router.candidates.episodic import settle_episodes
 from router.packing import pack_layer
-from router.policy import HeuristicWeights, settle_episodes
 from router.types import Candidate, Source
 from semantic.models import FactOrigin
 from semantic.services import fact_upsert

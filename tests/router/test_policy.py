@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.tokens import count_tokens
-from router.policy import HeuristicPolicy, _clip, named_speakers, session_standing
-from router.selectors import EpisodeHit, PassageRow
+from episodic.selectors import PassageRow
+from router.candidates.common import HeuristicWeights, clip
+from router.candidates.episodic import EpisodeHit, named_speakers, passage_relevance, session_standing
 from tests.router.conftest import T0, remember
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
@@ -61,10 +62,10 @@ def test_naming_a_speaker_puts_their_lines_first() -> None:
         _hit(1, "John", "We had a trip to Spain and loved it", vector=0.55),
         _hit(2, "Maria", "My trip to Spain was short", vector=0.5),
     ]
-    policy = HeuristicPolicy()
-    unnamed = policy.relevance("a trip to Spain", hits)
+    w = HeuristicWeights()
+    unnamed = passage_relevance("a trip to Spain", hits, w=w)
     assert unnamed[1] > unnamed[2]
-    named = policy.relevance("Where did Maria go on her trip to Spain?", hits)
+    named = passage_relevance("Where did Maria go on her trip to Spain?", hits, w=w)
     assert named[2] > named[1]
     assert max(named.values()) == pytest.approx(1.0)
 
@@ -76,7 +77,7 @@ def test_lines_of_the_session_about_the_topic_beat_a_stray_match_elsewhere() -> 
         _hit(3, "user", "garden tomato harvest was small this year", session="garden"),
         _hit(4, "user", "tomato garden", session="elsewhere"),
     ]
-    relevance = HeuristicPolicy().relevance("tomato garden", hits)
+    relevance = passage_relevance("tomato garden", hits, w=HeuristicWeights())
     assert relevance[4] < max(relevance[1], relevance[2], relevance[3])
 
 
@@ -90,7 +91,7 @@ def test_lines_of_the_session_about_the_topic_beat_a_stray_match_elsewhere() -> 
 )
 def test_relevance_is_between_zero_and_one(rows, query) -> None:
     hits = [_hit(i, role, text, session=f"s{i % 3}", vector=v) for i, (role, text, v) in enumerate(rows)]
-    relevance = HeuristicPolicy().relevance(query, hits)
+    relevance = passage_relevance(query, hits, w=HeuristicWeights())
     assert set(relevance) == {h.row.id for h in hits}
     assert all(0.0 <= v <= 1.0 for v in relevance.values())
 
@@ -115,7 +116,7 @@ def test_the_context_prefers_the_named_speakers_line_at_a_tight_budget(tenant_a,
 
 @pytest.mark.parametrize("text", ["word " * 200_000, "x" * 500_000, "数据库" * 100_000, "a\u0301" * 100_000])
 def test_a_clip_fits_its_limit_and_reads_only_the_head_of_a_long_text(text: str) -> None:
-    clipped = _clip(text, 300)
+    clipped = clip(text, 300)
     assert clipped.endswith("…") and count_tokens(clipped) <= 300
     assert len(clipped) <= 300 * 16 + 1
-    assert _clip("short text", 300) == "short text"
+    assert clip("short text", 300) == "short text"

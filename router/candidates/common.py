@@ -1,0 +1,95 @@
+"""What the layers' candidates share: the heuristic weights, the query's words, clipping a line."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.tokens import count_tokens, truncate_to_tokens
+
+# No cl100k token is longer than this many characters in ordinary text; a clip reads at most this many
+# characters per token of its limit, so its cost does not grow with the length of what is clipped.
+_CHARS_PER_TOKEN_BOUND = 16
+
+
+def clip(text: str, limit: int) -> str:
+    # A token is at least one character, so a text no longer than the limit in characters fits.
+    if len(text) <= limit:
+        return text
+    head = text[: limit * _CHARS_PER_TOKEN_BOUND]
+    if len(head) == len(text) and count_tokens(text) <= limit:
+        return text
+    return truncate_to_tokens(head, limit - 1) + "…"
+
+
+@dataclass(frozen=True)
+class HeuristicWeights:
+    # Longest single line an episode may take; longer content is cut (the full text is in the store).
+    episode_max_tokens: int = 300
+    fact_max_tokens: int = 120
+    # How many recent events of the current session (or the subject) are offered.
+    recent_limit: int = 40
+    # Values are relevance raised to `sharpness`, so that per-token packing still prefers the most
+    # relevant lines over short, weakly related ones.
+    sharpness: float = 4.0
+    fusion_lexical: float = 0.6
+    fusion_vector: float = 0.4
+    recent_base: float = 1.2
+    recent_decay: float = 0.85
+    # When the request names no session, the subject's latest events in any session are offered too,
+    # valued below any relevant line: they fill only what relevant history leaves (a memory written a
+    # moment ago is there even before anything finds it by its words or meaning). Valued at 0.05 they
+    # cost long-turn LoCoMo 0.038 recall_all at 4K on conversations 5-9: five long turns crowd out hits.
+    latest_limit: int = 5
+    latest_value: float = 1e-5
+    neighbour_factor: float = 0.35
+    neighbour_hits: int = 40
+    summary_factor: float = 0.6
+    # When the query names who said something (an episode's role, as a word of the query), lines of
+    # other speakers keep this share of their relevance: "What has Maria been to?" is answered by Maria.
+    # Not lower: a question with a wrong premise ("What did Maria do?" when John did it) needs John's line.
+    other_speaker_factor: float = 0.5
+    # A session is judged by its best `session_top` hits; a line's relevance is scaled between
+    # (1 - session_weight) and 1 by its session's standing, so that the lines of the sessions about the
+    # topic beat stray matches elsewhere (multi-hop answers sit in the same few sessions).
+    session_weight: float = 0.5
+    session_top: int = 3
+    # Packing divides value by tokens; scaling an episode's value by tokens ** length_exponent softens
+    # that, so a long line that says more is not always passed over for a short one that says little.
+    length_exponent: float = 0.6
+    length_reference: int = 32
+    # Knowledge updates: among the `update_pool` hits of at least `update_relevance` (the lines that
+    # answer the query), an older one whose meaning is within `update_similarity` (cosine) of a newer
+    # one speaks of the same thing: it is labelled "(earlier)" and is served only with the newer.
+    update_relevance: float = 0.5
+    update_similarity: float = 0.3
+    update_pool: int = 8
+    # A time phrase in the query ("last week", "in May 2023"; router.timeframe): history outside the
+    # window it names keeps this share of its relevance, when some of the pool is inside it.
+    time_outside_factor: float = 0.5
+    # Search depth: about one candidate per this many tokens of episodic budget, within bounds.
+    tokens_per_candidate: int = 12
+    min_candidates: int = 30
+    max_candidates: int = 400
+    # Absolute relevance floors: an item under its layer's floor is not offered, however it ranks among
+    # the others, so a context is shorter than its budget when little is relevant. They are read on
+    # scales that mean the same for every query: the cosine similarity of the query's and the item's
+    # vectors, and whether a word of the query matches the item at all (its text part, or an entity or
+    # topic it shares with the query). docs/router.md ("Relevance floors") gives the measurements.
+    # A fact is offered when a query word matches its statement or its similarity is above this; 0 by
+    # default, which drops only facts that have nothing in common with the query: facts are few and short, and what links a fact to a question is often knowledge of
+    # the world, not words or MiniLM similarity ("our company" and "works at Brightpath": 0.01); at 0.2
+    # the support demo's agent asked for the company again three times more.
+    fact_min_similarity: float = 0.0
+    # An episode found by search is offered when a query word, entity or topic matches it or its
+    # similarity is above this; the turns beside it and its session's summary go with it.
+    # 0 by default: at 0.1 (where LoCoMo lost nothing) the knowledge-update set lost the newer statement
+    # in 8% of its questions ("I moved to Austin" shares no word with "Where do I live now?").
+    episode_min_similarity: float = 0.0
+
+
+_QUERY_WORD = re.compile(r"\w+")
+
+
+def query_words(query: str) -> frozenset[str]:
+    return frozenset(w.casefold() for w in _QUERY_WORD.findall(query))

@@ -1,0 +1,126 @@
+"""The semantic layer's candidates: the subject's facts that matter for the query, under the layer's
+floor and without fragments, each with the episodes it came from."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Future
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from router.candidates.common import HeuristicWeights, clip, query_words
+from router.rendering import format_day
+from router.timeframe import Timeframe
+from router.types import Candidate, ContextRequest, Source
+from semantic.models import FactOrigin
+from semantic.selectors import fact_search_rows, facts_for_subject
+from semantic.selectors import fact_sources as semantic_fact_sources
+from semantic.validation import fact_value_is_fragment
+from tenants.models import Tenant
+
+
+def fact_above_floor(parts: dict[str, float], w: HeuristicWeights, *, names_attribute: bool = False) -> bool:
+    """A fact found for a query clears the semantic layer's floor: a query word matches its statement
+    (score part `text`, which is 0 without a match) or names its attribute ("which editor?" and
+    `editor`), or its vector is more similar than the floor."""
+    return names_attribute or parts.get("text", 0.0) > 0.0 or parts.get("vector", 0.0) > w.fact_min_similarity
+
+
+def names_attribute(words: frozenset[str], attribute: str) -> bool:
+    """Whether a word of the query (`query_words`) is a word of the attribute's name (`home_city`:
+    home, city)."""
+    return any(part in words for part in attribute.casefold().replace("-", "_").split("_") if len(part) > 2)
+
+
+def served_fact(value: str, origin: str) -> bool:
+    """Whether a fact may be served: one extracted with a fragment for its value ("13)", "want") is not,
+    whenever it was extracted (extraction has rejected such values since; see semantic.validation).
+    A value a client or operator wrote is served as written."""
+    return origin != FactOrigin.EXTRACTED or not fact_value_is_fragment(value)
+
+
+def facts_as_of(request: ContextRequest, frame: Timeframe | None) -> datetime | None:
+    """The moment facts are read at: the request's `as_of`; else, when the query names a time that is
+    over ("last year", "in May 2023", "before the move"), its last instant (the window is half-open: a
+    value observed at its end, such as the city the move brought, is not yet held), so that what was
+    true then is served."""
+    if request.as_of is not None or frame is None or frame.end is None:
+        return request.as_of
+    return frame.end - timedelta(microseconds=1) if frame.end <= (request.now or timezone.now()) else None
+
+
+def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Source]]:
+    """The episodes each fact came from (semantic.selectors.fact_sources), oldest first."""
+
+    refs = semantic_fact_sources(tenant=tenant, fact_ids=fact_ids)
+    return {
+        fact_id: [
+            Source(episode_id=r.episode_id, external_id=r.external_id, occurred_at=r.occurred_at, session=r.session)
+            for r in items
+        ]
+        for fact_id, items in refs.items()
+    }
+
+
+def fact_candidates(
+    *,
+    tenant: Tenant,
+    request: ContextRequest,
+    embedding: list[float] | Future[list[float]] | None,
+    frame: Timeframe | None,
+    w: HeuristicWeights,
+) -> list[Candidate]:
+
+    scored: list[tuple[Any, float, dict[str, float]]]
+    if request.query.strip():
+        words = query_words(request.query)
+        results = fact_search_rows(
+            tenant=tenant,
+            query=request.query,
+            subject=request.subject,
+            k=50,
+            as_of=facts_as_of(request, frame),
+            query_embedding=embedding,
+        )
+        scored = [
+            (r, r.score, dict(r.score_parts))
+            for r in results
+            if served_fact(r.value, r.origin)
+            and fact_above_floor(r.score_parts, w, names_attribute=names_attribute(words, r.attribute))
+        ]
+    else:
+        facts = facts_for_subject(tenant=tenant, subject=request.subject, as_of=request.as_of)
+        scored = [
+            (f, f.confidence, {"confidence": f.confidence}) for f in list(facts)[:50] if served_fact(f.value, f.origin)
+        ]
+    if not scored:
+        return []
+    top = max(s for _, s, _ in scored) or 1.0
+    sources = fact_sources(tenant=tenant, fact_ids=[f.id for f, _, _ in scored])
+    out = []
+    for rank, (fact, score, parts) in enumerate(scored):
+        relevance = max(score, 0.0) / top
+        of_fact = sources.get(fact.id, [])
+        out.append(
+            Candidate(
+                id=f"fact:{fact.id}",
+                type="fact",
+                layer="semantic",
+                section="Known facts",
+                text=clip(
+                    f"{fact.statement} ({format_day(fact.valid_from)}, confidence {fact.confidence:.1f})",
+                    w.fact_max_tokens,
+                ),
+                value=relevance**w.sharpness + 1e-6,
+                score=score,
+                score_parts=parts,
+                sources=of_fact,
+                occurred_at=fact.valid_from,
+                order=(rank,),
+                covers=frozenset(f"episode:{s.episode_id}" for s in of_fact),
+            )
+        )
+    return out
