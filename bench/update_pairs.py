@@ -45,6 +45,7 @@ class Written:
     question: str
 
 
+# fmt: off
 SAID_UPDATES: tuple[Said, ...] = (
     Said("version", "Our database is PostgreSQL 15.", "Our database is PostgreSQL 16.", "PostgreSQL 15", "PostgreSQL 16", "Which database do we use?"),
     Said("version", "Our database is PostgreSQL 15.", "We moved to PostgreSQL 16.", "PostgreSQL 15", "PostgreSQL 16", "Which database version are we on?"),
@@ -181,6 +182,8 @@ WRITTEN_PARAPHRASES: tuple[Written, ...] = (
     Written("product", "plan", "the Pro plan", "Pro plan", "The account is on {v}.", "Plan?"),
 )
 
+# fmt: on
+
 
 # --- the probe: one pair written through the API, then asked ------------------------------------------
 
@@ -244,9 +247,7 @@ def _outcome(client: Client, pair: Said | Written, subject: str, old: str, new: 
         updated=any(mentions(v, new) >= 0 for v in active) and not any(mentions(v, old) >= 0 for v in active),
         served=at_new >= 0 and (at_old < 0 or at_new < at_old),
         stale_only=at_old >= 0 and at_new < 0,
-        confirmed=len(matching) == 1
-        and matching[0]["status"] == "active"
-        and matching[0]["confirmation_count"] >= 2,
+        confirmed=len(matching) == 1 and matching[0]["status"] == "active" and matching[0]["confirmation_count"] >= 2,
         active=active,
         prompt=prompt,
     )
