@@ -1,0 +1,78 @@
+"""Updates win (issue 30, DESIGN invariants 8 and 9), through the public API with the real MiniLM: a
+value said in one session and a different value of the same thing said in a later one; each session
+ended and consolidated as the worker would, then GET /v1/facts and POST /v1/context. The newer value
+is the only active one and is served first, the older is never served alone; a value said twice in
+other words confirms one fact. The same through explicit writes (POST /v1/facts). The pairs are
+bench/update_pairs.py, which bench/update_probe.py runs as a benchmark."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bench.update_pairs import (
+    SAID_PARAPHRASES,
+    SAID_UPDATES,
+    WRITTEN_PARAPHRASES,
+    WRITTEN_UPDATES,
+    mentions,
+    probe_said,
+    probe_written,
+)
+from core import embedding
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def minilm(settings: Any) -> Iterator[None]:
+    """The production embedder: the bug is MiniLM's similarity of "PostgreSQL 15" and "16"."""
+    settings.ENGRAM = {**settings.ENGRAM, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
+    embedding.get_embedder.cache_clear()
+    yield
+    embedding.get_embedder.cache_clear()
+
+
+@pytest.fixture
+def end_session(api_a, django_capture_on_commit_callbacks):
+    def end(session: str) -> None:
+        # The request enqueues consolidation on commit; running the callbacks is what the worker does.
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api_a.post(f"/v1/sessions/{session}/end", {}, format="json").status_code == 200
+
+    return end
+
+
+def _id(pair: Any) -> str:
+    return f"{pair.kind}:{getattr(pair, 'then', getattr(pair, 'new', ''))[:40]}"
+
+
+@pytest.mark.parametrize("pair", SAID_UPDATES, ids=_id)
+def test_a_value_said_later_replaces_the_earlier_one(api_a, end_session, pair) -> None:
+    outcome = probe_said(api_a, pair, "u-said", end_session)
+    assert outcome.updated, outcome.describe()
+    assert outcome.served and not outcome.stale_only, outcome.describe()
+
+
+@pytest.mark.parametrize("pair", SAID_PARAPHRASES, ids=_id)
+def test_a_value_said_again_in_other_words_confirms_it(api_a, end_session, pair) -> None:
+    outcome = probe_said(api_a, pair, "u-said", end_session)
+    assert outcome.confirmed, outcome.describe()
+    assert outcome.served or mentions(outcome.prompt, pair.old) >= 0, outcome.describe()
+
+
+@pytest.mark.parametrize("pair", WRITTEN_UPDATES, ids=_id)
+def test_a_different_value_written_later_supersedes(api_a, pair) -> None:
+    outcome, actions = probe_written(api_a, pair, "u-written")
+    assert actions == ["created", "superseded"], outcome.describe()
+    assert outcome.updated and outcome.active == [pair.new], outcome.describe()
+    assert outcome.served and not outcome.stale_only, outcome.describe()
+
+
+@pytest.mark.parametrize("pair", WRITTEN_PARAPHRASES, ids=_id)
+def test_the_same_value_written_in_another_form_confirms(api_a, pair) -> None:
+    outcome, actions = probe_written(api_a, pair, "u-written")
+    assert actions == ["created", "confirmed"], outcome.describe()
+    assert outcome.confirmed and outcome.active == [pair.old], outcome.describe()
