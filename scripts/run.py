@@ -48,7 +48,18 @@ def main() -> int:
             "--graceful-timeout",
             "10",
         ],
-        "worker": [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", "2"],
+        "worker": [
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "celery,consolidation,erasure",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            "2",
+        ],
         "beat": [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO"],
     }
     # Each process family counts into a fresh metrics directory of its own (config/metrics.py); the
