@@ -15,6 +15,7 @@ import httpx
 import pytest
 from pytest_django.live_server_helper import LiveServer
 
+from tenants.models import Tenant
 from tests.conftest import TenantContext
 
 pytestmark = pytest.mark.live
@@ -27,6 +28,7 @@ Call = Callable[[httpx.Client], httpx.Response]
 class Hammer:
     url: str
     key: str
+    tenant: Tenant
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.key}"}, timeout=60)
@@ -68,7 +70,7 @@ def hammer(live_server: LiveServer, ctx_a: TenantContext) -> Iterator[Hammer]:
     # The per-tenant rate limit would answer some of the bursts with 429: not what is measured here.
     ctx_a.tenant.settings = {**ctx_a.tenant.settings, "rate_limit_per_minute": 0}
     ctx_a.tenant.save(update_fields=["settings"])
-    yield Hammer(live_server.url, ctx_a.raw_key)
+    yield Hammer(live_server.url, ctx_a.raw_key, ctx_a.tenant)
 
 
 @pytest.fixture
