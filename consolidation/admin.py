@@ -28,7 +28,8 @@ def queue_waiting(queue: str) -> int | None:
     try:
         with current_app.connection_for_read() as connection:
             connection.ensure_connection(max_retries=1)
-            return int(connection.default_channel.queue_declare(queue=queue, passive=True).message_count)
+            channel: Any = connection.default_channel
+            return int(channel.queue_declare(queue=queue, passive=True).message_count)
     except Exception:  # noqa: BLE001  # a page of the admin, not the broker's health check
         return None
 
