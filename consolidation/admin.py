@@ -12,11 +12,26 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.timesince import timesince
 
 from consolidation.erasure import erasure_request_create
-from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest
+from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
 from tenants.admin import ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
+
+
+def queue_waiting(queue: str) -> int | None:
+    """Tasks waiting in a broker queue, or None when the broker does not answer."""
+    from celery import current_app
+
+    try:
+        with current_app.connection_for_read() as connection:
+            connection.ensure_connection(max_retries=1)
+            channel: Any = connection.default_channel
+            return int(channel.queue_declare(queue=queue, passive=True).message_count)
+    except Exception:  # noqa: BLE001  # a page of the admin, not the broker's health check
+        return None
 
 
 def pretty_json(value: Any) -> str:
@@ -142,6 +157,7 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
         "created_at",
         "short_id",
         "status",
+        "age",
         "requested_by",
         "deadline",
         "completed_at",
@@ -159,6 +175,7 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
         "id",
         "tenant",
         "status",
+        "queue_state",
         "subject_hash",
         "requested_by",
         "reason",
@@ -211,6 +228,22 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
     @admin.display(description="id")
     def short_id(self, obj: ErasureRequest) -> str:
         return str(obj.pk)[:8]
+
+    @admin.display(description="age")
+    def age(self, obj: ErasureRequest) -> str:
+        if obj.status == ErasureStatus.DONE and obj.completed_at:
+            return f"done in {timesince(obj.created_at, obj.completed_at)}"
+        state = "waiting" if obj.started_at is None else "running"
+        return f"{state} {timesince(obj.created_at, timezone.now())}"
+
+    @admin.display(description="queue")
+    def queue_state(self, obj: ErasureRequest) -> str:
+        started = "not started" if obj.started_at is None else f"started {timesince(obj.started_at)} ago"
+        if obj.status == ErasureStatus.DONE:
+            return f"{self.age(obj)}; {started}"
+        waiting = queue_waiting("erasure")
+        depth = "unknown (broker unreachable)" if waiting is None else f"{waiting} task(s) waiting"
+        return f"{self.age(obj)}; {started}; attempts {obj.attempts}; erasure queue: {depth}"
 
     @admin.display(description="rows removed")
     def removed_total(self, obj: ErasureRequest) -> int:

@@ -32,6 +32,7 @@ from semantic.normalise import normalise_entity
 from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
+from tenants.services import idempotency_records_erase
 
 ERASURE_DEADLINE_DAYS = 30
 MAX_ERASURE_ATTEMPTS = 5
@@ -389,8 +390,9 @@ LOCATIONS: list[Location] = [
     Location(
         "idempotency_records",
         "tenants.IdempotencyRecord",
-        "stored API answers of requests about the subject",
+        "stored API answers of requests about the subject (a hash of each key stays, to refuse its replay)",
         queryset=lambda p: _qs("tenants.IdempotencyRecord", p).filter(subjects__contains=[p.subject]),
+        erase_fn=lambda p: idempotency_records_erase(tenant=p.tenant, subject=p.subject),
     ),
     Location(
         "consolidation_runs",
@@ -413,6 +415,7 @@ LOCATIONS: list[Location] = [
 NO_SUBJECT_DATA: dict[str, str] = {
     "tenants.TenantMembership": "operators of a tenant, not subjects",
     "tenants.ApiKey": "credentials of the tenant's services",
+    "tenants.IdempotencyTombstone": "a hash of an erased request's Idempotency-Key (with the tenant id), no content",
     "tenants.TenantLock": "lock slots: a 16-bit hash of a resource name, from which nothing can be read back",
     "consolidation.ConsolidationWatermark": "one episode id per tenant",
     "procedural.Procedure": "tenant-level rules; discovery evidence holds aggregate counts only",

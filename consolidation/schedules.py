@@ -1,7 +1,10 @@
 """The periodic schedules of Engram, stored in django-celery-beat so operators can edit them.
 
 `schedules_setup()` creates each one that is missing and leaves existing ones as operators left them
-(interval, enabled flag); `--reset` puts the defaults back."""
+(interval, enabled flag); `--reset` puts the defaults back.
+
+Each tick expires (`expire_seconds`): a tick a busy worker has not started by then is dropped rather
+than run late beside the next one, so ticks never pile up in the queues."""
 
 from __future__ import annotations
 
@@ -19,6 +22,12 @@ class Schedule:
     every_seconds: int | None = None
     crontab: tuple[str, str] | None = None  # (minute, hour) UTC
     description: str = ""
+    # Daily ticks (crontab) may wait this long for a worker; interval ticks until their next one.
+    expire_after: int = 6 * 3600
+
+    @property
+    def expire_seconds(self) -> int:
+        return self.every_seconds if self.every_seconds is not None else self.expire_after
 
 
 SCHEDULES: list[Schedule] = [
@@ -84,6 +93,7 @@ def schedules_setup(*, reset: bool = False) -> dict[str, str]:
             "kwargs": json.dumps({}),
             "interval": None,
             "crontab": None,
+            "expire_seconds": item.expire_seconds,
         }
         if item.every_seconds is not None:
             defaults["interval"], _ = IntervalSchedule.objects.get_or_create(

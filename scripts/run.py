@@ -110,7 +110,17 @@ def main() -> int:
             "warning",
         ],
         # --quiet: no banner (the levels come from LOG_LEVEL through config.celery's logging set-up).
-        "worker": [str(BIN / "celery"), "-A", "config", "--quiet", "worker", "--concurrency", "2"],
+        "worker": [
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "--quiet",
+            "worker",
+            "-Q",
+            "celery,consolidation,erasure",
+            "--concurrency",
+            "2",
+        ],
         "beat": [str(BIN / "celery"), "-A", "config", "--quiet", "beat"],
     }
     # Each process family counts into a fresh metrics directory of its own (config/metrics.py); the

@@ -75,23 +75,28 @@ def _lock(tenant: Tenant, entity: str, attribute: str) -> None:
     tenant_xact_lock(tenant.id, "fact", entity, attribute)
 
 
-def _get_for_update(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
+def _get_for_update(tenant: Tenant, fact_id: uuid.UUID | str, *, lock: bool = True) -> Fact:
     try:
         key = fact_id if isinstance(fact_id, uuid.UUID) else uuid.UUID(str(fact_id))
     except ValueError:
         raise NotFound(f"Fact {fact_id} does not exist.") from None
-    fact = Fact.objects.for_tenant(tenant).select_for_update().filter(id=key).first()
+    facts = Fact.objects.for_tenant(tenant)
+    fact = (facts.select_for_update() if lock else facts).filter(id=key).first()
     if fact is None:
         raise NotFound(f"Fact {fact_id} does not exist.")
     return fact
 
 
 def lock_fact(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
-    """Lock the fact's (entity, attribute) like an upsert does, then the row itself."""
-    fact = _get_for_update(tenant, fact_id)
-    _lock(tenant, fact.entity, fact.attribute)
-    fact.refresh_from_db()
-    return fact
+    """Lock the fact's (entity, attribute) slot, then the row: the order of `fact_upsert`, which takes
+    the slot and then writes rows. Row first here deadlocked against it (tenants/locks.py)."""
+    key = _get_for_update(tenant, fact_id, lock=False)
+    while True:
+        _lock(tenant, key.entity, key.attribute)
+        fact = _get_for_update(tenant, fact_id)
+        if (fact.entity, fact.attribute) == (key.entity, key.attribute):
+            return fact
+        key = fact  # moved to another entity before the slot was ours: lock that one's slot too
 
 
 # --- the merge ---------------------------------------------------------------------------------------

@@ -8,6 +8,15 @@ transaction that names the resource, wherever it runs.
 A resource maps to one of 65,536 slots per tenant: the table stays small, holds nothing from which a
 subject could be read back (erasure has nothing to remove), and two resources sharing a slot only
 wait for each other now and then.
+
+Lock order, everywhere (two transactions taking two locks in opposite orders deadlock, and PostgreSQL
+answers one of them with an error):
+1. tenant-wide slots: "consolidation", "archive", "entity_alias";
+2. a subject's erasure slot ("erasure", subject hash), then its ErasureRequest rows;
+3. a fact's (entity, attribute) slot ("fact", ...), before any row of semantic_fact is locked or
+   written: `fact_upsert` takes the slot and then writes rows, so `semantic.services.lock_fact` takes
+   the slot before it locks the fact's row (it once did the reverse: tests/concurrency/test_facts.py);
+4. rows, each table's in primary-key order where a statement locks several.
 """
 
 from __future__ import annotations

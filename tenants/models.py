@@ -267,6 +267,26 @@ class IdempotencyRecord(TenantModel):
         return f"{self.method} {self.path} [{self.key}]"
 
 
+class IdempotencyTombstone(TenantModel):
+    """What stays of an idempotency record erased with its subject: a hash of the key, so that a replay
+    of the erased request is refused instead of writing the subject's data again. No key, no content."""
+
+    key_hash = models.CharField(max_length=64)
+    # The erased record's, so that the tombstone is purged when the record would have been.
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("tenant", "key_hash"), name="uniq_idempotency_tombstone")]
+        indexes = [models.Index(fields=("tenant", "created_at"), name="idem_tomb_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"erased key {self.key_hash[:12]}"
+
+    @staticmethod
+    def hash_key(tenant_id: uuid.UUID, key: str) -> str:
+        return hashlib.sha256(f"{tenant_id}:{key}".encode()).hexdigest()
+
+
 class TenantLock(TenantModel):
     """Lock slots of a tenant, for work that must not run twice at once (a fact's writers, a tenant's
     consolidation or archiving). A row lock lives with the tenant's rows, on whichever node holds

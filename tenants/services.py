@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from core.errors import ValidationProblem
-from tenants.models import ApiKey, ApiKeyScope, IdempotencyRecord, Tenant, TenantMembership
+from tenants.models import ApiKey, ApiKeyScope, IdempotencyRecord, IdempotencyTombstone, Tenant, TenantMembership
 from tenants.scope import tenant_scope
 
 
@@ -68,9 +68,24 @@ def membership_add(*, tenant: Tenant, user: Any) -> TenantMembership:
 
 
 def idempotency_records_purge(*, tenant: Tenant, now: datetime | None = None) -> int:
-    """Delete the tenant's stored answers older than ENGRAM_IDEMPOTENCY_TTL_HOURS (a replay after that
-    runs the request again). Safe to run any number of times."""
+    """Delete the tenant's stored answers (and tombstones of erased ones) older than
+    ENGRAM_IDEMPOTENCY_TTL_HOURS: a replay after that runs the request again. Safe to run any number of
+    times; returns how many rows went."""
     cutoff = (now or timezone.now()) - timedelta(hours=int(settings.ENGRAM["IDEMPOTENCY_TTL_HOURS"]))
     with tenant_scope(tenant):
         deleted, _ = IdempotencyRecord.objects.for_tenant(tenant).filter(created_at__lt=cutoff).delete()
+        buried, _ = IdempotencyTombstone.objects.for_tenant(tenant).filter(created_at__lt=cutoff).delete()
+    return int(deleted) + int(buried)
+
+
+def idempotency_records_erase(*, tenant: Tenant, subject: str) -> int:
+    """Delete the stored answers about `subject`, leaving a tombstone (a hash of the key) for each, so
+    that a replay inside the TTL is refused rather than run again. Call inside the tenant's scope."""
+    records = IdempotencyRecord.objects.for_tenant(tenant).filter(subjects__contains=[subject])
+    graves = [
+        IdempotencyTombstone(tenant=tenant, key_hash=IdempotencyTombstone.hash_key(tenant.id, key), created_at=at)
+        for key, at in records.values_list("key", "created_at")
+    ]
+    IdempotencyTombstone.objects.bulk_create(graves, ignore_conflicts=True)
+    deleted, _ = records.delete()
     return int(deleted)

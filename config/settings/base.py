@@ -242,6 +242,17 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=150
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Erasure (a legal deadline) and consolidation (heavy, per session) have queues of their own, so neither
+# waits behind the other or behind bulk embedding in "celery"; every worker command names all three
+# (scripts/run.py, docker-compose.yml). A worker with `-Q erasure` alone keeps erasure off busy pools.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {
+    "consolidation.tasks.execute_erasure": {"queue": "erasure"},
+    "consolidation.tasks.process_erasure_requests": {"queue": "erasure"},
+    "consolidation.tasks.consolidate_session": {"queue": "consolidation"},
+    "consolidation.tasks.consolidate_tenant": {"queue": "consolidation"},
+    "consolidation.tasks.consolidation_sweep": {"queue": "consolidation"},
+}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 
 PROMETHEUS_EXPORT_MIGRATIONS = False

@@ -10,6 +10,9 @@ the request body, those a view resolved (`idempotency_subjects`: an outcome name
 a feedback only its trace), and every `subject` or `entity` anywhere in the stored answer. Reading the
 answer is the safety net that cannot drift from what is stored; the view's declaration covers what
 the answer reaches only by id. Records older than ENGRAM_IDEMPOTENCY_TTL_HOURS are purged on a schedule.
+
+Erasure deletes those records and leaves a tombstone per key (its hash, nothing else): a replay of an
+erased request answers 409 instead of running again and writing the erased subject's data back.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from rest_framework.response import Response
 from core.errors import Conflict, Unprocessable, ValidationProblem
 from core.redis import get_redis
 from tenants.auth import request_tenant
-from tenants.models import IdempotencyRecord
+from tenants.models import IdempotencyRecord, IdempotencyTombstone
 
 HEADER = "Idempotency-Key"
 IN_FLIGHT_SECONDS = 300
@@ -96,6 +99,12 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
         stored = IdempotencyRecord.objects.for_tenant(tenant).filter(key=key).first()
         if stored is not None:
             return _replay(stored, fingerprint)
+        key_hash = IdempotencyTombstone.hash_key(tenant.id, key)
+        if IdempotencyTombstone.objects.for_tenant(tenant).filter(key_hash=key_hash).exists():
+            raise Conflict(
+                f"This {HEADER} was used by a request whose data has since been erased; it is not run again. "
+                "A new request needs a new key."
+            )
         lock = f"engram:idem:{tenant.id}:{hashlib.sha256(key.encode()).hexdigest()}"
         redis = get_redis()
         if not redis.set(lock, "1", nx=True, ex=IN_FLIGHT_SECONDS):

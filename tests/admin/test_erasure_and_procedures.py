@@ -129,3 +129,26 @@ def test_procedure_pages_show_statistics_and_decisions(op_client: Client, proced
     assert "deploys" in listing and "since (re)activation" in listing.lower()
     page = op_client.get(f"/admin/procedural/procedure/{procedures['deprecated'].pk}/change/").content.decode()
     assert "falling success" in page and "deprecated" in page
+
+
+def test_a_waiting_erasure_shows_its_age_and_the_erasure_queue(
+    op_client: Client, memory_a: Memory, django_capture_on_commit_callbacks: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from consolidation.erasure import erasure_request_create
+
+    # Filed while no worker runs: the task waits in the erasure queue (eager mode would run it at once).
+    with django_capture_on_commit_callbacks(execute=False):
+        request = erasure_request_create(tenant=memory_a.tenant, subject="alice")
+    with tenant_scope(memory_a.tenant):
+        ErasureRequest.objects.filter(pk=request.pk).update(created_at=timezone.now() - timedelta(minutes=12))
+
+    page = op_client.get(f"/admin/consolidation/erasurerequest/{request.pk}/change/").content.decode()
+    listing = op_client.get("/admin/consolidation/erasurerequest/").content.decode()
+
+    assert "waiting 12\xa0minutes" in page and "not started" in page
+    assert "erasure queue" in page
+    assert "waiting 12\xa0minutes" in listing

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.core.files.storage import storages
 from django.utils import timezone
 
@@ -75,7 +76,7 @@ def test_confirmed_fact_is_erased_and_its_confirm_replay_returns_nothing_of_it(
     assert detail["status"] == "done", detail
     assert api_a.get(f"/v1/facts/{fact['fact']['id']}").status_code == 404
     replay = api_a.post(confirm, format="json", HTTP_IDEMPOTENCY_KEY="c-1")
-    assert replay.status_code == 404 and "912" not in replay.content.decode()
+    assert replay.status_code == 409 and "912" not in replay.content.decode()
     assert "Idempotent-Replayed" not in replay
     assert {k: v for k, v in erasure.locate(tenant=tenant_a, subject=SUBJECT).items() if v} == {}
 
@@ -270,11 +271,13 @@ def test_erasure_of_a_subject_seeded_through_the_api_leaves_nothing_anywhere(
     assert facts == []
     exported = _ok(api_a.get(f"/v1/subjects/{SUBJECT}/export"))["locations"]
     assert all(rows == [] for rows in exported.values()), exported
-    # A replay after erasure runs the request again instead of returning the erased answer.
+    # A replay after erasure is refused: neither the erased answer nor the request run again.
     for key, (path, body) in seeded["keys"].items():
-        replay = api_a.post(path, body, format="json", HTTP_IDEMPOTENCY_KEY=key)
-        assert "Idempotent-Replayed" not in replay, (path, replay.content)
+        with django_capture_on_commit_callbacks(execute=True):
+            replay = api_a.post(path, body, format="json", HTTP_IDEMPOTENCY_KEY=key)
+        assert replay.status_code == 409 and "Idempotent-Replayed" not in replay, (path, replay.content)
         assert PHONE not in replay.content.decode() and "Lisbon" not in replay.content.decode(), path
+    assert {k: v for k, v in erasure.locate(tenant=tenant_a, subject=SUBJECT).items() if v} == {}
     # Another subject and another tenant keep their data.
     assert erasure.locate(tenant=tenant_a, subject=OTHER) == other_before
     assert erasure.locate(tenant=tenant_b, subject=SUBJECT) == b_before
@@ -311,3 +314,43 @@ def test_repeated_erasure_requests_for_one_subject_coalesce_and_erase_nothing_el
     assert len({a.json()["id"] for a in answers}) == 1
     detail = _ok(api_a.get(f"/v1/erasure-requests/{answers[0].json()['id']}"))
     assert detail["status"] == "done" and detail["counts"]["facts"] == 1, detail
+
+
+def test_a_replay_after_erasure_is_refused_and_brings_nothing_back(
+    api_a, tenant_a, django_capture_on_commit_callbacks
+) -> None:
+    capture = django_capture_on_commit_callbacks
+    turn = [{"subject": SUBJECT, "session": "r-s1", "role": "user", "content": f"My phone number is {PHONE}."}]
+    fact = {
+        "subject": SUBJECT,
+        "entity": SUBJECT,
+        "attribute": "phone",
+        "value": PHONE,
+        "statement": "Phone.",
+        "category": "contact_info",
+    }
+    theirs = [{"subject": OTHER, "session": "ana-s1", "role": "user", "content": "I prefer tea."}]
+    _episodes(api_a, capture, turn, key="turn-1")
+    _ok(api_a.post("/v1/facts", fact, format="json", HTTP_IDEMPOTENCY_KEY="fact-1"))
+    _episodes(api_a, capture, theirs, key="turn-ana")
+
+    assert _erase(api_a, SUBJECT, capture)["status"] == "done"
+    with capture(execute=True):
+        replays = [
+            api_a.post("/v1/episodes", {"episodes": turn}, format="json", HTTP_IDEMPOTENCY_KEY="turn-1"),
+            api_a.post("/v1/facts", fact, format="json", HTTP_IDEMPOTENCY_KEY="fact-1"),
+            # Same key, another body: still the erased request's key.
+            api_a.post("/v1/facts", {**fact, "value": "0"}, format="json", HTTP_IDEMPOTENCY_KEY="fact-1"),
+        ]
+
+    assert {k: v for k, v in erasure.locate(tenant=tenant_a, subject=SUBJECT).items() if v} == {}
+    for replay in replays:
+        assert replay.status_code == 409, replay.content
+        assert replay["Content-Type"] == "application/problem+json" and "erased" in replay.json()["detail"]
+        assert PHONE not in replay.content.decode()
+    again = api_a.post("/v1/episodes", {"episodes": theirs}, format="json", HTTP_IDEMPOTENCY_KEY="turn-ana")
+    assert again.status_code == 201 and again["Idempotent-Replayed"] == "true"
+    # What stays of an erased key is a hash: neither the key nor anything the request carried.
+    with tenant_scope(tenant_a):
+        kept = list(apps.get_model("tenants.IdempotencyTombstone").objects.for_tenant(tenant_a).values())
+    assert len(kept) == 2 and not any(n in str(kept) for n in ("turn-1", "fact-1", SUBJECT, PHONE))

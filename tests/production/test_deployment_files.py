@@ -359,3 +359,41 @@ def test_actual_build_context_holds_no_credentials() -> None:
         and not rel.endswith(".env.example")
     ]
     assert leaks == []
+
+
+def _queues_of(command: str) -> set[str]:
+    words = shlex.split(command)
+    return set(words[words.index("-Q") + 1].split(",")) if "-Q" in words else {"celery"}
+
+
+def test_erasure_and_consolidation_have_queues_of_their_own_and_the_workers_consume_every_queue(
+    compose: dict[str, Any],
+) -> None:
+    # Erasure once waited ten minutes behind bulk embedding in the one queue there was.
+    from django.conf import settings
+
+    from config.celery import app
+
+    def queue(task: str) -> str:
+        return str(app.amqp.router.route({}, task)["queue"].name)
+
+    assert queue("consolidation.tasks.execute_erasure") == queue("consolidation.tasks.process_erasure_requests")
+    assert queue("consolidation.tasks.consolidate_session") == queue("consolidation.tasks.consolidate_tenant")
+    routed = {queue(t) for t in ("consolidation.tasks.execute_erasure", "consolidation.tasks.consolidate_session")}
+    everything = routed | {queue("episodic.tasks.embed_backlog"), settings.CELERY_TASK_DEFAULT_QUEUE}
+    assert len(everything) == 3
+    workers = [_command(s) for s in compose["services"].values() if " worker" in _command(s)]
+    assert set().union(*(_queues_of(c) for c in workers)) == everything
+    run = (ROOT / "scripts" / "run.py").read_text()
+    worker = re.search(r'"worker": \[(.*?)\]', run, re.DOTALL)
+    consumed = re.search(r'"-Q",\s*"([^"]+)"', worker.group(1) if worker else "")
+    assert consumed is not None and set(consumed.group(1).split(",")) == everything
+
+
+def test_every_periodic_task_expires_before_its_next_tick() -> None:
+    from consolidation.schedules import SCHEDULES
+
+    for schedule in SCHEDULES:
+        assert schedule.expire_seconds, schedule.name
+        if schedule.every_seconds is not None:
+            assert schedule.expire_seconds <= schedule.every_seconds, schedule.name

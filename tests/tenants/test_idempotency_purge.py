@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from config.celery import app
 from consolidation.schedules import SCHEDULES
-from tenants.models import IdempotencyRecord
+from tenants.models import IdempotencyRecord, IdempotencyTombstone
 from tenants.scope import tenant_scope
 from tenants.tasks import purge_idempotency_records
 
@@ -92,3 +92,19 @@ def test_the_backfill_adds_the_subjects_named_in_records_stored_before(tenant_a,
     for tenant in (tenant_a, tenant_b):
         with tenant_scope(tenant):
             assert IdempotencyRecord.objects.for_tenant(tenant).get(key="old").subjects == ["acme", "yan", "zoe"]
+
+
+def test_tombstones_of_erased_keys_go_with_the_ttl_of_their_record(tenant_a, api_a, settings) -> None:
+    settings.ENGRAM = {**settings.ENGRAM, "IDEMPOTENCY_TTL_HOURS": 24}
+    with tenant_scope(tenant_a):
+        for key, hours in (("old", 25), ("new", 23)):
+            IdempotencyTombstone.objects.create(
+                tenant=tenant_a,
+                key_hash=IdempotencyTombstone.hash_key(tenant_a.id, key),
+                created_at=timezone.now() - timedelta(hours=hours),
+            )
+
+    assert purge_idempotency_records() == 1
+
+    assert _post(api_a, "new").status_code == 409
+    assert _post(api_a, "old").status_code == 201
