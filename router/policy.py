@@ -440,7 +440,7 @@ class HeuristicPolicy:
                     layer="semantic",
                     section="Known facts",
                     text=_clip(
-                        f"{fact.statement} ({format_day(fact.valid_from)}, confidence {fact.confidence:.1f})",
+                        f"{fact.statement} ({format_day(fact.valid_from)}, confidence {fact.confidence:.2f})",
                         self.w.fact_max_tokens,
                     ),
                     value=relevance**self.w.sharpness + 1e-6,
