@@ -233,6 +233,20 @@ class FactAdmin(TenantOwnedAdmin):
         # Retract instead: the history stays. Erasure is the only deletion.
         return False
 
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Fact | None = None,
+    ) -> HttpResponse:
+        # A superseded, retracted or rejected fact is history: every field is read-only, so no Save.
+        if obj is not None and obj.status not in LIVE:
+            context.update(show_save=False, show_save_and_continue=False, show_save_and_add_another=False)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
     @admin.display(description="statement", ordering="statement")
     def statement_short(self, obj: Fact) -> str:
         return _short(obj.statement, 80)
