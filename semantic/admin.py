@@ -6,6 +6,7 @@ each one is a FactChange with the operator as actor, exactly like a change made 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -59,6 +60,17 @@ def episode_links(episode_ids: Iterable[int]) -> str:
         '<a href="{}">#{}</a>',
         ((reverse("admin:episodic_episode_change", args=[eid]), eid) for eid in episode_ids),
     )
+
+
+def _shown_value(value: str) -> str:
+    # A LangGraph EngramStore fact (clients/python) keeps {"created_at", "key", "value"}: show the item.
+    try:
+        stored = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(stored, dict) and set(stored) == {"created_at", "key", "value"}:
+        return json.dumps(stored["value"], ensure_ascii=False, sort_keys=True)
+    return value
 
 
 def _short(text: str | None, n: int = 60) -> str:
@@ -253,7 +265,7 @@ class FactAdmin(TenantOwnedAdmin):
 
     @admin.display(description="value", ordering="value")
     def value_short(self, obj: Fact) -> str:
-        return _short(obj.value, 40)
+        return _short(_shown_value(obj.value), 40)
 
     @admin.display(description="superseded by")
     def superseded_by_link(self, obj: Fact) -> str:

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from semantic.models import ActorType
+from semantic.services import fact_upsert
+from semantic.types import Actor, FactCandidate
+from tenants.scope import tenant_scope
 from tests.factories.admin import build_memory, make_operator
 from tests.factories.tenants import TenantFactory
 
@@ -47,3 +52,18 @@ def test_names_view_site_and_a_read_only_fact_at_1280px(live_server: Any, narrow
     assert page.locator("input[name=_save], input[name=_continue]").count() == 0
     page.goto(f"{base}/admin/semantic/fact/{memory.new_fact.id}/change/")
     assert page.locator("input[name=_save]").count() == 1
+
+    # A LangGraph EngramStore item: the Value column shows the item, not the store's wrapper.
+    with tenant_scope(tenant):
+        stored = {"created_at": "2026-12-01T10:00:00+00:00", "key": "food", "value": {"text": "sushi"}}
+        fact_upsert(
+            tenant=tenant,
+            candidate=FactCandidate(
+                subject="alice", entity="langgraph/memories/alice", attribute="food", value=json.dumps(stored),
+                statement="alice likes sushi", category="preferences", confidence=1.0,
+            ),
+            actor=Actor(type=ActorType.API_KEY, id="store"),
+        )  # fmt: skip
+    page.goto(f"{base}/admin/semantic/fact/?q=langgraph/memories/alice")
+    row = page.locator("#result_list tbody tr").first.inner_text()
+    assert '{"text": "sushi"}' in row and "created_at" not in row
