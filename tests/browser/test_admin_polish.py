@@ -27,7 +27,7 @@ def narrow(page: Any) -> Any:
 
 
 def test_names_view_site_and_a_read_only_fact_at_1280px(live_server: Any, narrow: Any, shoot: Any) -> None:
-    tenant = TenantFactory(name="Acme Support", slug="acme")
+    tenant: Any = TenantFactory(name="Acme Support", slug="acme")
     memory = build_memory(tenant, subject="alice")
     make_operator("operator-a", tenant, password=PASSWORD)
     page, base = narrow, live_server.url
