@@ -351,6 +351,7 @@ class EntityAlias(TenantModel):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name_plural = "entity aliases"
         constraints = [
             # One operator alias per name (subject ""), one learned alias per name and subject.
             models.UniqueConstraint(fields=("tenant", "alias", "subject"), name="uniq_entity_alias"),

@@ -6,6 +6,7 @@ each one is a FactChange with the operator as actor, exactly like a change made 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -59,6 +60,17 @@ def episode_links(episode_ids: Iterable[int]) -> str:
         '<a href="{}">#{}</a>',
         ((reverse("admin:episodic_episode_change", args=[eid]), eid) for eid in episode_ids),
     )
+
+
+def _shown_value(value: str) -> str:
+    # A LangGraph EngramStore fact (clients/python) keeps {"created_at", "key", "value"}: show the item.
+    try:
+        stored = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(stored, dict) and set(stored) == {"created_at", "key", "value"}:
+        return json.dumps(stored["value"], ensure_ascii=False, sort_keys=True)
+    return value
 
 
 def _short(text: str | None, n: int = 60) -> str:
@@ -233,13 +245,27 @@ class FactAdmin(TenantOwnedAdmin):
         # Retract instead: the history stays. Erasure is the only deletion.
         return False
 
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Fact | None = None,
+    ) -> HttpResponse:
+        # A superseded, retracted or rejected fact is history: every field is read-only, so no Save.
+        if obj is not None and obj.status not in LIVE:
+            context.update(show_save=False, show_save_and_continue=False, show_save_and_add_another=False)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
     @admin.display(description="statement", ordering="statement")
     def statement_short(self, obj: Fact) -> str:
         return _short(obj.statement, 80)
 
     @admin.display(description="value", ordering="value")
     def value_short(self, obj: Fact) -> str:
-        return _short(obj.value, 40)
+        return _short(_shown_value(obj.value), 40)
 
     @admin.display(description="superseded by")
     def superseded_by_link(self, obj: Fact) -> str:

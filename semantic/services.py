@@ -592,6 +592,8 @@ def fact_review_decide(
 
     if value is not None or statement is not None:
         _edit(tenant=tenant, fact=fact, actor=actor, value=value, statement=statement, category=None, confidence=None)
+        # The edit is logged at its own time; the approval comes after it, in the history too.
+        now = timezone.now()
     return _accept_pending(
         tenant=tenant,
         fact=fact,

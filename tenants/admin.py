@@ -21,6 +21,8 @@ from tenants.services import api_key_create
 admin.site.site_header = "Engram operator admin"
 admin.site.site_title = "Engram admin"
 admin.site.index_title = "Memory operations"
+# "View site": the memory dashboard, the operators' other page (there is no public site at /).
+admin.site.site_url = "/dashboard/"
 
 
 def operator_tenant_ids(request: HttpRequest) -> frozenset[Any]:

@@ -220,6 +220,7 @@ class ApiKey(TenantModel):
     created_by = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name = "API key"
         indexes = [models.Index(fields=("tenant", "created_at"), name="apikey_tenant_created")]
 
     def __str__(self) -> str:

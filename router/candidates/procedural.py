@@ -18,7 +18,7 @@ def procedure_text(procedure: Procedure, confidence: float) -> str:
     steps = "; ".join(str(s) for s in procedure.steps or [] if s)
     behaviour = " ".join(procedure.behaviour.split())
     text = f"{procedure.name}: {behaviour}" + (f" Steps: {steps}." if steps else "")
-    return f"{text} (confidence {confidence:.1f})"
+    return f"{text} (confidence {confidence:.2f})"
 
 
 def procedure_candidates(

@@ -111,7 +111,7 @@ def fact_candidates(
                 layer="semantic",
                 section="Known facts",
                 text=clip(
-                    f"{fact.statement} ({format_day(fact.valid_from)}, confidence {fact.confidence:.1f})",
+                    f"{fact.statement} ({format_day(fact.valid_from)}, confidence {fact.confidence:.2f})",
                     w.fact_max_tokens,
                 ),
                 value=relevance**w.sharpness + 1e-6,

@@ -330,3 +330,19 @@ def test_the_server_logs_no_request_lines_that_name_a_subject() -> None:
 
     for name in ("httpx", "httpcore"):
         assert not logging.getLogger(name).isEnabledFor(logging.INFO), name
+
+
+def test_search_facts_shows_a_store_item_not_the_stores_wrapper(live_server: LiveServer, ctx_a: TenantContext) -> None:
+    from engram_client.langgraph import EngramStore
+
+    with EngramClient(live_server.url, ctx_a.raw_key) as api:
+        EngramStore(api).put(("memories", "m4"), "food", {"text": "m4 likes sushi"})
+
+    async def scenario() -> None:
+        tools = EngramTools(live_server.url, ctx_a.raw_key)
+        async with Client(build_server(tools)) as client:
+            found = _data(await client.call_tool("search_facts", {"query": "sushi", "subject": "m4"}))["facts"]
+            assert [f["value"] for f in found if "sushi" in f["statement"]] == ['{"text": "m4 likes sushi"}']
+        await tools.aclose()
+
+    anyio.run(scenario)

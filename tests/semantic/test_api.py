@@ -286,3 +286,14 @@ def test_entity_graph_traverses_relations_and_is_isolated(api_a, api_b) -> None:
     assert api_a.get("/v1/entities/acme/graph", {"depth": 9}).json()["depth"] == 3
     theirs = api_b.get("/v1/entities/acme/graph").json()
     assert theirs["facts"] == [] and theirs["edges"] == [] and [n["entity"] for n in theirs["nodes"]] == ["acme"]
+
+
+def test_a_corrected_approval_lists_the_edit_before_the_approval(api_a) -> None:
+    pending = _post_fact(api_a, confidence=0.1).json()["fact"]
+    approved = api_a.post(f"/v1/facts/{pending['id']}/review", {"approve": True, "value": "Postgres"}, format="json")
+    assert approved.status_code == 200
+    changes = api_a.get(f"/v1/facts/{pending['id']}/history").json()["changes"]
+    kinds = [c["kind"] for c in changes]
+    assert kinds.index("edited") < kinds.index("review_approved"), kinds
+    times = [c["created_at"] for c in changes]
+    assert times == sorted(times)

@@ -80,6 +80,18 @@ def _bearer(headers: Any) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
+def shown_value(value: str) -> str:
+    """A fact's value as a reader wants it: the item itself for a LangGraph EngramStore fact, which
+    keeps `{"created_at", "key", "value"}` (the key and creation time the store needs back)."""
+    try:
+        stored = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(stored, dict) and set(stored) == {"created_at", "key", "value"}:
+        return json.dumps(stored["value"], ensure_ascii=False, sort_keys=True)
+    return value
+
+
 class EngramTools:
     """The tool bodies, with one API client per key."""
 
@@ -187,7 +199,7 @@ class EngramTools:
                     "statement": r["fact"]["statement"],
                     "entity": r["fact"]["entity"],
                     "attribute": r["fact"]["attribute"],
-                    "value": r["fact"]["value"],
+                    "value": shown_value(r["fact"]["value"]),
                     "confidence": r["fact"]["confidence"],
                     "score": r["score"],
                     "source_episode_ids": r["fact"]["source_episode_ids"],
