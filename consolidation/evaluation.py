@@ -242,3 +242,99 @@ def locomo_score(
             )
         )
     return scores, [(float(s), best_obs[i]) for i, s in enumerate(best_for_fact)]
+
+
+# --- the hand-labelled sample (docs/benchmarks/extraction_sample.md)
+
+
+def locomo_sample_draw(
+    conversations: list[dict[str, Any]], extractor: Any, *, tenant: Any, size: int, seed: int
+) -> list[dict[str, Any]]:
+    """`size` facts drawn with a fixed seed from what `extractor` extracts on LoCoMo, each with the
+    turn it came from (speaker, role, time, text), ready to be labelled by hand."""
+    import random
+
+    facts: list[dict[str, Any]] = []
+    index = {str(sample["sample_id"]): i for i, sample in enumerate(conversations)}
+    for sample_id, items in locomo_items(conversations):
+        episodes = [
+            Episode(
+                id=n,
+                subject=item["subject"],
+                kind=item["kind"],
+                role=item["role"],
+                content=item["content"],
+                payload=item["payload"],
+                occurred_at=item["occurred_at"],
+                external_id=item["external_id"],
+            )
+            for n, item in enumerate(items, start=1)
+        ]
+        by_id = {e.id: e for e in episodes}
+        for candidate in extractor.extract(tenant=tenant, subject=sample_id, episodes=episodes).candidates:
+            turn = by_id[candidate.source_episode_ids[0]]
+            facts.append(
+                {
+                    "source": "locomo",
+                    "conversation": index[sample_id],
+                    "turn_id": turn.external_id,
+                    "role": turn.role,
+                    "said_at": turn.occurred_at.isoformat(),
+                    "turn": turn.content,
+                    "attribute": candidate.attribute,
+                    "value": candidate.value,
+                    "statement": candidate.statement,
+                }
+            )
+    picked = sorted(random.Random(seed).sample(range(len(facts)), min(size, len(facts))))
+    return [{"id": i, **facts[i], "label": None, "reason": ""} for i in picked]
+
+
+@dataclasses.dataclass
+class LabelledCheck:
+    labelled: int
+    correct: int
+    still_produced: int
+    still_correct: int
+    rows: list[tuple[dict[str, Any], bool]]
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.labelled if self.labelled else 0.0
+
+    @property
+    def precision_still_produced(self) -> float:
+        return self.still_correct / self.still_produced if self.still_produced else 0.0
+
+
+def labelled_check(rows: list[dict[str, Any]], extractor: Any, *, tenant: Any) -> LabelledCheck:
+    """Precision from the labels, and which labelled facts the extractor still produces from their
+    turn today (same attribute and normalised value)."""
+    from datetime import datetime
+
+    rows = [r for r in rows if r.get("label") in {"correct", "incorrect"}]
+    produced: dict[tuple[str, str, str], set[tuple[str, str]]] = {}
+    out: list[tuple[dict[str, Any], bool]] = []
+    for row in rows:
+        key = (row["role"], row["said_at"], row["turn"])
+        if key not in produced:
+            episode = Episode(
+                id=1,
+                subject="sample",
+                kind="message",
+                role=row["role"],
+                content=row["turn"],
+                occurred_at=datetime.fromisoformat(row["said_at"]),
+            )
+            found = extractor.extract(tenant=tenant, subject="sample", episodes=[episode]).candidates
+            produced[key] = {(c.attribute, _norm(c.value)) for c in found}
+        out.append((row, (row["attribute"], _norm(row["value"])) in produced[key]))
+    correct = sum(1 for r, _ in out if r["label"] == "correct")
+    still = [(r, s) for r, s in out if s]
+    return LabelledCheck(
+        labelled=len(out),
+        correct=correct,
+        still_produced=len(still),
+        still_correct=sum(1 for r, _ in still if r["label"] == "correct"),
+        rows=out,
+    )

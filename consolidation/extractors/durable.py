@@ -52,11 +52,35 @@ _LASTING = (
 )
 _PROGRESSIVE = re.compile(rf"^(?:is|are|am) (?:\w+ly )?(?!(?:{_LASTING})\w*\b)\w+ing\b", re.IGNORECASE)
 _DELIBERATION = re.compile(
-    r"\b(?:thinking (?:about|of)|considering|wondering|not sure|undecided|trying to (?:understand|figure|decide|"
+    r"\b(?:thinking (?:about|of)|considering|wondering|deciding|not sure|undecided|trying to (?:understand|figure|decide|"
     r"learn how|get))\b",
     re.IGNORECASE,
 )
 _HEDGED_THING = re.compile(r"\b(?:something|stuff|anything|some kind of|kind of|sort of) like\b", re.IGNORECASE)
+# A passing mood or a reply to "how are you": not news about the speaker's life.
+_MOOD = re.compile(
+    r"^(?:is|am|are|feels?|felt|was|has been|have been)(?: (?:so|super|really|very|completely|totally|a bit|"
+    r"kind of|kinda|pretty|quite|just|still|all|doing))* (?:excited|nervous|happy|glad|sad|tired|exhausted|busy|"
+    r"swamped|stressed|bummed|content|thrilled|great|good|fine|well|ok|okay|inspired|proud|grateful|thankful|"
+    r"relieved|overwhelmed|motivated|determined|lucky|amazing|awesome)\b(?!\s+(?:at|as|in|with|for|about|of)\s+\w)",
+    re.IGNORECASE,
+)
+_TRANSIENT = re.compile(r"\b(?:at the moment|right now|for now|these days|thanks|thank you)\b", re.IGNORECASE)
+# An indefinite pronoun names nothing ("accomplished something"), a generic "we" speaks for everyone.
+_VAGUE = re.compile(
+    r"\b(?:something|anything|stuff|a difference|a good (?:time|week|day)|some (?:\w+ )?(?:people|things|places|events))\b",
+    re.IGNORECASE,
+)
+# A wish, an obligation or an ability in the moment ("would love to join", "should get", "can only
+# imagine"), or a person named only by a pronoun ("his skills", "her style"): not a fact about the speaker.
+_MODAL_OR_PRONOUN = re.compile(
+    r"^(?:would|should|could|can|might|may|is off to|are off to)\b|\b(?:his|her|hers|him|he|she)\b", re.IGNORECASE
+)
+_GENERIC_WE = re.compile(
+    r"^\W*(?:\w+[,!]?\s+)?(?:we|we're|we've)\s+(?:all|can|could|should|gotta|got to|have to|need to|must)\b|"
+    r"\bwe(?:'re| are)? all\b",
+    re.IGNORECASE,
+)
 _IMMEDIATE = re.compile(
     r"\b(?:right now|now|right away|in a (?:minute|moment|sec|second)|first)\s*[.!]?$", re.IGNORECASE
 )
@@ -103,6 +127,12 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
     if attribute in _CLAUSE_ATTRIBUTES:
         if _DEICTIC.search(value) or _DELIBERATION.search(value) or _IMMEDIATE.search(value):
             return False
+        if _MOOD.match(value) or _TRANSIENT.search(value) or _VAGUE.search(value):
+            return False
+        if attribute != "constraints" and _MODAL_OR_PRONOUN.search(value):
+            return False
+        if attribute != "constraints" and _GENERIC_WE.search(sentence):
+            return False
         if _HEDGED_THING.search(value):
             return False
         if attribute in {"about", "experiences"} and _PROGRESSIVE.match(value):
@@ -131,7 +161,13 @@ def constraints(sentence: str, *, name: str, said_at: datetime) -> list[Disclosu
     clause = clause.replace("’", "'").rstrip(" .!")
     clause = re.sub(r"^(I|we)('m|'re)\b", lambda m: m.group(1) + {"'m": " am", "'re": " are"}[m.group(2)], clause)
     m = _CONSTRAINT.match(clause)
-    if not m or "?" in sentence or _DEICTIC.search(m.group("rest")) or re.search(r"\b(?:you|your)\b", clause, re.I):
+    if (
+        not m
+        or "?" in sentence
+        or re.match(r"(?:wait|believe|stop|help)\b", m.group("rest"), re.IGNORECASE)
+        or _DEICTIC.search(m.group("rest"))
+        or re.search(r"\b(?:you|your)\b", clause, re.I)
+    ):
         return []
     rest_words = re.findall(r"[A-Za-z0-9][\w.+-]*", m.group("rest"))
     if len(rest_words) < 3:

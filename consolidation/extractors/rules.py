@@ -209,7 +209,10 @@ def _each(
 ) -> Callable[[re.Match[str], str], list[Found]]:
     def build(m: re.Match[str], subject: str) -> list[Found]:
         out = []
-        for part in _split_list(m.group("v")):
+        parts = _split_list(m.group("v"))
+        if not _list_is_whole(parts):
+            return []
+        for part in parts:
             value = _clean_value(part, max_words=words)
             if value:
                 out.append(
@@ -225,6 +228,17 @@ def _each(
         return out
 
     return build
+
+
+def _list_is_whole(parts: list[str]) -> bool:
+    """A list the rules understand: every part stands alone, and no bare word sits beside a phrase
+    ("the feelings and plots", "the energy, diversity and food of this city" share what follows or
+    precedes them; a part read alone would be a fragment)."""
+    cleaned = [_clean_value(p) for p in parts]
+    if len(parts) > 1 and (not all(cleaned) or any(_LEANING.search(p) for p in parts)):
+        return False
+    lengths = [len(c.split()) for c in cleaned]
+    return not (len(parts) > 1 and min(lengths) == 1 and max(lengths) >= 3)
 
 
 def _employer(m: re.Match[str], subject: str) -> list[Found]:

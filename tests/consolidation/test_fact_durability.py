@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import pytest
 
 from consolidation.extractors.rules import RuleBasedExtractor
-from episodic.models import Episode
 from consolidation.extractors.vocabulary import ATTRIBUTES
+from episodic.models import Episode
 from tenants.models import Tenant
 
 SAID = datetime(2026, 3, 4, 10, 0, tzinfo=UTC)

@@ -24,8 +24,10 @@ from consolidation.evaluation import (
     FIXTURES,
     LOCOMO_THRESHOLDS,
     evaluate,
+    labelled_check,
     load_conversations,
     locomo_run,
+    locomo_sample_draw,
     locomo_score,
 )
 from consolidation.extractors.base import get_extractor
@@ -49,8 +51,19 @@ class Command(BaseCommand):
         parser.add_argument("--no-summaries", action="store_true")
         parser.add_argument("--sample", type=int, default=0, help="print N facts, drawn with a fixed seed")
         parser.add_argument("--seed", type=int, default=20)
+        parser.add_argument("--draw", type=int, default=0, help="with --locomo: write N facts to --out for labelling")
+        parser.add_argument("--out", default="")
+        parser.add_argument(
+            "--labelled", default="", help="JSONL of hand-labelled facts: precision, and which are still produced"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["labelled"]:
+            self._labelled(options)
+            return
+        if options["locomo"] and options["draw"]:
+            self._draw(options)
+            return
         if options["locomo"]:
             self._locomo(options)
             return
@@ -68,6 +81,40 @@ class Command(BaseCommand):
                 self.stdout.write(f"false positive: {item}")
             for item in score.missed:
                 self.stdout.write(f"missed: {item}")
+
+    def _draw(self, options: dict[str, Any]) -> None:
+        import json
+
+        conversations = json.loads(Path(options["dataset"]).read_text())
+        extractor = import_string(options["extractor"])() if options["extractor"] else get_extractor()
+        rows = locomo_sample_draw(
+            conversations,
+            extractor,
+            tenant=Tenant(name="evaluation", slug="evaluation"),
+            size=options["draw"],
+            seed=options["seed"],
+        )
+        with open(options["out"], "w") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.stdout.write(f"{len(rows)} facts written to {options['out']}")
+
+    def _labelled(self, options: dict[str, Any]) -> None:
+        import json
+
+        rows = [json.loads(line) for line in Path(options["labelled"]).read_text().splitlines() if line.strip()]
+        extractor = import_string(options["extractor"])() if options["extractor"] else get_extractor()
+        check = labelled_check(rows, extractor, tenant=Tenant(name="evaluation", slug="evaluation"))
+        self.stdout.write("| labelled | correct | precision | still produced | of them correct | precision of those |")
+        self.stdout.write("|---|---|---|---|---|---|")
+        self.stdout.write(
+            f"| {check.labelled} | {check.correct} | {check.precision:.3f} | {check.still_produced} | "
+            f"{check.still_correct} | {check.precision_still_produced:.3f} |"
+        )
+        if options["verbose_misses"]:
+            for row, still in check.rows:
+                mark = "still produced" if still else "no longer produced"
+                self.stdout.write(f"{row['id']} {row['label']} ({mark}): {row['statement']} -- {row['reason']}")
 
     def _locomo(self, options: dict[str, Any]) -> None:
         import json
