@@ -87,6 +87,7 @@ def report(results: dict[str, list[Outcome]], seconds: float, command: str) -> s
         "tests/consolidation/test_updates_win.py). Sessions written through POST /v1/episodes, each ended and",
         "consolidated to completion before the questions; explicit writes through POST /v1/facts. MiniLM",
         f"(ONNX), the offline rule extractor, POST /v1/context at 1,000 tokens. {seconds:.0f} s.",
+        "The same run on the code before the updates-win rule: [update_probe_before.md](update_probe_before.md).",
         "",
         "| set | pairs | updated | served (new first) | stale-only | confirmed |",
         "|---|---:|---:|---:|---:|---:|",
