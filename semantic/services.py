@@ -47,6 +47,7 @@ from semantic.normalise import (
 from semantic.timeline import covers, place_single, seen_again, timeline_of, timeline_split
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
 from semantic.validation import PreparedFact, allowed_categories, fact_prepare
+from semantic.values import values_conflict, values_same
 from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 
@@ -141,6 +142,18 @@ def _near_duplicate(pool: Sequence[Fact], embedding: Sequence[float], threshold:
     return None
 
 
+def _same_value(fact: Fact, c: PreparedFact) -> bool:
+    """The candidate states the fact's value: the same key, the same value written another way
+    (semantic.values), or the fact's value named through an entity alias ("Mel" for "Melanie")."""
+    if fact.value_key == c.value_key or values_same(fact.value, c.value):
+        return True
+    return bool(c.value_entity) and c.value_entity in {normalise_entity(fact.value), fact.object_entity}
+
+
+def _same_reason(fact: Fact, c: PreparedFact) -> str:
+    return "same value." if fact.value_key == c.value_key else f"same value, written {c.value!r}."
+
+
 def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: str, now: datetime) -> UpsertResult:
     old_confidence = fact.confidence
     fact.confidence = _combine(fact.confidence, c.confidence)
@@ -196,26 +209,29 @@ def fact_upsert(
     if cardinality == Cardinality.SINGLE:
         timeline = timeline_of(tenant, c.entity, c.attribute)
         prev, nxt = timeline_split(timeline, c.observed_at)
-        if prev is not None and prev.value_key == c.value_key and covers(prev, c.observed_at):
-            return _confirm(tenant, prev, c, actor, "same value.", now)
+        if prev is not None and _same_value(prev, c) and covers(prev, c.observed_at):
+            return _confirm(tenant, prev, c, actor, _same_reason(prev, c), now)
         resume = seen_again(tenant, prev, c.observed_at) if prev is not None and covers(prev, c.observed_at) else None
-        if nxt is not None and nxt.value_key == c.value_key and resume is None:
+        if nxt is not None and _same_value(nxt, c) and resume is None:
             # The value held earlier than we knew: move its start back to this observation.
             nxt.valid_from = c.observed_at
             if prev is not None and (prev.valid_to is None or prev.valid_to > c.observed_at):
                 prev.valid_to = c.observed_at
                 prev.save(update_fields=["valid_to"])
             return _confirm(tenant, nxt, c, actor, f"same value, observed earlier ({c.observed_at.isoformat()}).", now)
-        # Only the value holding at the time of observation (and pending ones) can be a near-duplicate.
-        dedupe_pool = [*([prev] if prev is not None and covers(prev, c.observed_at) else []), *pending]
+        # One value at a time: a different value is an update, however alike the statements read,
+        # so no statement is a near-duplicate here; a pending fact of the same value confirms.
+        dedupe_pool = []
     else:
-        dedupe_pool = live
+        # Statements of two different values (values_conflict: numbers, versions, dates, addresses,
+        # amounts, names) are never near-duplicates.
+        dedupe_pool = [f for f in live if not values_conflict(f.value, c.value)]
 
-    exact = next((f for f in pending if f.value_key == c.value_key), None)
+    exact = next((f for f in pending if _same_value(f, c)), None)
     if exact is None and cardinality == Cardinality.MULTI:
-        exact = next((f for f in live if f.value_key == c.value_key), None)
+        exact = next((f for f in live if _same_value(f, c)), None)
     if exact is not None:
-        return _confirm(tenant, exact, c, actor, "same value.", now)
+        return _confirm(tenant, exact, c, actor, _same_reason(exact, c), now)
     near = _near_duplicate(dedupe_pool, vector, config.dedupe_similarity)
     if near is not None:
         return _confirm(tenant, near[0], c, actor, f"near-duplicate statement (cosine {near[1]:.3f}).", now)

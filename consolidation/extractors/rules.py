@@ -278,6 +278,33 @@ def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], li
     return build
 
 
+# What a place is not: a name with a version ("PostgreSQL 16", "Python 3.12", "v2"), or a phrase whose
+# head noun is a product's or a technology's ("the Enterprise plan", "a new framework").
+_VERSIONED = re.compile(r"(?:^|\s)v?\d+(?:\.\d+)*(?:\s+lts)?$|\bv?\d+\.\d+", re.IGNORECASE)
+_TECHNOLOGY_HEADS = frozenset(
+    "plan tier version release edition stack framework library package server database db cloud platform "
+    "api app sdk runtime cluster provider service backend frontend language editor ide os branch repo".split()
+)
+
+
+def _not_a_place(value: str) -> bool:
+    words = value.lower().split()
+    return (
+        _tool(value)[0] != "uses"
+        or bool(_VERSIONED.search(value) and not value[:1].isdigit())
+        or (bool(words) and words[-1] in _TECHNOLOGY_HEADS)
+    )
+
+
+def _moved_to(m: re.Match[str], subject: str) -> list[Found]:
+    """ "We moved to X" names where the speaker lives, unless X is a product or a version: then the
+    migration rule below reads it ("We moved to PostgreSQL 16" is the database)."""
+    value = _clean_value(m.group("v"), max_words=4)
+    if not value or _not_a_place(value):
+        return []
+    return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} lives in {value}.")]
+
+
 def _runs_on_attribute(where: str) -> tuple[str, str]:
     attribute, _cardinality = _tool(where)
     return ("runs_on" if attribute == "uses" else attribute), where
@@ -452,7 +479,7 @@ RULES: list[Rule] = [
     (
         "moved_to",
         _p(r"\b(?:i|we) (?:just |recently )?(?:moved|relocated) to " + _V + _END),
-        _simple("location", FactCategory.CONTACT_INFO, 0.75, "{s} lives in {v}.", words=4),
+        _moved_to,
     ),
     (
         "timezone",
@@ -522,7 +549,7 @@ RULES: list[Rule] = [
         "migrated",
         _p(
             r"\b(?:i|we)(?:'ve| have)? (?:just |recently |finally )?(?:migrated|moved|switched|upgraded|changed)"
-            r"(?: (?:over|everything|our \w+|the \w+))?(?: from [^.,;!?]+?)? to " + _V + _END
+            r"(?: (?:over|everything|our \w+|the \w+))?(?: from (?:[^.,;!?]|\.(?=\d))+?)? to " + _V + _END
         ),
         _uses(0.85, "{s} migrated to {v}."),
     ),

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0007_tenant_has_entity_aliases'),
+        ('tenants', '0008_idempotency_tombstone'),
     ]
 
     operations = [

@@ -170,6 +170,33 @@ def test_the_verification_loop_lists_confirms_and_corrects(live_server: LiveServ
     anyio.run(scenario)
 
 
+def test_correct_fact_replaces_a_near_value(live_server: LiveServer, ctx_a: TenantContext, onnx_minilm: None) -> None:
+    """Issue 30: correcting +44 20 7946 0001 to ...0002 reported success while MiniLM's near-duplicate
+    kept the old number active at 0.99. The new value supersedes, and recall serves it, not the old."""
+    with EngramClient(live_server.url, ctx_a.raw_key) as api:
+        old = api.facts.upsert(
+            subject="p1", entity="p1", attribute="phone", value="+44 20 7946 0001",
+            statement="p1's phone number is +44 20 7946 0001.", confidence=0.99,
+        )["fact"]["id"]  # fmt: skip
+
+    async def scenario() -> None:
+        tools = EngramTools(live_server.url, ctx_a.raw_key)
+        async with Client(build_server(tools)) as client:
+            fixed = _data(await client.call_tool("correct_fact", {"fact_id": old, "value": "+44 20 7946 0002"}))
+            assert (fixed["action"], fixed["fact"]["value"], fixed["previous_status"]) == (
+                "superseded",
+                "+44 20 7946 0002",
+                "superseded",
+            )
+            recalled = _data(await client.call_tool("recall", {"subject": "p1", "query": "What is my phone number?"}))
+            assert "+44 20 7946 0002" in recalled["context"] and "7946 0001" not in recalled["context"]
+        await tools.aclose()
+
+    anyio.run(scenario)
+    with EngramClient(live_server.url, ctx_a.raw_key) as api:
+        assert [f["value"] for f in api.facts.list(subject="p1").results] == ["+44 20 7946 0002"]
+
+
 def _env(live_url: str, key: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("ENGRAM_API_KEY",)}
     env.update({"ENGRAM_URL": live_url, "DJANGO_SETTINGS_MODULE": "config.settings.test"})

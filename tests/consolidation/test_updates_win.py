@@ -76,3 +76,17 @@ def test_the_same_value_written_in_another_form_confirms(api_a, pair) -> None:
     outcome, actions = probe_written(api_a, pair, "u-written")
     assert actions == ["created", "confirmed"], outcome.describe()
     assert outcome.confirmed and outcome.active == [pair.old], outcome.describe()
+
+
+def test_a_value_corrected_through_patch_is_the_one_served(api_a) -> None:
+    body = {"subject": "u-p", "entity": "u-p", "attribute": "phone", "value": "+44 20 7946 0001",
+            "statement": "u-p's phone number is +44 20 7946 0001.", "confidence": 0.99}  # fmt: skip
+    fact = api_a.post("/v1/facts", body, format="json").json()["fact"]
+    patch = {"value": "+44 20 7946 0002", "statement": "u-p's phone number is +44 20 7946 0002.", "reason": "moved"}
+    response = api_a.patch(f"/v1/facts/{fact['id']}", patch, format="json")
+    assert response.status_code == 200 and response.json()["value"] == "+44 20 7946 0002"
+    history = api_a.get(f"/v1/facts/{fact['id']}/history").json()["changes"]
+    assert (history[-1]["kind"], history[-1]["old_value"]) == ("edited", "+44 20 7946 0001")
+    query = {"subject": "u-p", "query": "What is my phone number?", "max_tokens": 1000}
+    prompt = api_a.post("/v1/context", query, format="json").json()["prompt"]
+    assert mentions(prompt, "+44 20 7946 0002") >= 0 and mentions(prompt, "+44 20 7946 0001") < 0

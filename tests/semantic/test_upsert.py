@@ -77,17 +77,45 @@ def test_exact_duplicate_confirms_instead_of_duplicating(upsert, tenant_a) -> No
 def test_near_duplicate_statement_confirms_the_existing_fact(upsert, tenant_a) -> None:
     set_config(tenant_a, dedupe_similarity=0.85)
     first = upsert(
-        attribute="editor", value="Neovim 0.10", statement="The user writes code in Neovim 0.10 every day at work"
+        attribute="tools",
+        value="Neovim 0.10",
+        statement="The user writes code in Neovim 0.10 every day at work",
+        cardinality="multi",
     )
     near = "The user writes code in Neovim 0.10 every day at work now"
     a, b = embed_statements([first.fact.statement, near])
     assert sum(x * y for x, y in zip(a, b, strict=True)) >= 0.85
-    second = upsert(attribute="editor", value="neovim v0.10", statement=near)
+    second = upsert(attribute="tools", value="Neovim 0.10 editor", statement=near, cardinality="multi")
     assert second.action == "confirmed" and second.fact.id == first.fact.id
     assert len(_facts(tenant_a)) == 1
     with tenant_scope(tenant_a):
         change = FactChange.objects.for_tenant(tenant_a).get(fact=first.fact, kind="confirmed")
     assert "near-duplicate" in change.reason
+
+
+def test_one_value_written_another_way_confirms_whatever_the_statement(upsert, tenant_a) -> None:
+    first = upsert(attribute="editor", value="Neovim 0.10", statement="The user writes code in Neovim 0.10.")
+    second = upsert(attribute="editor", value="neovim v0.10", statement="Neovim (v0.10) is the editor.")
+    assert second.action == "confirmed" and second.fact.id == first.fact.id
+    with tenant_scope(tenant_a):
+        change = FactChange.objects.for_tenant(tenant_a).get(fact=first.fact, kind="confirmed")
+    assert change.reason == "same value, written 'neovim v0.10'."
+
+
+@pytest.mark.parametrize("cardinality", ["single", "multi"])
+def test_a_near_duplicate_statement_never_joins_two_values(upsert, tenant_a, cardinality: str) -> None:
+    """Invariant 9: 15 is not 16, however alike the statements (the test embedder reads them as one)."""
+    set_config(tenant_a, dedupe_similarity=0.5)
+    a, b = embed_statements(["Our database is PostgreSQL 15.", "Our database is PostgreSQL 16."])
+    assert sum(x * y for x, y in zip(a, b, strict=True)) >= 0.5
+    first = upsert(attribute="database", value="PostgreSQL 15", statement="Our database is PostgreSQL 15.",
+                   cardinality=cardinality, observed_at=at(1))  # fmt: skip
+    second = upsert(attribute="database", value="PostgreSQL 16", statement="Our database is PostgreSQL 16.",
+                    cardinality=cardinality, observed_at=at(2))  # fmt: skip
+    assert second.fact.id != first.fact.id
+    assert second.action == ("superseded" if cardinality == "single" else "created")
+    active = [f.value for f in _facts(tenant_a, status="active")]
+    assert active == (["PostgreSQL 16"] if cardinality == "single" else ["PostgreSQL 15", "PostgreSQL 16"])
 
 
 def test_near_duplicate_does_not_cross_attributes(upsert, tenant_a) -> None:
