@@ -18,6 +18,7 @@ COPY router ./router
 COPY consolidation ./consolidation
 COPY dashboard ./dashboard
 COPY demo ./demo
+COPY evaluation ./evaluation
 # The MCP server and the demo speak to the API through the project's own client.
 COPY clients ./clients
 # torch first, and only its CPU build: the `+cpu` pin cannot be met by a CUDA wheel, so an index that

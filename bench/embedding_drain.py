@@ -56,7 +56,7 @@ def main() -> None:
 
     embedder = get_embedder()
     if args.long:
-        from router.evaluation import build_long, load_locomo
+        from evaluation.recall import build_long, load_locomo
 
         turns = [(t.speaker, t.text) for c in build_long(load_locomo(ingest.LOCOMO)) for t in c.turns][: args.episodes]
     else:

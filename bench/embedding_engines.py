@@ -101,7 +101,7 @@ def main() -> None:
     from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, load_tokenizer, onnx_model_path
     from core.embedding_export import model_dir
     from episodic.passages import split_passages
-    from router.evaluation import build_long, load_locomo
+    from evaluation.recall import build_long, load_locomo
 
     if not onnx_model_path().is_file():
         sys.exit(f"no ONNX file at {onnx_model_path()}: run `.venv/bin/python manage.py export_embedding_model`")

@@ -3,11 +3,15 @@ and full replay.
 
     set -a && . .data/engram.env && set +a
     .venv/bin/python bench/locomo.py                 # fresh scratch database engram_router_eval
-    .venv/bin/python bench/locomo.py --reuse         # keep the imported, embedded tenant
+    .venv/bin/python bench/locomo.py --reuse         # keep the written, consolidated tenant: ask again
+    .venv/bin/python bench/locomo.py --db engram_eval_mine --every 4 --budgets 1000,2000,4000 \
+        --report /tmp/locomo.md                      # a quick sample, in a database of your own
 
 Creates (as the owner) and migrates a scratch database of its own, then runs
-`manage.py memory_eval locomo` there: import with import_conversations, embed with MiniLM, ask every
-question at 1,000 / 2,000 / 4,000 / 8,000 tokens; every figure for conversations 0-4, 5-9 and all.
+`manage.py memory_eval locomo` there: the real write path (episodes through the API, every session
+ended, consolidation and embeddings run to completion), then every question at 1,000 / 2,000 / 4,000 /
+8,000 tokens; every figure for conversations 0-4, 5-9 and all. --no-consolidation leaves the sessions
+open (labelled as such in the report).
 Writes docs/benchmarks/locomo.md and locomo.png. bench/locomo_long.py, bench/updates.py and
 bench/eval_latency.py run the other sets the same way.
 """
@@ -23,7 +27,11 @@ from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
-DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
+# Beside the checkout, or beside a parent of it (a git worktree sits a level deeper).
+DATASET = next(
+    (p / "shared/datasets/locomo/locomo10.json" for p in ROOT.parents if (p / "shared/datasets/locomo").is_dir()),
+    ROOT.parent / "shared/datasets/locomo/locomo10.json",
+)
 DOCS = ROOT / "docs" / "benchmarks"
 
 
@@ -67,25 +75,46 @@ def run_memory_eval(benchmark: str, db: str, eval_args: list[str], script: str) 
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", default="engram_router_eval")
-    parser.add_argument("--reuse", action="store_true")
+def add_common(parser: argparse.ArgumentParser, *, db: str, report: str) -> None:
+    """The options every evaluation script shares (passed on to memory_eval)."""
+    parser.add_argument("--db", default=db)
+    parser.add_argument("--reuse", action="store_true", help="keep the written tenant: only ask again")
     parser.add_argument("--budgets", default="1000,2000,4000,8000")
     parser.add_argument("--conversations", type=int, default=0)
     parser.add_argument("--every", type=int, default=1, help="only every K-th question of each conversation")
-    parser.add_argument("--dataset", default=str(DATASET))
-    args = parser.parse_args()
-    eval_args = [
-        "--dataset", args.dataset, "--budgets", args.budgets, "--json", str(ROOT / ".data" / "locomo.json"),
-        "--report", str(DOCS / "locomo.md"), "--chart", str(DOCS / "locomo.png"),
-    ]  # fmt: skip
+    parser.add_argument("--methods", default="", help="memory_eval's methods (default: all)")
+    parser.add_argument(
+        "--no-consolidation", action="store_true", help="sessions left open: not the product, labelled as such"
+    )
+    parser.add_argument("--report", default=str(DOCS / report), help="the Markdown report to write")
+    parser.add_argument("--json", default="", help="the JSON result (default: .data/<report name>.json)")
+
+
+def common_eval_args(args: argparse.Namespace) -> list[str]:
+    report = Path(args.report)
+    out = ["--budgets", args.budgets, "--report", str(report)]
+    out += ["--json", args.json or str(ROOT / ".data" / f"{report.stem}.json")]
     if args.reuse:
-        eval_args.append("--reuse")
+        out.append("--reuse")
     if args.conversations:
-        eval_args += ["--conversations", str(args.conversations)]
+        out += ["--conversations", str(args.conversations)]
     if args.every > 1:
-        eval_args += ["--every", str(args.every)]
+        out += ["--every", str(args.every)]
+    if args.methods:
+        out += ["--methods", args.methods]
+    if args.no_consolidation:
+        out.append("--no-consolidation")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common(parser, db="engram_router_eval", report="locomo.md")
+    parser.add_argument("--dataset", default=str(DATASET))
+    parser.add_argument("--chart", default="", help="the chart to write (default: beside the report, .png)")
+    args = parser.parse_args()
+    chart = args.chart or str(Path(args.report).with_suffix(".png"))
+    eval_args = ["--dataset", args.dataset, "--chart", chart, *common_eval_args(args)]
     run_memory_eval("locomo", args.db, eval_args, "bench/locomo.py")
 
 

@@ -13,29 +13,17 @@ from __future__ import annotations
 
 import argparse
 
-from locomo import DATASET, DOCS, ROOT, run_memory_eval
+from locomo import DATASET, add_common, common_eval_args, run_memory_eval
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", default="engram_router_eval_long")
-    parser.add_argument("--reuse", action="store_true")
-    parser.add_argument("--budgets", default="1000,2000,4000,8000")
-    parser.add_argument("--conversations", type=int, default=0)
-    parser.add_argument("--every", type=int, default=1, help="only every K-th question of each conversation")
+    add_common(parser, db="engram_router_eval_long", report="locomo_long.md")
     parser.add_argument("--dataset", default=str(DATASET))
     args = parser.parse_args()
-    eval_args = [
-        "--dataset", args.dataset, "--budgets", args.budgets, "--json", str(ROOT / ".data" / "locomo_long.json"),
-        "--report", str(DOCS / "locomo_long.md"),
-    ]  # fmt: skip
-    if args.reuse:
-        eval_args.append("--reuse")
-    if args.conversations:
-        eval_args += ["--conversations", str(args.conversations)]
-    if args.every > 1:
-        eval_args += ["--every", str(args.every)]
-    run_memory_eval("locomo-long", args.db, eval_args, "bench/locomo_long.py")
+    run_memory_eval(
+        "locomo-long", args.db, ["--dataset", args.dataset, *common_eval_args(args)], "bench/locomo_long.py"
+    )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
     .venv/bin/python bench/updates.py                # fresh scratch database engram_router_eval_updates
     .venv/bin/python bench/updates.py --reuse
 
-Generates the update set (router.knowledge_updates, seeded), then runs `manage.py memory_eval updates`
+Generates the update set (evaluation.knowledge_updates, seeded), then runs `manage.py memory_eval updates`
 in a scratch database of its own. Writes docs/benchmarks/updates.md.
 """
 
@@ -12,23 +12,16 @@ from __future__ import annotations
 
 import argparse
 
-from locomo import DOCS, ROOT, run_memory_eval
+from locomo import add_common, common_eval_args, run_memory_eval
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", default="engram_router_eval_updates")
-    parser.add_argument("--reuse", action="store_true")
-    parser.add_argument("--budgets", default="1000,2000,4000,8000")
+    add_common(parser, db="engram_router_eval_updates", report="updates.md")
     parser.add_argument("--seed", type=int, default=18)
-    parser.add_argument("--conversations", type=int, default=200)
+    parser.set_defaults(conversations=200)
     args = parser.parse_args()
-    eval_args = [
-        "--budgets", args.budgets, "--seed", str(args.seed), "--conversations", str(args.conversations),
-        "--json", str(ROOT / ".data" / "updates.json"), "--report", str(DOCS / "updates.md"),
-    ]  # fmt: skip
-    if args.reuse:
-        eval_args.append("--reuse")
+    eval_args = ["--seed", str(args.seed), *common_eval_args(args)]
     run_memory_eval("updates", args.db, eval_args, "bench/updates.py")
 
 

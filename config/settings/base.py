@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "consolidation",
     "dashboard",
     "demo",
+    "evaluation",
 ]
 
 MIDDLEWARE = [

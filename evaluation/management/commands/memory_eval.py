@@ -6,12 +6,15 @@ and the latency of short against long turns.
     manage.py memory_eval updates      [--seed 18] [--conversations 200]
     manage.py memory_eval latency      [--budgets 1000,4000] [--rounds 200]
     common: [--tenant SLUG] [--reuse] [--methods engram,bm25,dense,recent,full] [--questions N] [--every K]
+            [--no-consolidation]
             [--json out.json] [--report out.md] [--chart out.png] [--command-line "..."]
 
-Each set is imported into a scratch tenant of its own (created here; --reuse keeps an existing one)
-through import_conversations, embedded with the configured embedder (the real MiniLM outside tests),
-then every question is asked of POST /v1/context, in process through the whole API stack, at every
-budget. Every figure is reported for each half of the set (LoCoMo: conversations 0-4 and 5-9) and for
+Each set is written into a scratch tenant of its own (created here; --reuse resumes an existing one)
+through the real write path (evaluation/write_path.py): POST /v1/episodes session by session, each
+session ended with POST /v1/sessions/{id}/end, consolidation and the embedding backlog (the configured
+embedder: the real MiniLM outside tests) run to completion as the worker runs them. Only then is every
+question asked of POST /v1/context, in process through the whole API stack, at every budget.
+--no-consolidation leaves the sessions open (no facts, no summaries) and says so in every report. Every figure is reported for each half of the set (LoCoMo: conversations 0-4 and 5-9) and for
 all of it. `latency` asks the short-turn and the long-turn LoCoMo tenants in alternation, at each
 budget, and reports wall time and CPU per request; run it on a machine that nothing else is using.
 """
@@ -21,27 +24,27 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core.embedding import get_embedder
+from episodic.management.commands.import_conversations import locomo_items
 from episodic.models import Episode
-from episodic.tasks import embed_pending
-from router import knowledge_updates
-from router.evaluation import (
+from evaluation import knowledge_updates
+from evaluation.recall import (
+    EPISODIC_ONLY_LAYERS,
     HALVES,
     METHODS,
     Conversation,
     Question,
     ServedItem,
+    ablation_section,
     build_long,
     category_tables,
     chart,
@@ -50,14 +53,17 @@ from router.evaluation import (
     halves_table,
     load_locomo,
     measure_latency,
+    method_label,
     report_markdown,
+    shared_dataset,
 )
+from evaluation.write_path import conversations_write, sessions_of
 from router.rendering import LINE_PREFIX
 from tenants.models import ApiKey, Tenant
 from tenants.scope import tenant_scope
 from tenants.services import api_key_create
 
-DEFAULT_DATASET = "../shared/datasets/locomo/locomo10.json"
+DEFAULT_DATASET = str(shared_dataset("locomo", "locomo10.json"))
 BENCHMARKS = ("locomo", "locomo-long", "updates", "latency")
 TENANTS = {"locomo": "locomo-eval", "locomo-long": "locomo-long-eval", "updates": "updates-eval"}
 
@@ -79,6 +85,11 @@ class Command(BaseCommand):
         parser.add_argument("--max-tokens", type=int, default=800, help="locomo-long: largest merged episode")
         parser.add_argument("--rounds", type=int, default=200, help="latency: requests per case and budget")
         parser.add_argument("--methods", default=",".join(METHODS))
+        parser.add_argument(
+            "--no-consolidation",
+            action="store_true",
+            help="Leave the sessions open (no facts, no summaries): not the product; labelled in every report",
+        )
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--report", default="")
         parser.add_argument("--chart", default="")
@@ -108,18 +119,21 @@ class Command(BaseCommand):
                 vectors=lambda conv: stored_vectors(tenant, conv.sample_id),
                 embed_queries=_embed_queries,
                 progress=lambda m: self.stderr.write(m),
+                episodic_only=asker.episodic_only,
             )
         result["benchmark"] = benchmark
+        result["write_path"] = self.write_report.as_dict()
         if options["json_path"]:
             Path(options["json_path"]).write_text(json.dumps(result, indent=1))
         if options["report"]:
             Path(options["report"]).write_text(self._report(benchmark, result, command, budgets, options))
         if options["chart"]:
             chart(result, Path(options["chart"]), budgets)
+        self.stdout.write(write_path_note(result))
         for row in result["results"]:
             if row["group"] == "overall":
                 line = (
-                    f"{row['method']:>7} {row['budget']:>6} {row['half']:>6}  recall_all={row['recall_all']:.3f} "
+                    f"{row['method']:>15} {row['budget']:>6} {row['half']:>6}  recall_all={row['recall_all']:.3f} "
                     f"recall_any={row['recall_any']:.3f} tokens={row['tokens_mean']:.0f}"
                 )
                 if "newer_above_older" in row:
@@ -162,28 +176,32 @@ class Command(BaseCommand):
             # No rate limit: the evaluation asks thousands of questions a minute.
             tenant = Tenant.objects.create(name=f"Evaluation {slug}", slug=slug, settings={"rate_limit_per_minute": 0})
         if benchmark == "locomo":
-            call_command("import_conversations", "--tenant", slug, "--format", "locomo", options["dataset"], "--quiet",
-                         stdout=self.stderr)  # fmt: skip
+            # As import_conversations --format locomo builds them (the photo caption, the payload).
+            samples = json.loads(Path(options["dataset"]).read_text(encoding="utf-8"))
+            wanted = {conv.sample_id for conv in conversations}
+            sessions = [
+                (items[0]["session"], items)
+                for sample_id, items in locomo_items(samples)
+                if sample_id in wanted and items
+            ]
         else:
-            with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8") as handle:
-                for item in episode_items(conversations):
-                    handle.write(json.dumps(item) + "\n")
-                handle.flush()
-                call_command("import_conversations", "--tenant", slug, "--format", "jsonl", handle.name, "--quiet",
-                             stdout=self.stderr)  # fmt: skip
-
-        started = time.perf_counter()
-        embedded = 0
-        subjects = [conv.sample_id for conv in conversations]
-        # The backlog drains in the order of import: what a smaller run asks about (the first
-        # conversations) is embedded first, and episodes of other subjects do not change its contexts.
-        while True:
-            with tenant_scope(tenant):
-                pending = Episode.objects.for_tenant(tenant).filter(subject__in=subjects, embedding__isnull=True)
-                if not pending.exists():
-                    break
-            embedded += embed_pending(tenant=tenant, max_batches=5).embedded
-        self.stderr.write(f"embedded {embedded} episodes in {time.perf_counter() - started:.1f}s")
+            sessions = sessions_of(episode_items(conversations))
+        # The sessions of the conversations asked about first: a smaller run writes only what it asks.
+        report = conversations_write(
+            tenant=tenant, sessions=sessions, consolidate=not options["no_consolidation"],
+            progress=lambda m: self.stderr.write(m),
+        )  # fmt: skip
+        self.write_report = report
+        self.stderr.write(
+            f"write path ({'sessions ended, consolidated' if report.consolidation else 'NO CONSOLIDATION'}): "
+            f"{report.episodes_posted} episodes posted in {report.write_seconds:.1f}s, backlogs drained in "
+            f"{report.drain_seconds:.1f}s; {report.episodes} episodes, {report.facts} facts, {report.summaries} "
+            f"summaries, {report.open_sessions} open sessions"
+        )
+        if report.runs_failed or report.consolidation_backlog or report.embedding_backlog:
+            raise CommandError(f"Memory is not ready to be asked: {report.as_dict()}")
+        if not report.consolidation and report.open_sessions < report.sessions:
+            raise CommandError(f"Tenant {slug!r} holds ended sessions: --no-consolidation needs a fresh tenant.")
         return tenant
 
     # --- latency -------------------------------------------------------------------------------
@@ -221,6 +239,7 @@ class Command(BaseCommand):
         self, benchmark: str, result: dict[str, Any], command: str, budgets: list[int], options: dict[str, Any]
     ) -> str:
         common = [
+            write_path_note(result),
             "engram: `POST /v1/context` through the whole API stack in process (Django test client: "
             "authentication, tenant scope, row-level security, serialisation), `subject` = the conversation, "
             "`query` = the question, `max_tokens` = the budget and `budgets: {reserve: 0, episodic: <budget>}`, "
@@ -247,9 +266,10 @@ class Command(BaseCommand):
                 f"{result['full_replay_tokens_mean']:.0f} tokens per conversation, counted with cl100k."
             )
             notes = [
-                "The conversations were imported with `manage.py import_conversations --format locomo` (one "
-                "subject per conversation, `dia_id` as the episode's external_id, photo captions in the content) "
-                "into a scratch tenant and embedded by the episodic embedding backlog with all-MiniLM-L6-v2.",
+                "The conversations were written as `manage.py import_conversations --format locomo` builds them "
+                "(one subject per conversation, one session per LoCoMo session, `dia_id` as the episode's "
+                "external_id, photo captions in the content) into a scratch tenant, and embedded with "
+                "all-MiniLM-L6-v2.",
                 *common,
                 "Peers at 1K / 2K / 4K from docs DESIGN (same protocol, not re-run here): mem0 0.430 / 0.552 / "
                 "0.716, LangGraph PostgresStore 0.375 / 0.407 / 0.408.",
@@ -263,6 +283,27 @@ class Command(BaseCommand):
         if benchmark == "locomo-long":
             return long_markdown(result, command=command, budgets=budgets, options=options, common=common)
         return updates_markdown(result, command=command, budgets=budgets, options=options, common=common)
+
+
+def write_path_note(result: dict[str, Any]) -> str:
+    """How memory was written before the questions: the real path, or the labelled mode without it."""
+    w = result["write_path"]
+    if not w["consolidation"]:
+        return (
+            "**Written without consolidation** (`--no-consolidation`: not the product): episodes through "
+            f"`POST /v1/episodes` ({w['episodes']} stored, embedded), sessions left open, so no facts and no "
+            "session summaries; the engram rows are this mode's."
+        )
+    return (
+        "Written through the real write path (`evaluation/write_path.py`): each session's episodes through "
+        "`POST /v1/episodes` in order, the session ended with `POST /v1/sessions/{id}/end`, the consolidation "
+        "that ending enqueues run in process as the worker runs it (summary, extraction, merge), then the "
+        "consolidation and embedding backlogs drained until empty; only then the questions. When asked: "
+        f"{w['sessions']} sessions ({w['sessions_ended']} ended by this run, {w['open_sessions']} open), "
+        f"{w['episodes']} episodes, {w['facts']} active facts, {w['summaries']} summary episodes, "
+        f"{w['runs_failed']} failed consolidation runs; written in {w['write_seconds']:.0f} s, backlogs "
+        f"drained in {w['drain_seconds']:.0f} s."
+    )
 
 
 def stored_vectors(tenant: Tenant, subject: str) -> dict[str, list[float]]:
@@ -299,8 +340,10 @@ class _Asker:
         with tenant_scope(self.tenant):
             ApiKey.objects.for_tenant(self.tenant).filter(id=self.issued.api_key.id).update(revoked_at=timezone.now())
 
-    def engram(self, q: Question, budget: int) -> tuple[list[ServedItem], int, float]:
-        body = {
+    def engram(
+        self, q: Question, budget: int, layers: Sequence[str] | None = None
+    ) -> tuple[list[ServedItem], int, float]:
+        body: dict[str, Any] = {
             "subject": q.sample_id,
             "query": q.text,
             "max_tokens": budget,
@@ -308,6 +351,8 @@ class _Asker:
             # comparison is at equal context size.
             "budgets": {"reserve": 0, "episodic": budget},
         }
+        if layers:
+            body["layers"] = list(layers)
         started = time.perf_counter()
         response = self.client.post("/v1/context", body, format="json")
         latency = (time.perf_counter() - started) * 1000
@@ -315,6 +360,9 @@ class _Asker:
             raise CommandError(f"POST /v1/context answered {response.status_code}: {response.content[:300]!r}")
         data = response.json()
         return served_items(data), data["tokens"]["total"], latency
+
+    def episodic_only(self, q: Question, budget: int) -> tuple[list[ServedItem], int, float]:
+        return self.engram(q, budget, EPISODIC_ONLY_LAYERS)
 
 
 def served_items(data: dict[str, Any]) -> list[ServedItem]:
@@ -351,6 +399,7 @@ def long_markdown(
         "as found only when a served excerpt overlaps the evidence turn's span (passage-level recall), not "
         "merely when the merged episode is cited.",
         "",
+        *ablation_section(result, budgets=budgets),
         "## Overall (categories 1-4), each half and all",
         "",
         *halves_table(result, budgets=budgets, metrics=(("recall_all", "recall_all"), ("recall_any", "recall_any"))),
@@ -371,9 +420,9 @@ def long_markdown(
         "",
         "## How it was measured",
         "",
-        "- Built by `router.evaluation.build_long` from the same file, deterministically (the target size of each "
-        "episode is drawn from a generator seeded by the session), imported with `import_conversations --format "
-        "jsonl` (one episode per merged run, external_id `<sample_id>:S<session>:E<k>`, no role: the lines "
+        "- Built by `evaluation.recall.build_long` from the same file, deterministically (the target size of each "
+        "episode is drawn from a generator seeded by the session), written "
+        "through the API (one episode per merged run, external_id `<sample_id>:S<session>:E<k>`, no role: the lines "
         "carry their speakers) and embedded with all-MiniLM-L6-v2.",
         "- What an item serves: its source's `span` ([start, end) in the episode's content) when the source "
         "has one; otherwise the item's text is looked up in the episode's content (today the router serves an "
@@ -410,7 +459,7 @@ def updates_markdown(
         for b in budgets:
             if (m, b, "all", "overall") not in rows:
                 continue
-            cells = ["full replay" if m == "full" else m, "all" if m == "full" else str(b)]
+            cells = [method_label(m, result), "all" if m == "full" else str(b)]
             for key in ("newer_above_older", "stale_only"):
                 cells += [_f(rows.get((m, b, h, "overall"), {}).get(key)) for h in HALVES]
             r = rows[(m, b, "all", "overall")]
@@ -425,14 +474,14 @@ def updates_markdown(
             continue
         for b in budgets:
             vals = [rows.get((m, b, "all", a), {}).get("newer_above_older") for a in attributes]
-            per_attr.append(f"| {m} | {b} | " + " | ".join(_f(v) for v in vals) + " |")
+            per_attr.append(f"| {method_label(m, result)} | {b} | " + " | ".join(_f(v) for v in vals) + " |")
     lines = [
         "# Knowledge updates: is the newer statement served, and above the older?",
         "",
         f"Produced by `{command}` on {timezone.now():%Y-%m-%d}.",
         "",
         f"{result['questions']} questions over the conversations generated by "
-        f"`router.knowledge_updates.generate(seed={options['seed']}, conversations="
+        f"`evaluation.knowledge_updates.generate(seed={options['seed']}, conversations="
         f"{options['conversations'] or 200})` ({result['units']} messages): in each, a user states something "
         "(city, employer, partner, diet, car, phone number, favourite band or food, a project's status, job "
         "title, email, gym) and sessions later says it changed, with ordinary requests between and after, and "
@@ -444,6 +493,11 @@ def updates_markdown(
         "- stale only: the older statement is served without the newer (target: 0);",
         "- both served: both in the context; newer served: the newer statement is in the context.",
         "",
+        *ablation_section(
+            result,
+            budgets=budgets,
+            metrics=(("newer above older", "newer_above_older"), ("stale only", "stale_only")),
+        ),
         "## Each half and all",
         "",
         *table,
@@ -454,7 +508,7 @@ def updates_markdown(
         "",
         "## How it was measured",
         "",
-        "- The messages were imported with `import_conversations --format jsonl` (subject `upd-<n>`, one "
+        "- The messages were written through the API (subject `upd-<n>`, one "
         "session per conversation session, role user or assistant, external_id `<session>:t<k>`) and embedded "
         "with all-MiniLM-L6-v2.",
         "- Place in the context: where an item's line starts in the returned prompt (the router renders each "

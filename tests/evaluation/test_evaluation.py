@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 
 from core.tokens import count_tokens, truncate_to_tokens
-from router import knowledge_updates
-from router.evaluation import (
+from evaluation import knowledge_updates
+from evaluation.management.commands.memory_eval import served_items
+from evaluation.recall import (
     Conversation,
     Evidence,
     Question,
@@ -30,10 +30,10 @@ from router.evaluation import (
     measure_latency,
     merge_turns,
     resolve_sources,
+    shared_dataset,
 )
-from router.management.commands.memory_eval import served_items
 
-LOCOMO_FILE = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "locomo" / "locomo10.json"
+LOCOMO_FILE = shared_dataset("locomo", "locomo10.json")
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 needs_locomo = pytest.mark.skipif(not LOCOMO_FILE.is_file(), reason="the LoCoMo file is not on this machine")
 
@@ -257,7 +257,8 @@ def test_latency_tooling_alternates_cases_and_budgets() -> None:
 
 
 # --- end to end --------------------------------------------------------------------------------
-@pytest.mark.django_db
+# Committed for real: ending a session enqueues its consolidation when the transaction commits.
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
 def test_memory_eval_updates_writes_json_and_report_with_the_command(tmp_path: Path) -> None:
     out, report = tmp_path / "updates.json", tmp_path / "updates.md"
@@ -277,27 +278,27 @@ def test_memory_eval_updates_writes_json_and_report_with_the_command(tmp_path: P
 
 
 @needs_locomo
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
 def test_memory_eval_locomo_long_scores_todays_clipped_episodes_by_what_they_serve(tmp_path: Path) -> None:
     out = tmp_path / "long.json"
     call_command(
         "memory_eval", "locomo-long", "--dataset", str(LOCOMO_FILE), "--conversations", "1", "--questions", "15", "--budgets", "1000",
-        "--methods", "engram", "--tenant", "long-test", "--json", str(out),
+        "--methods", "engram", "--tenant", "long-test", "--json", str(out), "--no-consolidation",
     )  # fmt: skip
     row = next(
         r
         for r in json.loads(out.read_text())["results"]
         if (r["method"], r["half"], r["group"]) == ("engram", "all", "overall")
     )
-    # Every served line was found in its episode (no fallback), and serving a clipped prefix finds less
-    # than citing the episode would.
+    # Episodes only (no facts, no summaries): every served line was found in its episode (no fallback),
+    # and serving a clipped prefix finds less than citing the episode would.
     assert row["found_by_fallback"] == 0
     assert row["recall_all"] < row["recall_all_episode"]
 
 
 @needs_locomo
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
 def test_memory_eval_latency_asks_short_and_long_turns_at_each_budget(tmp_path: Path) -> None:
     out, report = tmp_path / "latency.json", tmp_path / "latency.md"

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from router.evaluation import Conversation, Evidence, Question, Turn
+from evaluation.recall import Conversation, Evidence, Question, Turn
 
 
 @dataclass(frozen=True)
