@@ -51,7 +51,7 @@ def collect(tenant_slug: str, half: str, every: int, budget: int) -> dict[str, l
 
     django.setup()
     from router.budgets import budget_plan
-    from router.evaluation import half_of, load_locomo
+    from evaluation.recall import half_of, load_locomo
     from router.policy import HeuristicPolicy
     from router.types import ContextRequest
     from tenants.models import Tenant

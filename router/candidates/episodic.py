@@ -258,6 +258,9 @@ def episode_candidates(
         embedding=embedding,
         exclude_ids=sorted(recent_ids),
     )
+    # A session's summary episode is never offered (its summary is, as summary:<session>); left in the
+    # pool it would set the scale of the pool's relevance and its session's standing, and be an anchor.
+    hits = [h for h in hits if h.row.external_id != SESSION_SUMMARY_EXTERNAL_ID]
     if not hits:
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
     relevance = passage_relevance(request.query, hits, w=w, frame=frame)
