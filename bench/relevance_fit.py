@@ -50,8 +50,8 @@ def collect(tenant_slug: str, half: str, every: int, budget: int) -> dict[str, l
     import django
 
     django.setup()
-    from router.budgets import budget_plan
     from evaluation.recall import half_of, load_locomo
+    from router.budgets import budget_plan
     from router.policy import HeuristicPolicy
     from router.types import ContextRequest
     from tenants.models import Tenant
