@@ -48,7 +48,15 @@ _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _WORD = re.compile(r"\w+")
 _SPEAKER_PREFIX = re.compile(r"^[^:\n]{1,64}: ")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-METHODS = ("engram", "bm25", "dense", "recent", "full")
+METHODS = ("engram", "engram-episodic", "bm25", "dense", "recent", "full")
+# The ablation: the same context request with every layer, and with `layers: ["episodic", "working"]`.
+ENGRAM_MODES = ("engram", "engram-episodic")
+EPISODIC_ONLY_LAYERS = ("episodic", "working")
+METHOD_LABELS = {
+    "engram": "engram, all layers",
+    "engram-episodic": "engram, episodic + working only",
+    "full": "full replay",
+}
 HALVES = ("first", "second", "all")
 ELLIPSIS = "…"
 
@@ -597,12 +605,16 @@ def evaluate(
     vectors: Callable[[Conversation], Mapping[str, Sequence[float]]] | None = None,
     embed_queries: QueryEmbedder | None = None,
     progress: Callable[[str], None] | None = None,
+    episodic_only: Retriever | None = None,
 ) -> dict[str, Any]:
     """Per method, budget, half (first / second / all) and group (overall = the answerable categories,
     each category, adversarial apart): the tallies. `vectors` gives the stored vectors of a
     conversation's units and `embed_queries` the questions', for the dense baseline."""
     if "dense" in methods and (vectors is None or embed_queries is None):
         raise ValueError("the dense baseline needs the units' vectors and a query embedder")
+    if "engram-episodic" in methods and episodic_only is None:
+        raise ValueError("engram-episodic needs the episodic-only retriever")
+    retrievers = {"engram": engram} | ({"engram-episodic": episodic_only} if episodic_only else {})
     tallies: dict[tuple[str, int, str, str], Tally] = {}
     full_tokens: list[int] = []
     unit_tokens: list[int] = []
@@ -627,8 +639,8 @@ def evaluate(
             for budget in budgets:
                 for method in methods:
                     latency: float | None = None
-                    if method == "engram":
-                        items, tokens, latency = engram(q, budget)
+                    if method in ENGRAM_MODES:
+                        items, tokens, latency = retrievers[method](q, budget)
                     else:
                         if method == "bm25" and bm25 is not None:
                             ids, tokens = pack_lines(bm25_ranked, budget)
@@ -757,6 +769,40 @@ def _methods(rows: Mapping[tuple[str, int, str, str], Any]) -> list[str]:
     return [m for m in METHODS if any(k[0] == m for k in rows)]
 
 
+def method_label(method: str, result: Mapping[str, Any] | None = None) -> str:
+    """A method's name in a table; engram's say which layers, and when memory was written without
+    consolidation, that too."""
+    label = METHOD_LABELS.get(method, method)
+    written = (result or {}).get("write_path") or {}
+    if method in ENGRAM_MODES and written and not written.get("consolidation", True):
+        label += " (no consolidation)"
+    return label
+
+
+def ablation_table(
+    result: dict[str, Any], *, budgets: Sequence[int], metric: str = "recall_all", group: str = "overall"
+) -> list[str]:
+    """All layers against episodic + working only, side by side per budget and half, with the difference
+    (a layer that lowers the metric on any half or budget is a defect)."""
+    rows = _rows(result)
+    if not any(k[0] == "engram-episodic" for k in rows):
+        return []
+    halves = result["halves"]
+    head = ["budget"]
+    for m in ENGRAM_MODES:
+        head += [f"{method_label(m, result)} ({halves[h]})" for h in HALVES]
+    head += [f"all − episodic ({halves[h]})" for h in HALVES]
+    lines = ["| " + " | ".join(head) + " |", "|---:|" + "---:|" * (len(head) - 1)]
+    for b in budgets:
+        values = {(m, h): rows.get((m, b, h, group), {}).get(metric) for m in ENGRAM_MODES for h in HALVES}
+        cells = [str(b)] + [_fmt(values[(m, h)]) for m in ENGRAM_MODES for h in HALVES]
+        for h in HALVES:
+            a, e = values[("engram", h)], values[("engram-episodic", h)]
+            cells.append("–" if a is None or e is None else f"{a - e:+.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def halves_table(
     result: dict[str, Any], *, budgets: Sequence[int], metrics: Sequence[tuple[str, str]], group: str = "overall"
 ) -> list[str]:
@@ -772,7 +818,7 @@ def halves_table(
         for b in budgets:
             if (m, b, "all", group) not in rows:
                 continue
-            cells = ["full replay" if m == "full" else m, "all" if m == "full" else str(b)]
+            cells = [method_label(m, result), "all" if m == "full" else str(b)]
             for _, key in metrics:
                 cells += [_fmt(rows.get((m, b, h, group), {}).get(key)) for h in HALVES]
             cells.append(_fmt(rows[(m, b, "all", group)]["tokens_mean"], 0))
@@ -795,7 +841,23 @@ def category_tables(result: dict[str, Any], *, budgets: Sequence[int], metric: s
                 continue
             for b in budgets:
                 vals = [rows.get((m, b, h, c), {}).get(metric) for c in cats]
-                out.append(f"| {m} | {b} | " + " | ".join(_fmt(v) for v in vals) + " |")
+                out.append(f"| {method_label(m, result)} | {b} | " + " | ".join(_fmt(v) for v in vals) + " |")
+    return out
+
+
+def ablation_section(
+    result: dict[str, Any],
+    *,
+    budgets: Sequence[int],
+    metrics: Sequence[tuple[str, str]] = (("recall_all", "recall_all"),),
+    group: str = "overall",
+) -> list[str]:
+    """The ablation gate's tables (empty when episodic-only was not asked)."""
+    out: list[str] = []
+    for label, key in metrics:
+        table = ablation_table(result, budgets=budgets, metric=key, group=group)
+        if table:
+            out += [f"## {label}: all layers against episodic + working only, each half and all", "", *table, ""]
     return out
 
 
@@ -809,6 +871,7 @@ def report_markdown(
         "",
         intro.strip(),
         "",
+        *ablation_section(result, budgets=budgets),
         "## Overall (categories 1-4), each half and all",
         "",
         *halves_table(result, budgets=budgets, metrics=(("recall_all", "recall_all"), ("recall_any", "recall_any"))),
@@ -835,11 +898,17 @@ def chart(result: dict[str, Any], path: Path, budgets: Sequence[int]) -> None:
 
     rows = _rows(result)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for method, style in (("engram", "o-"), ("bm25", "s--"), ("dense", "d-."), ("recent", "^:")):
+    for method, style in (
+        ("engram", "o-"),
+        ("engram-episodic", "o:"),
+        ("bm25", "s--"),
+        ("dense", "d-."),
+        ("recent", "^:"),
+    ):
         points = [(rows[(method, b, "all", "overall")]["tokens_mean"], rows[(method, b, "all", "overall")]["recall_all"])
                   for b in budgets if (method, b, "all", "overall") in rows]  # fmt: skip
         if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], style, label=method)
+            ax.plot([p[0] for p in points], [p[1] for p in points], style, label=method_label(method, result))
     full = rows.get(("full", budgets[0], "all", "overall")) if budgets else None
     if full:
         ax.plot([full["tokens_mean"]], [full["recall_all"]], "k*", markersize=12, label="full replay")

@@ -8,7 +8,7 @@ valuable items are dropped until the exact counts fit. The totals in the answer 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from core.tokens import count_tokens
@@ -24,9 +24,9 @@ from router.rendering import (
 )
 from router.types import LAYERS, BudgetPlan, BuiltContext, Candidate, Layer, LayerCandidates
 
-# Filled first to last; rendered in LAYERS order. Working comes before episodic so that history, which
-# takes all the room it is given, cannot crowd out the current task's notes.
-FILL_ORDER: tuple[Layer, ...] = ("procedural", "semantic", "working", "episodic")
+# The layers whose items compete on one relevance scale; the working notes are packed before them, so
+# that history, which takes all the room it is given, cannot crowd out the current task's notes.
+RANKED_LAYERS: tuple[Layer, ...] = ("procedural", "semantic", "episodic")
 SEPARATOR_TOKENS = count_tokens(SECTION_SEPARATOR)
 
 
@@ -85,26 +85,31 @@ def _drop(chosen: list[Candidate], item: Candidate) -> None:
             gone.add(c.id)
 
 
-def pack_layer(
-    *, layer: Layer, candidates: Sequence[Candidate], grant: int, fmt: str, skip: frozenset[str] = frozenset()
-) -> tuple[list[Candidate], str, int]:
-    """The chosen items of one layer, their rendered text and its exact token count (<= grant)."""
-    if grant <= 0 or not candidates:
-        return [], "", 0
+def _pack(
+    *,
+    candidates: Sequence[Candidate],
+    cap: Callable[[Layer, dict[Layer, int]], int],
+    total: int,
+    fmt: str,
+    skip: frozenset[str] = frozenset(),
+) -> list[Candidate]:
+    """Choose among the candidates of one or more layers by value per token, in one ranking: an item is
+    taken when its line (and the section, block and layer separator it opens) fits both its layer's cap,
+    `cap(layer, used)` given what each layer uses so far, and what is left of `total`. Fillers (a
+    session's summary) are tried only after every other item."""
     line_cost = {c.id: line_tokens(c) + 1 for c in candidates}
     section_cost: dict[str, int] = {}
     group_cost: dict[str, int] = {}
-    ranked = sorted(candidates, key=lambda c: _rank_key(c, line_cost[c.id]))
+    ranked = sorted(candidates, key=lambda c: (c.filler, *_rank_key(c, line_cost[c.id])))
     chosen: list[Candidate] = []
     taken: set[str] = set()
     covered: set[str] = set(skip)
     open_sections: set[str] = set()
     open_groups: set[tuple[str, str]] = set()
+    used: dict[Layer, int] = {}
     waiting: list[Candidate] = []
-    used = 0
 
     def take(item: Candidate) -> bool:
-        nonlocal used
         if item.id in covered or item.id in taken:
             return False
         cost = line_cost[item.id]
@@ -118,9 +123,13 @@ def pack_layer(
         if item.group_header and (item.section, item.group) not in open_groups:
             group_cost.setdefault(item.group_header, count_tokens(group_header(item.group_header, fmt)) + 1)
             cost += group_cost[item.group_header]
-        if used + cost > grant:
+        # Joining a layer's text to the others' costs a separator.
+        opens_layer = item.layer not in used
+        if used.get(item.layer, 0) + cost > cap(item.layer, used) or (
+            sum(used.values()) + cost + (SEPARATOR_TOKENS if opens_layer and used else 0) > total
+        ):
             return False
-        used += cost
+        used[item.layer] = used.get(item.layer, 0) + cost
         chosen.append(item)
         taken.add(item.id)
         covered.update(item.covers)
@@ -142,54 +151,82 @@ def pack_layer(
                     if other.requires <= taken:
                         waiting.remove(other)
                         ready = take(other) or ready
+    return chosen
+
+
+def _least_valuable(items: Sequence[Candidate]) -> Candidate:
+    return max(items, key=lambda c: (c.filler, *_rank_key(c, line_tokens(c) + 1)))
+
+
+def pack_layer(
+    *, layer: Layer, candidates: Sequence[Candidate], grant: int, fmt: str, skip: frozenset[str] = frozenset()
+) -> tuple[list[Candidate], str, int]:
+    """The chosen items of one layer, their rendered text and its exact token count (<= grant)."""
+    if grant <= 0 or not candidates:
+        return [], "", 0
+    chosen = _pack(candidates=candidates, cap=lambda _layer, _used: grant, total=grant, fmt=fmt, skip=skip)
     text = render_layer(layer, chosen, fmt)
     tokens = count_tokens(text)
     while tokens > grant and chosen:
-        _drop(chosen, max(chosen, key=lambda c: _rank_key(c, line_cost[c.id])))
+        _drop(chosen, _least_valuable(chosen))
         text = render_layer(layer, chosen, fmt)
         tokens = count_tokens(text)
     return chosen, text, tokens
 
 
 def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltContext:
-    """Fill the layers within their budgets, render the prompt and account for every token."""
+    """Fill the layers within their budgets, render the prompt and account for every token.
+
+    The working notes (the current task, not ranked against the query) are packed first. Procedures,
+    facts and history then compete in one ranking by value per token (one relevance scale, see
+    router.candidates): each layer's budget is a cap, never a quota filled first. What the other
+    layers leave of their budgets is history's to use; what history leaves is the conversation's."""
     remaining = plan.memory
     chosen: dict[Layer, list[Candidate]] = {layer: [] for layer in LAYERS}
     texts: dict[Layer, str] = {layer: "" for layer in LAYERS}
-    # Each layer's exact count, kept from packing: a layer's text runs to thousands of tokens, and
-    # counting it again costs as much as counting it the first time.
     counts: dict[Layer, int] = {layer: 0 for layer in LAYERS}
-    granted: dict[str, int] = {}
-    rollover = 0
-    covered: set[str] = set()
-    for layer in FILL_ORDER:
-        budget = plan.of(layer)
-        if budget <= 0:
-            granted[layer] = 0
-            continue
-        if layer == "episodic":
-            budget += rollover
-        # Joining this layer to the others costs a separator.
-        grant = max(0, min(budget, remaining - SEPARATOR_TOKENS))
-        granted[layer] = grant
-        items, text, used = pack_layer(
-            layer=layer, candidates=offered.of(layer), grant=grant, fmt=fmt, skip=frozenset(covered)
+    granted: dict[str, int] = {layer: 0 for layer in LAYERS}
+    if plan.working > 0:
+        grant = max(0, min(plan.working, remaining - SEPARATOR_TOKENS))
+        granted["working"] = grant
+        chosen["working"], texts["working"], counts["working"] = pack_layer(
+            layer="working", candidates=offered.working, grant=grant, fmt=fmt
         )
-        chosen[layer], texts[layer], counts[layer] = items, text, used
-        for item in items:
-            covered.update(item.covers)
-        if used:
-            remaining -= used + SEPARATOR_TOKENS
+        if counts["working"]:
+            remaining -= counts["working"] + SEPARATOR_TOKENS
+    spare_working = plan.working - counts["working"] if plan.working > 0 else 0
+    ranked_layers = [layer for layer in RANKED_LAYERS if plan.of(layer) > 0]
+
+    def cap(layer: Layer, used: dict[Layer, int]) -> int:
         if layer != "episodic":
-            rollover += grant - used
+            return max(0, min(plan.of(layer), remaining - SEPARATOR_TOKENS))
+        # History may use what the other layers leave of their budgets.
+        others = sum(plan.of(other) - used.get(other, 0) for other in ranked_layers if other != "episodic")
+        return max(0, min(plan.episodic + spare_working + others, remaining - SEPARATOR_TOKENS))
+
+    pool = [c for layer in ranked_layers for c in offered.of(layer)]
+    picked = _pack(candidates=pool, cap=cap, total=max(0, remaining - SEPARATOR_TOKENS), fmt=fmt)
+    for layer in ranked_layers:
+        chosen[layer] = [c for c in picked if c.layer == layer]
+    for layer in ranked_layers:
+        texts[layer] = render_layer(layer, chosen[layer], fmt)
+        counts[layer] = count_tokens(texts[layer])
+    for layer in ranked_layers:
+        used = {lay: counts[lay] for lay in ranked_layers}
+        granted[layer] = cap(layer, {**used, layer: 0} if layer != "episodic" else used)
+        while counts[layer] > granted[layer] and chosen[layer]:
+            _drop(chosen[layer], _least_valuable(chosen[layer]))
+            texts[layer] = render_layer(layer, chosen[layer], fmt)
+            counts[layer] = count_tokens(texts[layer])
     prompt = render_prompt(texts[layer] for layer in LAYERS)
     total = count_tokens(prompt)
     # BPE may merge across a join; drop the least valuable items until the whole fits exactly.
     while total > plan.memory:
-        layer = next(lay for lay in reversed(FILL_ORDER) if chosen[lay])
-        _drop(chosen[layer], min(chosen[layer], key=lambda c: (c.value, c.id)))
-        texts[layer] = render_layer(layer, chosen[layer], fmt)
-        counts[layer] = count_tokens(texts[layer])
+        items = [c for layer in (*RANKED_LAYERS, "working") for c in chosen[layer]]
+        worst = _least_valuable([c for c in items if c.layer != "working"] or items)
+        _drop(chosen[worst.layer], worst)
+        texts[worst.layer] = render_layer(worst.layer, chosen[worst.layer], fmt)
+        counts[worst.layer] = count_tokens(texts[worst.layer])
         prompt = render_prompt(texts[layer] for layer in LAYERS)
         total = count_tokens(prompt)
     tokens: dict[str, int] = {layer: counts[layer] for layer in LAYERS}

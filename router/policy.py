@@ -25,7 +25,7 @@ from episodic.selectors import EpisodeRow, episode_rows_recent, passage_first_me
 from router.candidates.common import HeuristicWeights
 from router.candidates.episodic import episode_candidates, settle_episodes
 from router.candidates.procedural import procedure_candidates
-from router.candidates.semantic import fact_candidates
+from router.candidates.semantic import fact_candidates, settle_facts
 from router.candidates.working import note_candidates
 from router.timeframe import Timeframe, query_window
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
@@ -124,6 +124,7 @@ class HeuristicPolicy:
             )
         if rules_and_facts is not None:
             out.procedural, out.semantic = rules_and_facts.result()
+        settle_facts(out.semantic, out.episodic)
         return out
 
     def rules_and_facts(

@@ -99,6 +99,9 @@ class Candidate:
     # Item ids that must be chosen for this one to be: an older statement labelled "earlier" is never
     # served without the newer one that updates it.
     requires: frozenset[str] = frozenset()
+    # Tried by packing only after every other item: a session's summary, served only where its turns
+    # are not (they cover it), never in their place.
+    filler: bool = False
     # Token count of the rendered line, filled once by router.packing.line_tokens.
     line_tokens: int = -1
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.tokens import count_tokens, truncate_to_tokens
+from router.packing import line_tokens
+from router.types import Candidate
 
 # No cl100k token is longer than this many characters in ordinary text; a clip reads at most this many
 # characters per token of its limit, so its cost does not grow with the length of what is clipped.
@@ -86,6 +90,15 @@ class HeuristicWeights:
     # 0 by default: at 0.1 (where LoCoMo lost nothing) the knowledge-update set lost the newer statement
     # in 8% of its questions ("I moved to Austin" shares no word with "Where do I live now?").
     episode_min_similarity: float = 0.0
+    # One relevance scale (docs/router.md, "One relevance scale"): the probability that a candidate is
+    # evidence for the query, a logistic model per kind over the score parts it carries (intercept
+    # first, then the weights of passage_features, fact_features, summary_features), fitted by
+    # bench/relevance_fit.py on LoCoMo conversations 0-4 through the real write path and checked on
+    # 5-9. A fact's or a summary's probability is placed on history's scale: the relevance at which a
+    # line of history is as likely to be evidence, valued as that line would be.
+    passage_logit: tuple[float, ...] = (-7.9102, 7.4388)
+    fact_logit: tuple[float, ...] = (-11.7589, 11.4837, 1.7357, 0.3206)
+    summary_logit: tuple[float, ...] = (-10.5974, 7.7779)
 
 
 _QUERY_WORD = re.compile(r"\w+")
@@ -93,3 +106,40 @@ _QUERY_WORD = re.compile(r"\w+")
 
 def query_words(query: str) -> frozenset[str]:
     return frozenset(w.casefold() for w in _QUERY_WORD.findall(query))
+
+
+def passage_features(parts: dict[str, float]) -> list[float]:
+    """A line of history found by search: its relevance within the pool (router.candidates.episodic)."""
+    return [parts.get("relevance", 0.0)]
+
+
+def fact_features(parts: dict[str, float]) -> list[float]:
+    """A fact: the cosine similarity of its statement to the query, its text rank relative to the best
+    fact's, its confidence (semantic.selectors.fact_search_rows)."""
+    return [parts.get("vector", 0.0), parts.get("text", 0.0), parts.get("confidence", 0.0)]
+
+
+def summary_features(parts: dict[str, float]) -> list[float]:
+    """A session's summary: the relevance of the session's best line."""
+    return [parts.get("session_relevance", 0.0)]
+
+
+def logistic(beta: Sequence[float], features: Sequence[float]) -> float:
+    z = beta[0] + sum(b * f for b, f in zip(beta[1:], features, strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def on_history_scale(beta: Sequence[float], features: Sequence[float], w: HeuristicWeights) -> float:
+    """The value of a candidate whose evidence probability is logistic(beta, features): the value of a
+    line of history as likely to be evidence (relevance r with logistic(passage_logit, [r]) equal to
+    it), before the length factor that every line gets (length_scaled)."""
+    z = beta[0] + sum(b * f for b, f in zip(beta[1:], features, strict=True))
+    intercept, slope = w.passage_logit[0], w.passage_logit[1]
+    relevance = min(1.0, max(0.0, (z - intercept) / slope)) if slope > 0 else 0.0
+    return relevance**w.sharpness + 1e-6
+
+
+def length_scaled(item: Candidate, w: HeuristicWeights) -> Candidate:
+    """Packing divides value by tokens; this softens it (HeuristicWeights.length_exponent)."""
+    item.value *= (line_tokens(item) / w.length_reference) ** w.length_exponent
+    return item

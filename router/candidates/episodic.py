@@ -18,8 +18,15 @@ from episodic.selectors import (
     passage_search_rows,
     passage_similarities,
 )
-from router.candidates.common import HeuristicWeights, clip, query_words
-from router.packing import line_tokens, said_tokens
+from router.candidates.common import (
+    HeuristicWeights,
+    clip,
+    length_scaled,
+    on_history_scale,
+    query_words,
+    summary_features,
+)
+from router.packing import said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
 from router.selectors import session_summaries
@@ -119,8 +126,9 @@ def settle_episodes(items: list[Candidate], w: HeuristicWeights) -> list[Candida
       offered as `summary:<session>` when the session has hits.
     - A search hit under the floor (episode_above_floor) is not offered, nor the passages offered beside
       it (score part `neighbour_of`, the passage id of the hit, score part `passage`).
-    - A session's summary and that session's turns cover each other: whichever packing takes first,
-      the other is not served beside it, so no context repeats a turn and the summary that repeats it.
+    - A session's summary is a filler, served only where its session's turns are not: each of the
+      session's turns covers it, and it covers none of them, so a summary never hides from the evidence
+      the turns it stands for (it cites only one of them) and never rides beside them.
     The session's recent events are offered whatever their relevance."""
     dropped: set[float] = set()
     kept: list[Candidate] = []
@@ -138,9 +146,8 @@ def settle_episodes(items: list[Candidate], w: HeuristicWeights) -> list[Candida
     for item in kept:
         if item.type != "session_summary":
             continue
-        of_session = turns.get(item.id.split(":", 1)[1], [])
-        item.covers = item.covers | {turn.id for turn in of_session}
-        for turn in of_session:
+        item.filler = True
+        for turn in turns.get(item.id.split(":", 1)[1], []):
             turn.covers = turn.covers | {item.id}
     return kept
 
@@ -203,11 +210,6 @@ def episode_candidate(
     )
 
 
-def length_scaled(item: Candidate, w: HeuristicWeights) -> Candidate:
-    item.value *= (line_tokens(item) / w.length_reference) ** w.length_exponent
-    return item
-
-
 def episode_candidates(
     *,
     tenant: Tenant,
@@ -256,6 +258,9 @@ def episode_candidates(
         embedding=embedding,
         exclude_ids=sorted(recent_ids),
     )
+    # A session's summary episode is never offered (its summary is, as summary:<session>); left in the
+    # pool it would set the scale of the pool's relevance and its session's standing, and be an anchor.
+    hits = [h for h in hits if h.row.external_id != SESSION_SUMMARY_EXTERNAL_ID]
     if not hits:
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
     relevance = passage_relevance(request.query, hits, w=w, frame=frame)
@@ -417,6 +422,7 @@ def summary_candidates(
     summaries = session_summaries(tenant=tenant, sessions=sorted(best))
     out = []
     for session, (summary, started_at) in summaries.items():
+        parts = {"session_relevance": best[session]}
         rel = best[session] * w.summary_factor
         moment: datetime = started_at
         out.append(
@@ -427,9 +433,9 @@ def summary_candidates(
                     layer="episodic",
                     section="Relevant history",
                     text=clip(f"summary: {' '.join(summary.split())}", w.episode_max_tokens),
-                    value=rel**w.sharpness + 1e-6,
+                    value=on_history_scale(w.summary_logit, summary_features(parts), w),
                     score=rel,
-                    score_parts={"session_relevance": best[session]},
+                    score_parts=parts,
                     sources=[episode_source(first_hit[session], quoted=False)],
                     occurred_at=moment,
                     group=moment.date().isoformat(),

@@ -11,7 +11,14 @@ from typing import Any
 
 from django.utils import timezone
 
-from router.candidates.common import HeuristicWeights, clip, query_words
+from router.candidates.common import (
+    HeuristicWeights,
+    clip,
+    fact_features,
+    length_scaled,
+    on_history_scale,
+    query_words,
+)
 from router.rendering import format_day
 from router.timeframe import Timeframe
 from router.types import Candidate, ContextRequest, Source
@@ -102,25 +109,42 @@ def fact_candidates(
     sources = fact_sources(tenant=tenant, fact_ids=[f.id for f, _, _ in scored])
     out = []
     for rank, (fact, score, parts) in enumerate(scored):
-        relevance = max(score, 0.0) / top
-        of_fact = sources.get(fact.id, [])
-        out.append(
-            Candidate(
-                id=f"fact:{fact.id}",
-                type="fact",
-                layer="semantic",
-                section="Known facts",
-                text=clip(
-                    f"{fact.statement} ({format_day(fact.valid_from)}, confidence {fact.confidence:.2f})",
-                    w.fact_max_tokens,
-                ),
-                value=relevance**w.sharpness + 1e-6,
-                score=score,
-                score_parts=parts,
-                sources=of_fact,
-                occurred_at=fact.valid_from,
-                order=(rank,),
-                covers=frozenset(f"episode:{s.episode_id}" for s in of_fact),
-            )
+        # Searched facts are valued on history's scale by their calibrated relevance; without a query
+        # (no history is searched) by their score relative to the best fact's.
+        value = (
+            on_history_scale(w.fact_logit, fact_features(parts), w)
+            if "vector" in parts
+            else (max(score, 0.0) / top) ** w.sharpness + 1e-6
         )
+        of_fact = sources.get(fact.id, [])
+        candidate = Candidate(
+            id=f"fact:{fact.id}",
+            type="fact",
+            layer="semantic",
+            section="Known facts",
+            text=clip(
+                f"{fact.statement} ({format_day(fact.valid_from)}, confidence {fact.confidence:.2f})",
+                w.fact_max_tokens,
+            ),
+            value=value,
+            score=score,
+            score_parts=parts,
+            sources=of_fact,
+            occurred_at=fact.valid_from,
+            order=(rank,),
+            covers=frozenset(f"episode:{s.episode_id}" for s in of_fact),
+        )
+        out.append(length_scaled(candidate, w) if "vector" in parts else candidate)
     return out
+
+
+def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> None:
+    """A fact stands in for its source episodes (it covers them) only where it is at least as valuable
+    as they are: a source line worth more than the fact is served as itself, and covers the fact."""
+    by_id = {item.id: item for item in episodes}
+    for fact in facts:
+        for source_id in sorted(fact.covers):
+            line = by_id.get(source_id)
+            if line is not None and line.value > fact.value:
+                fact.covers = fact.covers - {source_id}
+                line.covers = line.covers | {fact.id}

@@ -25,14 +25,15 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 def _run(tmp_path: Path, slug: str, *extra: str) -> dict:
     out = tmp_path / f"{slug}.json"
     call_command(
-        "memory_eval", "updates", "--conversations", "4", "--budgets", "1000", "--methods", "engram",
+        "memory_eval", "updates", "--conversations", "4", "--budgets", "1000", "--methods", "engram,engram-episodic",
         "--tenant", slug, "--json", str(out), *extra,
     )  # fmt: skip
     return json.loads(out.read_text())
 
 
 def test_memory_eval_ends_every_session_and_asks_only_once_consolidation_is_done(tmp_path: Path) -> None:
-    result = _run(tmp_path, "wp-real")
+    report = tmp_path / "report.md"
+    result = _run(tmp_path, "wp-real", "--report", str(report))
     expected = {t.session for conv in knowledge_updates.generate(conversations=4) for t in conv.turns}
     tenant = Tenant.objects.get(slug="wp-real")
     with tenant_scope(tenant):
@@ -60,6 +61,18 @@ def test_memory_eval_ends_every_session_and_asks_only_once_consolidation_is_done
     assert written["facts"] == len([f for f in facts if f.status == "active"]) > 0
     assert written["summaries"] >= len(expected)
     assert written["open_sessions"] == written["consolidation_backlog"] == written["embedding_backlog"] == 0
+
+    # Every question asked twice: all layers, and episodic + working only (the request's `layers`).
+    with tenant_scope(tenant):
+        traces = list(ContextTrace.objects.for_tenant(tenant))
+    layer_sets = {tuple(t.request["layers"]) for t in traces}
+    assert layer_sets == {("procedural", "semantic", "episodic", "working"), ("episodic", "working")}
+    assert all(not t.tokens.get("semantic") for t in traces if t.request["layers"] == ["episodic", "working"])
+    rows = {(r["method"], r["half"]) for r in result["results"] if r["group"] == "overall"}
+    assert rows == {(m, h) for m in ("engram", "engram-episodic") for h in ("first", "second", "all")}
+    text = report.read_text()
+    assert "## newer above older: all layers against episodic + working only" in text
+    assert "| engram, episodic + working only | 1000 |" in text
 
 
 def test_without_consolidation_the_sessions_stay_open_and_the_report_says_so(tmp_path: Path) -> None:

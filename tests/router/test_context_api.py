@@ -42,7 +42,10 @@ def test_context_answers_the_contract_with_exact_token_accounting(tenant_a, ask)
     assert set(body["tokens"]) == {"total", "procedural", "semantic", "episodic", "working"}
     assert set(body["layers"]) == {"procedural", "semantic", "episodic", "working"}
     assert body["tokens"]["total"] == count_tokens(body["prompt"]) <= 2000
-    fact = _items(body, "semantic")[0]
+    # The fact's source line answers as well and is served as itself (it is worth more than the fact,
+    # router.candidates.semantic.settle_facts); asked of the facts alone, the fact is served.
+    facts = ask(query="what is the name of my dog?", max_tokens=2000, layers=["semantic"])
+    fact = _items(facts, "semantic")[0]
     assert fact["type"] == "fact" and "Biscuit" in fact["text"]
     assert [s["episode_id"] for s in fact["sources"]] == [episodes[3].id]
     assert fact["sources"][0]["external_id"] == "s-1:3" and fact["sources"][0]["session"] == "s-1"
@@ -53,7 +56,7 @@ def test_context_answers_the_contract_with_exact_token_accounting(tenant_a, ask)
             assert item["sources"][0]["episode_id"] == int(item["id"].split(":")[1])
             assert item["sources"][0]["external_id"].startswith("s-1:")
             assert item["sources"][0]["occurred_at"] is not None
-    assert "## Known facts" in body["prompt"] and "1 Mar 2024" in body["prompt"]
+    assert "## Known facts" in facts["prompt"] and "1 Mar 2024" in body["prompt"]
 
 
 def test_an_event_said_by_a_chosen_fact_is_not_repeated(tenant_a, ask) -> None:
@@ -63,9 +66,11 @@ def test_an_event_said_by_a_chosen_fact_is_not_repeated(tenant_a, ask) -> None:
     )
     body = ask(query="dog Biscuit", max_tokens=4000)
     episodic_ids = {i["id"] for i in _items(body, "episodic")}
-    assert f"episode:{episodes[3].id}" not in episodic_ids
+    fact_served = bool(_items(body, "semantic"))
+    # The fact or the line it came from, whichever is worth more, never both.
+    assert fact_served != (f"episode:{episodes[3].id}" in episodic_ids)
     assert f"episode:{episodes[4].id}" in episodic_ids
-    assert "I adopted a dog called Biscuit" not in body["prompt"]
+    assert body["prompt"].count("Biscuit") == 2
 
 
 def test_a_tool_result_of_the_session_brings_the_procedure_it_triggers(tenant_a, ask) -> None:

@@ -42,10 +42,9 @@ def _ids(body):
 
 @pytest.mark.isolation("context-feedback")
 def test_feedback_marks_facts_used_and_feeds_the_hit_rate(tenant_a, api_a, api_b) -> None:
-    episodes = remember(tenant_a, ["my printer jams on tray two", "I moved to Lisbon"])
-    fact = believe(
-        tenant_a, attribute="city", value="Lisbon", statement="Alice lives in Lisbon.", sources=episodes[1:]
-    ).fact
+    remember(tenant_a, ["my printer jams on tray two", "I moved to Lisbon"])
+    # Without sources: its source line of this session, worth more, would be served in its place.
+    fact = believe(tenant_a, attribute="city", value="Lisbon", statement="Alice lives in Lisbon.").fact
     body = _context(api_a, query="printer Lisbon", session="s-1")
     offered = _ids(body)
     assert f"fact:{fact.id}" in offered

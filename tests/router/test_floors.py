@@ -151,7 +151,7 @@ def _line(item_id: str, session: str, text: str, value: float, kind: str = "epis
     )
 
 
-def test_whichever_packing_takes_first_a_summary_or_its_turns_the_other_is_not_served() -> None:
+def test_a_summary_never_causes_its_sessions_turns_to_be_skipped() -> None:
     def offered() -> list[Candidate]:
         return [
             _line("summary:s1", "s1", "summary: a trip to the lakes, a deposit for the kayaks", 1.0, "session_summary"),
@@ -160,16 +160,18 @@ def test_whichever_packing_takes_first_a_summary_or_its_turns_the_other_is_not_s
             _line("episode:3", "s2", "user: The VPN drops at six", 0.1),
         ]
 
+    # Worth more than its turns, the summary still does not take their place: it cites one of them.
     settled = settle_episodes(offered(), HeuristicWeights())
     chosen, _, _ = pack_layer(layer="episodic", candidates=settled, grant=500, fmt="markdown")
-    assert sorted(c.id for c in chosen) == ["episode:3", "summary:s1"]
-
-    turns_first = offered()
-    turns_first[0].value = 0.001
-    chosen, _, _ = pack_layer(
-        layer="episodic", candidates=settle_episodes(turns_first, HeuristicWeights()), grant=500, fmt="markdown"
-    )
     assert sorted(c.id for c in chosen) == ["episode:1", "episode:2", "episode:3"]
+
+    # Where its turns are not served (too long for the room left), the summary fills in.
+    squeezed = offered()
+    squeezed[1].text = squeezed[2].text = "user: " + "a very long line about kayaks " * 40
+    chosen, _, _ = pack_layer(
+        layer="episodic", candidates=settle_episodes(squeezed, HeuristicWeights()), grant=60, fmt="markdown"
+    )
+    assert sorted(c.id for c in chosen) == ["episode:3", "summary:s1"]
 
 
 def test_what_the_facts_layer_leaves_unused_goes_to_the_episodes(tenant_a, ask) -> None:
@@ -190,3 +192,21 @@ def test_what_the_facts_layer_leaves_unused_goes_to_the_episodes(tenant_a, ask) 
     assert body["budgets"]["granted"]["episodic"] > 600
     assert body["tokens"]["episodic"] > 100
     assert body["tokens"]["total"] == count_tokens(body["prompt"]) <= body["budgets"]["memory"]
+
+
+def test_facts_compete_with_history_and_do_not_fill_the_context_first(tenant_a, ask) -> None:
+    remember(tenant_a, [f"The VPN dropped again on evening {n} around six, right after the backup" for n in range(12)])
+    for n in range(30):
+        believe(
+            tenant_a,
+            attribute=f"hobby_{n}",
+            value=f"origami model {n}",
+            statement=f"Alice folds origami model number {n} when the rain drops.",
+            observed_at=T0 + timedelta(days=n),
+        )
+    body = ask(query="when does the VPN drop?", max_tokens=400, budgets={"reserve": 0, "episodic": 400})
+    # The facts share a word with the query but are about something else: history answers, and the
+    # semantic layer's budget (1,200 tokens here) is a cap, not a quota filled before it.
+    assert body["tokens"]["episodic"] > 200
+    assert body["tokens"]["semantic"] < body["tokens"]["episodic"]
+    assert body["tokens"]["total"] == count_tokens(body["prompt"]) <= 400

@@ -38,11 +38,13 @@ from episodic.management.commands.import_conversations import locomo_items
 from episodic.models import Episode
 from evaluation import knowledge_updates
 from evaluation.recall import (
+    EPISODIC_ONLY_LAYERS,
     HALVES,
     METHODS,
     Conversation,
     Question,
     ServedItem,
+    ablation_section,
     build_long,
     category_tables,
     chart,
@@ -51,6 +53,7 @@ from evaluation.recall import (
     halves_table,
     load_locomo,
     measure_latency,
+    method_label,
     report_markdown,
     shared_dataset,
 )
@@ -116,6 +119,7 @@ class Command(BaseCommand):
                 vectors=lambda conv: stored_vectors(tenant, conv.sample_id),
                 embed_queries=_embed_queries,
                 progress=lambda m: self.stderr.write(m),
+                episodic_only=asker.episodic_only,
             )
         result["benchmark"] = benchmark
         result["write_path"] = self.write_report.as_dict()
@@ -129,7 +133,7 @@ class Command(BaseCommand):
         for row in result["results"]:
             if row["group"] == "overall":
                 line = (
-                    f"{row['method']:>7} {row['budget']:>6} {row['half']:>6}  recall_all={row['recall_all']:.3f} "
+                    f"{row['method']:>15} {row['budget']:>6} {row['half']:>6}  recall_all={row['recall_all']:.3f} "
                     f"recall_any={row['recall_any']:.3f} tokens={row['tokens_mean']:.0f}"
                 )
                 if "newer_above_older" in row:
@@ -336,8 +340,10 @@ class _Asker:
         with tenant_scope(self.tenant):
             ApiKey.objects.for_tenant(self.tenant).filter(id=self.issued.api_key.id).update(revoked_at=timezone.now())
 
-    def engram(self, q: Question, budget: int) -> tuple[list[ServedItem], int, float]:
-        body = {
+    def engram(
+        self, q: Question, budget: int, layers: Sequence[str] | None = None
+    ) -> tuple[list[ServedItem], int, float]:
+        body: dict[str, Any] = {
             "subject": q.sample_id,
             "query": q.text,
             "max_tokens": budget,
@@ -345,6 +351,8 @@ class _Asker:
             # comparison is at equal context size.
             "budgets": {"reserve": 0, "episodic": budget},
         }
+        if layers:
+            body["layers"] = list(layers)
         started = time.perf_counter()
         response = self.client.post("/v1/context", body, format="json")
         latency = (time.perf_counter() - started) * 1000
@@ -352,6 +360,9 @@ class _Asker:
             raise CommandError(f"POST /v1/context answered {response.status_code}: {response.content[:300]!r}")
         data = response.json()
         return served_items(data), data["tokens"]["total"], latency
+
+    def episodic_only(self, q: Question, budget: int) -> tuple[list[ServedItem], int, float]:
+        return self.engram(q, budget, EPISODIC_ONLY_LAYERS)
 
 
 def served_items(data: dict[str, Any]) -> list[ServedItem]:
@@ -388,6 +399,7 @@ def long_markdown(
         "as found only when a served excerpt overlaps the evidence turn's span (passage-level recall), not "
         "merely when the merged episode is cited.",
         "",
+        *ablation_section(result, budgets=budgets),
         "## Overall (categories 1-4), each half and all",
         "",
         *halves_table(result, budgets=budgets, metrics=(("recall_all", "recall_all"), ("recall_any", "recall_any"))),
@@ -447,7 +459,7 @@ def updates_markdown(
         for b in budgets:
             if (m, b, "all", "overall") not in rows:
                 continue
-            cells = ["full replay" if m == "full" else m, "all" if m == "full" else str(b)]
+            cells = [method_label(m, result), "all" if m == "full" else str(b)]
             for key in ("newer_above_older", "stale_only"):
                 cells += [_f(rows.get((m, b, h, "overall"), {}).get(key)) for h in HALVES]
             r = rows[(m, b, "all", "overall")]
@@ -462,7 +474,7 @@ def updates_markdown(
             continue
         for b in budgets:
             vals = [rows.get((m, b, "all", a), {}).get("newer_above_older") for a in attributes]
-            per_attr.append(f"| {m} | {b} | " + " | ".join(_f(v) for v in vals) + " |")
+            per_attr.append(f"| {method_label(m, result)} | {b} | " + " | ".join(_f(v) for v in vals) + " |")
     lines = [
         "# Knowledge updates: is the newer statement served, and above the older?",
         "",
@@ -481,6 +493,11 @@ def updates_markdown(
         "- stale only: the older statement is served without the newer (target: 0);",
         "- both served: both in the context; newer served: the newer statement is in the context.",
         "",
+        *ablation_section(
+            result,
+            budgets=budgets,
+            metrics=(("newer above older", "newer_above_older"), ("stale only", "stale_only")),
+        ),
         "## Each half and all",
         "",
         *table,
