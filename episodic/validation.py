@@ -241,7 +241,7 @@ def _embedding(value: Any, pointer: str, errors: _Errors) -> list[float] | None:
 def parse_items(items: Any, *, config: TenantSettings, pointer: str = "/episodes") -> list[EpisodeDraft]:
     """Validate and normalise a batch; raise one problem listing every bad field, or return drafts."""
     max_batch = settings.ENGRAM["MAX_BATCH"]
-    max_text = settings.ENGRAM["MAX_TEXT_CHARS"]
+    max_text = settings.ENGRAM["MAX_EPISODE_CHARS"]
     if not isinstance(items, list):
         raise ValidationProblem.at(pointer, "Must be a list of episodes.")
     if not items:
