@@ -8,6 +8,7 @@ Every request must answer below 500, every 4xx as problem+json, every status one
 Writes docs/benchmarks/fuzz.md.
 
     .venv/bin/python bench/fuzz_api.py [--requests 20000] [--seed 22] [--schemathesis-examples 100]
+        [--schemathesis-phases examples,coverage,fuzzing,stateful]
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def run_fuzz(
     return summary()
 
 
-def run_schemathesis(examples: int, raw_key: str) -> dict[str, object]:
-    """schemathesis's own CLI against a live server (runserver on a free port), as issue 22 ran it."""
+def run_schemathesis(examples: int, raw_key: str, phases: str) -> dict[str, object]:
+    """schemathesis's own CLI against a live server (runserver on a free port, loopback only), as issue
+    22 ran it, with the stateful phase as well (sequences of calls that follow the schema's links)."""
     import socket
 
     with socket.socket() as s:
@@ -139,6 +141,8 @@ def run_schemathesis(examples: int, raw_key: str) -> dict[str, object]:
             "60",
             "--seed",
             "22",
+            "--phases",
+            phases,
         ]
         started = time.monotonic()
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=3600)
@@ -264,6 +268,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20_000, help="0 skips the raw-request run")
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--schemathesis-examples", type=int, default=100, help="0 skips the schemathesis run")
+    parser.add_argument(
+        "--schemathesis-phases", default="examples,coverage,fuzzing,stateful", help="schemathesis's --phases"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     args = parser.parse_args()
     command = "  ".join(["", ".venv/bin/python bench/fuzz_api.py", *sys.argv[1:]]).strip()
@@ -313,7 +320,7 @@ def main() -> None:
         schemathesis = None
         if args.schemathesis_examples:
             connection.close()
-            schemathesis = run_schemathesis(args.schemathesis_examples, issued.raw)
+            schemathesis = run_schemathesis(args.schemathesis_examples, issued.raw, args.schemathesis_phases)
             print("\n".join(schemathesis["summary"]))  # type: ignore[arg-type]
         write_report(fuzz, schemathesis, command)
         print(f"wrote {OUT.relative_to(ROOT)}")

@@ -70,6 +70,34 @@ ACCESS_PLAIN = access_plain(configured=os.environ.get("LOG_FORMAT", "json"), isa
 # Unset, no one is believed: gunicorn's own default trusts loopback.
 forwarded_allow_ips = os.environ.get("ENGRAM_TRUSTED_PROXIES", "")
 
+# Limits and timeouts, set here rather than left to gunicorn's defaults (docs/production.md). gunicorn
+# answers past them itself, with a short HTML page, before Django runs:
+# - the request line: its maximum, so that every URL the API forms fits (a 255-character id of 4-byte
+#   characters is 3,060 bytes percent-encoded, a cursor up to 1,000): 414 past 8,190 bytes;
+# - headers: 100 fields of at most 8,190 bytes each, 431 past them (the application refuses an
+#   Idempotency-Key over 255 characters itself, as problem+json);
+# - a worker silent for `timeout` seconds is restarted; `graceful_timeout` to finish on a restart;
+#   `keepalive` for the next request on a connection (a reverse proxy reuses its connections).
+limit_request_line = 8190
+limit_request_fields = 100
+limit_request_field_size = 8190
+timeout = 30
+graceful_timeout = 30
+keepalive = 5
+
+# A body that stops arriving (a Content-Length larger than what is sent) would hold its thread for as
+# long as the client keeps the connection open: gthread reads the body from a blocking socket with no
+# timeout. Every read of the request now waits at most this long for the next bytes; the parser then
+# answers 400 (tenants/api/parsers.py).
+BODY_TIMEOUT_SECONDS = float(os.environ.get("ENGRAM_BODY_TIMEOUT_SECONDS", "15"))
+
+
+def pre_request(worker: Any, req: Any) -> None:
+    sock = getattr(getattr(req, "unreader", None), "sock", None)
+    if sock is not None:
+        sock.settimeout(BODY_TIMEOUT_SECONDS)
+
+
 # Every worker counts on its own; in multiprocess mode /metrics adds them up (config/metrics.py). The
 # directory must be known before a worker imports prometheus_client, so it is chosen here, in the master.
 _own_metrics_dir = ""

@@ -32,5 +32,6 @@ urlpatterns = [
     path("metrics", metrics_access.metrics, name="prometheus-django-metrics"),
 ]
 
+handler400 = "tenants.api.problems.bad_request_view"
 handler404 = "tenants.api.problems.not_found_view"
 handler500 = "tenants.api.problems.server_error_view"

@@ -138,7 +138,7 @@ class EpisodeListCreateApi(TenantAPIView):
         agent = serializers.CharField(required=False, max_length=255)
         kind = serializers.ChoiceField(choices=EpisodeKind.choices, default=EpisodeKind.MESSAGE)
         role = serializers.CharField(required=False, max_length=64)
-        content = serializers.CharField(required=False, max_length=settings.ENGRAM["MAX_TEXT_CHARS"])
+        content = serializers.CharField(required=False, max_length=settings.ENGRAM["MAX_EPISODE_CHARS"])
         payload = serializers.DictField(required=False)
         occurred_at = AwareDateTimeField(required=False)
         entities = serializers.ListField(child=serializers.CharField(max_length=MAX_ENTITY_CHARS), required=False)

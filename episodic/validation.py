@@ -253,7 +253,7 @@ def parse_items(items: Any, *, config: TenantSettings, now: datetime, pointer: s
     """Validate and normalise a batch; raise one problem listing every bad field, or return drafts.
     An item without `session` gets session_default_id for its subject and day (`now` when undated)."""
     max_batch = settings.ENGRAM["MAX_BATCH"]
-    max_text = settings.ENGRAM["MAX_TEXT_CHARS"]
+    max_text = settings.ENGRAM["MAX_EPISODE_CHARS"]
     if not isinstance(items, list):
         raise ValidationProblem.at(pointer, "Must be a list of episodes.")
     if not items:

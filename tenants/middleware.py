@@ -62,7 +62,15 @@ def _read_unframed_body(request: HttpRequest, *, limit: int) -> HttpResponse | N
             type_slug="length-required",
             detail="This server cannot read a body without Content-Length here; send Content-Length.",
         )
-    raw = request.META["wsgi.input"].read(limit + 1)
+    try:
+        raw = request.META["wsgi.input"].read(limit + 1)
+    except OSError:
+        return problem_response(
+            status=400,
+            title="Malformed request",
+            type_slug="malformed-request",
+            detail="The body could not be read whole: it ended early or stopped arriving.",
+        )
     if len(raw) > limit:
         return _too_large(f"The request body exceeds the limit of {limit} bytes.")
     request._stream = io.BytesIO(raw)  # WSGIRequest reads its body from here

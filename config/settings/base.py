@@ -184,6 +184,10 @@ ENGRAM: dict[str, Any] = {
     "MAX_BODY_BYTES": env.int("ENGRAM_MAX_BODY_BYTES", default=8 * 1024 * 1024),
     "MAX_BATCH": env.int("ENGRAM_MAX_BATCH", default=1000),
     "MAX_TEXT_CHARS": env.int("ENGRAM_MAX_TEXT_CHARS", default=32_000),
+    # An episode's content (a tool's output, a document): passages make its cost independent of its
+    # length; the bound is PostgreSQL's 1 MB tsvector, which 200,000 characters of all-different
+    # words fill to 0.4 MB (docs/episodic.md). The body limit still bounds a batch.
+    "MAX_EPISODE_CHARS": env.int("ENGRAM_MAX_EPISODE_CHARS", default=200_000),
     "MAX_SCRATCHPAD_BYTES": env.int("ENGRAM_MAX_SCRATCHPAD_BYTES", default=64 * 1024),
     # How long a scratchpad's shadow outlives the scratchpad, for the expiry sweep to summarise it.
     "SCRATCHPAD_SHADOW_GRACE_SECONDS": env.int("ENGRAM_SCRATCHPAD_SHADOW_GRACE_SECONDS", default=3 * 24 * 3600),

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import transaction
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse, UnreadablePostError
 from rest_framework import exceptions
 from rest_framework.exceptions import ErrorDetail
 
@@ -99,6 +99,9 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> JsonRe
             extra=exc.extra,
             instance=instance,
         )
+    if isinstance(exc, UnreadablePostError):
+        # The client stopped sending before its Content-Length (gunicorn's body timeout, a reset).
+        exc = exceptions.ParseError("The body could not be read whole: it ended early or stopped arriving.")
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -140,6 +143,16 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> JsonRe
 def not_found_view(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     return problem_response(
         status=404, title="Not found", detail="No such resource.", type_slug="not-found", instance=request.path
+    )
+
+
+def bad_request_view(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    # Django's own 400s (a Host not in ALLOWED_HOSTS, other SuspiciousOperation) come here, not to a view.
+    return problem_response(
+        status=400,
+        title="Bad request",
+        detail="The request was refused before it reached the API.",
+        type_slug="bad-request",
     )
 
 

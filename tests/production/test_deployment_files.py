@@ -49,7 +49,7 @@ def _redis_args(service: dict[str, Any]) -> dict[str, str]:
 
 
 def _redis_service_of(url: str, compose: dict[str, Any]) -> tuple[str, int]:
-    match = re.fullmatch(r"redis://([^:/]+)(?::\d+)?/(\d+)", url)
+    match = re.fullmatch(r"redis://(?::[^@]*@)?([^:/@]+)(?::\d+)?/(\d+)", url)
     assert match, url
     assert match.group(1) in compose["services"], url
     return match.group(1), int(match.group(2))
