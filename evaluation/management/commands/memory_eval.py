@@ -4,6 +4,7 @@ and the latency of short against long turns.
     manage.py memory_eval locomo       [--dataset PATH] [--budgets 1000,2000,4000,8000] [--conversations N]
     manage.py memory_eval locomo-long  [--dataset PATH] [--min-tokens 400 --max-tokens 800]
     manage.py memory_eval updates      [--seed 18] [--conversations 200]
+    manage.py memory_eval techchat     [--seed 29] [--conversations 30]
     manage.py memory_eval latency      [--budgets 1000,4000] [--rounds 200]
     common: [--tenant SLUG] [--reuse] [--methods engram,bm25,dense,recent,full] [--questions N] [--every K]
             [--no-consolidation]
@@ -36,7 +37,7 @@ from rest_framework.test import APIClient
 from core.embedding import get_embedder
 from episodic.management.commands.import_conversations import locomo_items
 from episodic.models import Episode
-from evaluation import knowledge_updates
+from evaluation import knowledge_updates, techchat
 from evaluation.recall import (
     EPISODIC_ONLY_LAYERS,
     HALVES,
@@ -64,8 +65,13 @@ from tenants.scope import tenant_scope
 from tenants.services import api_key_create
 
 DEFAULT_DATASET = str(shared_dataset("locomo", "locomo10.json"))
-BENCHMARKS = ("locomo", "locomo-long", "updates", "latency")
-TENANTS = {"locomo": "locomo-eval", "locomo-long": "locomo-long-eval", "updates": "updates-eval"}
+BENCHMARKS = ("locomo", "locomo-long", "updates", "techchat", "latency")
+TENANTS = {
+    "locomo": "locomo-eval",
+    "locomo-long": "locomo-long-eval",
+    "updates": "updates-eval",
+    "techchat": "techchat-eval",
+}
 
 
 class Command(BaseCommand):
@@ -80,7 +86,7 @@ class Command(BaseCommand):
         parser.add_argument("--conversations", type=int, default=0, help="LoCoMo: the first N; updates: how many")
         parser.add_argument("--questions", type=int, default=0, help="Only the first N questions of each conversation")
         parser.add_argument("--every", type=int, default=1, help="Only every K-th question of each conversation")
-        parser.add_argument("--seed", type=int, default=18, help="updates: the generator's seed")
+        parser.add_argument("--seed", type=int, default=None, help="updates (18), techchat (29): the generator's seed")
         parser.add_argument("--min-tokens", type=int, default=400, help="locomo-long: smallest merged episode")
         parser.add_argument("--max-tokens", type=int, default=800, help="locomo-long: largest merged episode")
         parser.add_argument("--rounds", type=int, default=200, help="latency: requests per case and budget")
@@ -97,6 +103,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         benchmark = options["benchmark"]
+        options["seed_given"] = options["seed"] is not None
+        if options["seed"] is None:
+            options["seed"] = 18
         default_budgets = "1000,4000" if benchmark == "latency" else "1000,2000,4000,8000"
         budgets = [int(b) for b in (options["budgets"] or default_budgets).split(",") if b.strip()]
         command = options["command_line"] or "manage.py memory_eval " + " ".join(shlex.quote(a) for a in sys.argv[2:])
@@ -153,6 +162,11 @@ class Command(BaseCommand):
     def _whole_conversations(self, benchmark: str, options: dict[str, Any]) -> list[Conversation]:
         if benchmark == "updates":
             return knowledge_updates.generate(seed=options["seed"], conversations=options["conversations"] or 200)
+        if benchmark == "techchat":
+            return techchat.generate(
+                seed=options["seed"] if options["seed_given"] else techchat.DEFAULT_SEED,
+                conversations=options["conversations"] or techchat.DEFAULT_CONVERSATIONS,
+            )
         path = Path(options["dataset"])
         if not path.is_file():
             raise CommandError(f"No dataset at {path}.")
@@ -282,6 +296,8 @@ class Command(BaseCommand):
             )  # fmt: skip
         if benchmark == "locomo-long":
             return long_markdown(result, command=command, budgets=budgets, options=options, common=common)
+        if benchmark == "techchat":
+            return techchat_markdown(result, command=command, budgets=budgets, options=options, common=common)
         return updates_markdown(result, command=command, budgets=budgets, options=options, common=common)
 
 
@@ -514,6 +530,57 @@ def updates_markdown(
         "- Place in the context: where an item's line starts in the returned prompt (the router renders each "
         "section in time order); for the baselines, their packing order (best first; the recent window oldest "
         "first). An item that cites both statements places them together, which does not count as above.",
+        *(f"- {n}" for n in common),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def techchat_markdown(
+    result: dict[str, Any], *, command: str, budgets: Sequence[int], options: dict[str, Any], common: Sequence[str]
+) -> str:
+    rows = {(r["method"], r["budget"], r["half"], r["group"]): r for r in result["results"]}
+    kinds = sorted({k[3] for k in rows if k[3] != "overall"})
+    per_kind = ["| method | budget | " + " | ".join(kinds) + " |", "|---|---:|" + "---:|" * len(kinds)]
+    for m in [m for m in METHODS if m != "full" and any(k[0] == m for k in rows)]:
+        for b in budgets:
+            vals = [rows.get((m, b, "all", k), {}).get("recall_all") for k in kinds]
+            per_kind.append(f"| {method_label(m, result)} | {b} | " + " | ".join(_f(v) for v in vals) + " |")
+    seed = options["seed"] if options["seed_given"] else techchat.DEFAULT_SEED
+    count = options["conversations"] or techchat.DEFAULT_CONVERSATIONS
+    lines = [
+        "# Technical user-assistant conversations: evidence recall of the context, by halves",
+        "",
+        f"Produced by `{command}` on {timezone.now():%Y-%m-%d}.",
+        "",
+        f"{result['questions']} questions over {count} conversations generated by "
+        f"`evaluation.techchat.generate(seed={seed}, conversations={count})` ({result['units']} turns of "
+        f"{result['unit_tokens_mean']:.0f} tokens on average, {result['full_replay_tokens_mean']:.0f} tokens "
+        "per conversation): a user asks for programming help over many sessions, turns of code, tracebacks, "
+        "log lines and lists drawn from the installed standard library and packages (source, docstrings, "
+        "README text, read at generation time); statements about the user (stack and versions, deadlines, "
+        "preferences, people, employer) are planted in the user's turns, two of them updated sessions later "
+        "with a distractor between. A question's evidence is the turn that holds its statement; an update's "
+        "older statement is stale.",
+        "",
+        *ablation_section(result, budgets=budgets),
+        *ablation_section(
+            result,
+            budgets=budgets,
+            metrics=(("newer above older", "newer_above_older"), ("stale only", "stale_only")),
+            group=techchat.UPDATE,
+        ),
+        "## Overall, each half and all",
+        "",
+        *halves_table(result, budgets=budgets, metrics=(("recall_all", "recall_all"), ("recall_any", "recall_any"))),
+        "",
+        "## recall_all per kind of statement (all)",
+        "",
+        *per_kind,
+        "",
+        "## How it was measured",
+        "",
+        "- The turns were written through the API (subject `tech-<nn>`, one session per generated session, role "
+        "user or assistant, external_id `<session>:t<k>`).",
         *(f"- {n}" for n in common),
     ]
     return "\n".join(lines) + "\n"

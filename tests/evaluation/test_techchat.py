@@ -1,0 +1,60 @@
+"""The technical user-assistant set: deterministic under its seed, long turns of code, logs and lists,
+every question's evidence the turn that holds its planted statement, updates newer after older."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.tokens import count_tokens
+from evaluation import techchat
+from evaluation.recall import Conversation
+
+
+def _fingerprint(convs: list[Conversation]) -> list[object]:
+    return [(t.external_id, t.speaker, t.text, t.when) for c in convs for t in c.turns] + [
+        q for c in convs for q in c.questions
+    ]
+
+
+def test_the_same_seed_gives_the_same_conversations_and_another_seed_others() -> None:
+    first = techchat.generate(seed=29, conversations=2, min_tokens=8_000)
+    assert _fingerprint(first) == _fingerprint(techchat.generate(seed=29, conversations=2, min_tokens=8_000))
+    assert _fingerprint(first) != _fingerprint(techchat.generate(seed=30, conversations=2, min_tokens=8_000))
+
+
+@pytest.mark.slow
+def test_conversations_are_long_with_turns_of_200_to_2000_tokens_of_code_logs_and_lists() -> None:
+    conversations = techchat.generate(conversations=3)
+    for conv in conversations:
+        sizes = [count_tokens(t.text) for t in conv.turns]
+        assert sum(sizes) >= techchat.MIN_TOKENS
+        assert min(sizes) >= 200 and max(sizes) <= 2_000
+        assert len({t.session for t in conv.turns}) >= 5
+        text = "\n".join(t.text for t in conv.turns)
+        assert "```python" in text and "Traceback (most recent call last):" in text and "\n- " in text
+        # 11 questions, 2 of them updates: 30 conversations give 330 questions, 60 updates.
+        assert len(conv.questions) == 11
+        assert sum(bool(q.stale) for q in conv.questions) == 2
+
+
+@pytest.mark.slow
+def test_every_question_cites_the_turn_that_holds_its_statement_and_updates_come_after_what_they_replace() -> None:
+    for conv in techchat.generate(conversations=3):
+        order = {t.external_id: i for i, t in enumerate(conv.turns)}
+        turns = {t.external_id: t for t in conv.turns}
+        kinds = set()
+        for q in conv.questions:
+            (evidence,) = q.evidence
+            said = turns[evidence.external_id]
+            assert said.speaker == "user" and evidence.label in said.text
+            kinds.add(q.category)
+            if q.stale:
+                (older,) = q.stale
+                assert older.label in turns[older.external_id].text
+                assert order[older.external_id] < order[evidence.external_id]
+                assert turns[older.external_id].when < said.when
+                between = [t for t in conv.turns[order[older.external_id] + 1 : order[evidence.external_id]]]
+                assert any(t.speaker == "user" for t in between)
+            # Each planted statement is said once: no other turn holds it.
+            assert sum(evidence.label in t.text for t in conv.turns) == 1
+        assert techchat.UPDATE in kinds and len(kinds) >= 3
