@@ -195,7 +195,9 @@ CONTEXT_TOKENS = 1000
 @dataclass
 class Outcome:
     """What the API answers after a pair was written: `updated`, the active facts hold the new value
-    and not the old one; `served`, the context holds the new value ahead of any mention of the old;
+    and not the old one; `served`, the context holds the new value on a line ahead of every line that
+    holds the old one alone (a line that tells the change, "switched from 8.0 to 8.4", holds both and
+    counts as the new: it is where a reader learns the update, whether a fact or the turn itself);
     `stale_only`, the context holds the old value without the new; `confirmed` (a paraphrase), one
     fact, never superseded, confirmed by the second statement."""
 
@@ -240,7 +242,9 @@ def _outcome(client: Client, pair: Said | Written, subject: str, old: str, new: 
         )
     )
     prompt = context["prompt"]
-    at_new, at_old = mentions(prompt, new), mentions(prompt, old)
+    lines = prompt.splitlines()
+    at_new = next((i for i, line in enumerate(lines) if mentions(line, new) >= 0), -1)
+    at_old = next((i for i, line in enumerate(lines) if mentions(line, old) >= 0 and mentions(line, new) < 0), -1)
     matching = [f for f in facts if mentions(f["value"], new) >= 0 or mentions(f["value"], old) >= 0]
     return Outcome(
         pair=pair,

@@ -300,6 +300,10 @@ CARRIED_COLUMNS = {
     "value": "f.value",
     "origin": "f.origin",
     "attribute": "f.attribute",
+    # The fact replaced an earlier value of its attribute (an update): the context serves it first.
+    "updates": (
+        f"EXISTS (SELECT 1 FROM {Fact._meta.db_table} o WHERE o.tenant_id = f.tenant_id AND o.superseded_by_id = f.id)"  # noqa: S608 - a model's table name
+    ),
 }
 
 
@@ -654,6 +658,7 @@ class ScoredFactRow:
     value: str
     origin: str
     attribute: str = ""
+    updates: bool = False
 
 
 def fact_search_rows(
@@ -679,7 +684,7 @@ def fact_search_rows(
         min_score=0.0,
         as_of=as_of,
         query_embedding=query_embedding,
-        carry=("statement", "valid_from_us", "confidence", "value", "origin", "attribute"),
+        carry=("statement", "valid_from_us", "confidence", "value", "origin", "attribute", "updates"),
         entities=entities,
     )
     return [
@@ -693,6 +698,7 @@ def fact_search_rows(
             value=value,
             origin=origin,
             attribute=attribute,
+            updates=bool(updates),
         )
-        for score, fact_id, parts, (statement, valid_from_us, confidence, value, origin, attribute) in top
+        for score, fact_id, parts, (statement, valid_from_us, confidence, value, origin, attribute, updates) in top
     ]

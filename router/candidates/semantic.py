@@ -93,7 +93,7 @@ def fact_candidates(
             query_embedding=embedding,
         )
         scored = [
-            (r, r.score, dict(r.score_parts))
+            (r, r.score, {**r.score_parts, "update": 1.0} if r.updates else dict(r.score_parts))
             for r in results
             if served_fact(r.value, r.origin)
             and fact_above_floor(r.score_parts, w, names_attribute=names_attribute(words, r.attribute))
@@ -143,6 +143,12 @@ def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> N
     as they are: a source line worth more than the fact is served as itself, and covers the fact."""
     by_id = {item.id: item for item in episodes}
     for fact in facts:
+        if fact.score_parts.get("update"):
+            # A fact that replaced an earlier value stands in for the turns that told it, at their worth:
+            # the newer value is served first, as the fact (invariant 8), wherever its turn would be.
+            lines = [by_id[s] for s in fact.covers if s in by_id]
+            fact.value = max([fact.value, *(line.value for line in lines)])
+            continue
         for source_id in sorted(fact.covers):
             line = by_id.get(source_id)
             if line is not None and line.value > fact.value:

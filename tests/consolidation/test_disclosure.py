@@ -172,5 +172,7 @@ def test_the_newer_database_version_supersedes_the_older_through_the_api(
         {"subject": "u1", "query": "Which database version do they run?", "max_tokens": 500},
         format="json",
     ).json()
-    served = [item["text"] for item in context["layers"]["semantic"]]
-    assert served and "PostgreSQL 17" in served[0]
+    # The newer version comes first, as the fact or as the turn that told it (a source line worth more
+    # than its fact is served as itself); the older one is never served ahead of it.
+    lines = [line for line in context["prompt"].splitlines() if "PostgreSQL" in line]
+    assert lines and "PostgreSQL 17" in lines[0], context["prompt"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from procedural.models import Procedure
-from router.selectors import procedure_text
+from router.candidates.procedural import procedure_text
 from tests.router.conftest import believe
 
 pytestmark = pytest.mark.django_db
