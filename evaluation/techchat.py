@@ -389,9 +389,14 @@ class _Writer:
     def _fit(self, text: str, target: int) -> str:
         if count_tokens(text) <= target:
             return text
-        cut = truncate_to_tokens(text, target).rstrip()
-        # A code block cut open is closed again.
-        return cut + "\n```" if cut.count("```") % 2 else cut
+        budget = target
+        while True:
+            cut = truncate_to_tokens(text, budget).rstrip()
+            # A code block cut open is closed again, within the target: the fence costs tokens too.
+            fitted = cut + "\n```" if cut.count("```") % 2 else cut
+            if count_tokens(fitted) <= target or budget <= 1:
+                return fitted
+            budget -= count_tokens(fitted) - target
 
 
 # --- conversations -----------------------------------------------------------------------------
