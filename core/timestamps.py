@@ -17,3 +17,27 @@ def epoch_us_sql(column: str) -> str:
 def from_epoch_us(microseconds: int) -> datetime:
     """An aware UTC datetime from epoch_us_sql's value."""
     return EPOCH + timedelta(microseconds=microseconds)
+
+
+# Month names and their abbreviations as people write them, for the readers of dates in text.
+MONTHS = {
+    name: index
+    for index, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}

@@ -19,29 +19,10 @@ import unicodedata
 from collections import Counter
 from decimal import Decimal, InvalidOperation
 
+from core.timestamps import MONTHS
+
 Token = tuple[str, str]
 
-MONTHS = {
-    name: index
-    for index, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _ORD = r"(?:st|nd|rd|th)?"
 _NUMBER_WORDS = {
