@@ -44,6 +44,9 @@ from context_latency import (  # noqa: E402
     prewarm,
 )
 
+sys.path.insert(0, str(ROOT))
+from core.cpu import postgres_cpu_seconds  # noqa: E402
+
 CASES = ("new query", "query vector cached")
 
 # What a statement of a context request is, told by a phrase of its SQL (checked in this order); a
@@ -93,24 +96,6 @@ class StatementTimer:
                 self.totals.setdefault((kind, thread), [0.0, 0])
                 self.totals[(kind, thread)][0] += elapsed
                 self.totals[(kind, thread)][1] += 1
-
-
-def postgres_cpu_seconds() -> float | None:
-    """CPU time (user + system) of every PostgreSQL process on this machine, or None off Linux."""
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        return None
-    ticks = 0
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # the process ended meanwhile
-            continue
-        name, _, rest = text.partition(") ")
-        if name.endswith("(postgres"):
-            fields = rest.split()
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _check_data(args: argparse.Namespace) -> None:

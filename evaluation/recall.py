@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from core.cpu import postgres_cpu_seconds
 from core.tokens import count_tokens
 from router.rendering import format_day
 
@@ -673,25 +674,6 @@ def evaluate(
 
 
 # --- latency -----------------------------------------------------------------------------------
-def postgres_cpu_seconds() -> float | None:
-    """CPU time (user + system) of every PostgreSQL process on this machine, or None off Linux; read as
-    bench/context_breakdown.py reads it."""
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        return None
-    ticks = 0
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # the process ended meanwhile
-            continue
-        name, _, rest = text.partition(") ")
-        if name.endswith("(postgres"):
-            fields = rest.split()
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
 @dataclass
 class LatencySamples:
     wall_ms: list[float] = field(default_factory=list)
