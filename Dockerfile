@@ -11,6 +11,7 @@ COPY pyproject.toml README.md ./
 COPY config ./config
 COPY core ./core
 COPY tenants ./tenants
+COPY api ./api
 COPY episodic ./episodic
 COPY semantic ./semantic
 COPY procedural ./procedural

@@ -88,7 +88,7 @@ keepalive = 5
 # A body that stops arriving (a Content-Length larger than what is sent) would hold its thread for as
 # long as the client keeps the connection open: gthread reads the body from a blocking socket with no
 # timeout. Every read of the request now waits at most this long for the next bytes; the parser then
-# answers 400 (tenants/api/parsers.py).
+# answers 400 (api/parsers.py).
 BODY_TIMEOUT_SECONDS = float(os.environ.get("ENGRAM_BODY_TIMEOUT_SECONDS", "15"))
 
 
@@ -152,6 +152,6 @@ def post_worker_init(worker: Any) -> None:
 
 def worker_exit(server: Any, worker: Any) -> None:
     # The helper threads' connections would otherwise be dropped without a goodbye to PostgreSQL.
-    from tenants.readers import close_readers
+    from router.readers import close_readers
 
     close_readers()

@@ -6,11 +6,11 @@ from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from api.problems import not_found_view
 from core import health, metrics_access
-from tenants.api.problems import not_found_view
 
 v1: list[URLPattern | URLResolver] = [
-    path("", include("tenants.urls")),
+    path("", include("api.urls")),
     path("", include("episodic.urls")),
     path("", include("semantic.urls")),
     path("", include("procedural.urls")),
@@ -32,6 +32,6 @@ urlpatterns = [
     path("metrics", metrics_access.metrics, name="prometheus-django-metrics"),
 ]
 
-handler400 = "tenants.api.problems.bad_request_view"
-handler404 = "tenants.api.problems.not_found_view"
-handler500 = "tenants.api.problems.server_error_view"
+handler400 = "api.problems.bad_request_view"
+handler404 = "api.problems.not_found_view"
+handler500 = "api.problems.server_error_view"

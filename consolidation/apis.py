@@ -8,15 +8,15 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.auth import TenantPrincipal
+from api.idempotency import idempotent
+from api.serializers import BodySerializer
+from api.views import TenantAPIView
 from consolidation import erasure, selectors
 from consolidation.sessions import session_close
 from core.errors import ValidationProblem
 from episodic.apis import SessionOutputSerializer, session_dict
 from episodic.models import Outcome
-from tenants.api.idempotency import idempotent
-from tenants.api.serializers import BodySerializer
-from tenants.api.views import TenantAPIView
-from tenants.auth import TenantPrincipal
 
 SUBJECT_MAX = 255
 

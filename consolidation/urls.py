@@ -1,7 +1,7 @@
 from django.urls import path
 
+from api import converters  # noqa: F401  (registers extid)
 from consolidation import apis
-from tenants.api import converters  # noqa: F401  (registers extid)
 
 urlpatterns = [
     path("sessions/<extid:session>/end", apis.SessionEndApi.as_view(), name="session-end"),

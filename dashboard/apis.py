@@ -7,8 +7,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.views import TenantAPIView
 from dashboard import selectors
-from tenants.api.views import TenantAPIView
 
 
 class StatsApi(TenantAPIView):

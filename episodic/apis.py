@@ -13,6 +13,11 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.idempotency import idempotent
+from api.pagination import CreatedCursorPagination
+from api.parsers import LimitedJSONParser
+from api.serializers import BodySerializer
+from api.views import TenantAPIView
 from core.embedding import EMBEDDING_DIM
 from core.errors import ValidationProblem
 from episodic import scratchpad as pads
@@ -21,11 +26,6 @@ from episodic.models import Episode, EpisodeKind, Outcome, Session
 from episodic.selectors import ScoredEpisode, SessionDetail, episode_list, episode_search, session_detail
 from episodic.services import episodes_append
 from episodic.validation import unit_vector, vector_component_ok
-from tenants.api.idempotency import idempotent
-from tenants.api.pagination import CreatedCursorPagination
-from tenants.api.parsers import LimitedJSONParser
-from tenants.api.serializers import BodySerializer
-from tenants.api.views import TenantAPIView
 
 
 class AwareDateTimeField(serializers.DateTimeField):

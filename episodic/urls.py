@@ -1,7 +1,7 @@
 from django.urls import path
 
+from api import converters  # noqa: F401  (registers extid and session_id)
 from episodic import apis
-from tenants.api import converters  # noqa: F401  (registers extid and session_id)
 
 urlpatterns = [
     path("episodes", apis.EpisodeListCreateApi.as_view(), name="episode-list"),

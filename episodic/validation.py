@@ -16,13 +16,13 @@ from typing import Any
 
 from django.conf import settings
 
+from api.converters import SESSION_ROUTE_SUFFIXES
 from core.embedding import EMBEDDING_DIM
 from core.errors import NotFound, PayloadTooLarge, ValidationProblem
 from core.text import text_problem
 from core.tokens import count_tokens
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_with_config, normalise_terms
 from episodic.models import EpisodeKind, Outcome
-from tenants.api.converters import SESSION_ROUTE_SUFFIXES
 from tenants.models import TenantSettings
 
 FIELDS = frozenset(

@@ -9,14 +9,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.auth import TenantPrincipal
+from api.idempotency import idempotency_subjects, idempotent
+from api.pagination import CreatedCursorPagination
+from api.serializers import BodySerializer, StrictSerializer
+from api.views import TenantAPIView
 from procedural import selectors, services
 from procedural.confidence import wilson_interval
 from procedural.models import Procedure, ProcedureSource, ProcedureStatus
-from tenants.api.idempotency import idempotency_subjects, idempotent
-from tenants.api.pagination import CreatedCursorPagination
-from tenants.api.serializers import BodySerializer, StrictSerializer
-from tenants.api.views import TenantAPIView
-from tenants.auth import TenantPrincipal
 
 
 def _actor(request: Request) -> str:

@@ -10,14 +10,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.idempotency import idempotency_subjects, idempotent
+from api.pagination import CreatedCursorPagination
+from api.serializers import BodySerializer
+from api.views import TenantAPIView
 from router import selectors, services
 from router.budgets import BUDGET_KEYS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from router.models import ContextTrace, FeedbackOutcome
 from router.types import FORMATS, LAYERS, ContextRequest, Layer
-from tenants.api.idempotency import idempotency_subjects, idempotent
-from tenants.api.pagination import CreatedCursorPagination
-from tenants.api.serializers import BodySerializer
-from tenants.api.views import TenantAPIView
 
 LIST_LAYERS: tuple[Layer, ...] = ("procedural", "semantic", "episodic")
 

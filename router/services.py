@@ -17,11 +17,11 @@ from router.budgets import budget_plan
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
 from router.packing import assemble, line_tokens
 from router.policy import get_policy
+from router.readers import write_after_commit
 from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
 from semantic.services import fact_mark_used
 from tenants.models import Tenant
-from tenants.readers import write_after_commit
 
 # How many left-out candidates a trace keeps (the best ones): enough to learn from, bounded in size.
 MAX_CONSIDERED_IN_TRACE = 200

@@ -13,6 +13,11 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.auth import TenantPrincipal
+from api.idempotency import idempotent
+from api.pagination import CreatedCursorPagination
+from api.serializers import BodySerializer
+from api.views import TenantAPIView
 from core.errors import ValidationProblem
 from episodic.aliases import entity_alias_delete, entity_alias_list
 from episodic.models import AliasSource
@@ -38,11 +43,6 @@ from semantic.services import (
     fact_upsert,
 )
 from semantic.types import Actor, FactCandidate
-from tenants.api.idempotency import idempotent
-from tenants.api.pagination import CreatedCursorPagination
-from tenants.api.serializers import BodySerializer
-from tenants.api.views import TenantAPIView
-from tenants.auth import TenantPrincipal
 
 BIGINT_MAX = 2**63 - 1
 

@@ -1,7 +1,7 @@
 from django.urls import path
 
+from api import converters  # noqa: F401  (registers extid)
 from semantic import apis
-from tenants.api import converters  # noqa: F401  (registers extid)
 
 urlpatterns = [
     path("facts", apis.FactListCreateApi.as_view(), name="fact-list"),

@@ -2,13 +2,13 @@ from django.apps import AppConfig
 
 
 class TenantsConfig(AppConfig):
-    """The platform app: tenants, API keys, tenant scope and row-level security, API conventions."""
+    """The platform app: tenants, API keys, tenant scope and row-level security."""
 
     name = "tenants"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tenants import dbroles, schema  # noqa: F401 - registers the OpenAPI auth extension
+        from tenants import dbroles
 
         dbroles.connect_signals()
         from tenants.admin import restrict_platform_admin

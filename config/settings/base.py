@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "django_prometheus",
     "tenants",
+    "api",
     "episodic",
     "semantic",
     "procedural",
@@ -63,7 +64,7 @@ MIDDLEWARE = [
     "config.logs.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "tenants.middleware.BodySizeLimitMiddleware",
+    "api.middleware.BodySizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -137,15 +138,15 @@ LOGIN_URL = "admin:login"
 
 # --- API conventions -------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["tenants.permissions.HasKeyScope"],
-    "DEFAULT_PARSER_CLASSES": ["tenants.api.parsers.LimitedJSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["api.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasKeyScope"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.LimitedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": ["tenants.api.throttling.TenantRateThrottle"],
-    "DEFAULT_PAGINATION_CLASS": "tenants.api.pagination.CreatedCursorPagination",
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TenantRateThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.CreatedCursorPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "tenants.api.problems.problem_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "tenants.schema.ProblemAutoSchema",
+    "EXCEPTION_HANDLER": "api.problems.problem_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.ProblemAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
@@ -162,7 +163,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # The tenant's own ids in paths (tenants.api.converters): any text, `/` included, percent-encoded.
+    # The tenant's own ids in paths (api.converters): any text, `/` included, percent-encoded.
     "PATH_CONVERTER_OVERRIDES": {
         "extid": {"type": "string", "minLength": 1, "maxLength": 255},
         "session_id": {
@@ -209,7 +210,7 @@ ENGRAM: dict[str, Any] = {
     "VECTOR_PREFILTER_CANDIDATES": env.int("ENGRAM_VECTOR_PREFILTER_CANDIDATES", default=400),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
-    # Helper threads per process for reads beside the request (tenants.readers); 0 reads in line.
+    # Helper threads per process for reads beside the request (router.readers); 0 reads in line.
     "PARALLEL_READERS": env.int("ENGRAM_PARALLEL_READERS", default=4),
     "ANTHROPIC_MODEL": env.str("ENGRAM_ANTHROPIC_MODEL", default="claude-sonnet-4-5"),
     "IDEMPOTENCY_TTL_HOURS": env.int("ENGRAM_IDEMPOTENCY_TTL_HOURS", default=24),

@@ -8,8 +8,8 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from api.auth import TenantPrincipal
 from core.redis import get_redis
-from tenants.auth import TenantPrincipal
 
 WINDOW_SECONDS = 60
 

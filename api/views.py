@@ -5,9 +5,9 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from api.auth import request_tenant
 from core.errors import NotFound, ValidationProblem
 from core.text import text_problem
-from tenants.auth import request_tenant
 from tenants.models import Tenant
 
 # Headers whose values reach the database or a comparison.

@@ -12,7 +12,7 @@ from core.redis import get_redis
 class AuthFailureThrottle:
     """Failed authentications, counted per client address and per key prefix in a fixed window in
     Redis. Over either limit, every failed attempt from that address or with that prefix is a 429
-    instead of a 401 until the window ends; a key that verifies is never asked (tenants.auth)."""
+    instead of a 401 until the window ends; a key that verifies is never asked (api.auth)."""
 
     def __init__(self, *, address: str, prefix: str | None) -> None:
         self.keys: list[tuple[str, int]] = [(f"addr:{address}", settings.ENGRAM["AUTH_FAILURES_PER_ADDRESS"])]

@@ -9,9 +9,9 @@ from django.urls import path
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.idempotency import idempotent
+from api.views import TenantAPIView
 from core.redis import get_redis
-from tenants.api.idempotency import idempotent
-from tenants.api.views import TenantAPIView
 from tenants.models import IdempotencyRecord
 from tenants.scope import tenant_scope
 
@@ -146,7 +146,7 @@ def test_throttle_answers_429_with_retry_after(ctx_a, tenant_a) -> None:
 
 
 def test_throttle_counter_is_atomic_under_threads(ctx_a, tenant_a) -> None:
-    from tenants.api.throttling import TenantRateThrottle
+    from api.throttling import TenantRateThrottle
 
     tenant_a.settings = {"rate_limit_per_minute": 50}
     tenant_a.save(update_fields=["settings"])
@@ -154,7 +154,7 @@ def test_throttle_counter_is_atomic_under_threads(ctx_a, tenant_a) -> None:
     class Req:
         user = ctx_a.client and type("P", (), {})()
 
-    from tenants.auth import TenantPrincipal
+    from api.auth import TenantPrincipal
 
     req = Req()
     req.user = TenantPrincipal(tenant_a, ctx_a.api_key)

@@ -12,10 +12,10 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from api.auth_failures import AuthFailureThrottle
 from core.addresses import client_address
 from core.db import set_local
 from tenants import scope
-from tenants.api.auth_failures import AuthFailureThrottle
 from tenants.models import ApiKey, Tenant, hash_key
 
 # Touch last_used_at at most this often, so that reads do not turn into writes on every request.

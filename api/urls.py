@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tenants import apis
+from api import apis
 
 urlpatterns = [
     path("tenant", apis.TenantDetailApi.as_view(), name="tenant-detail"),

@@ -5,8 +5,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from tenants.api.views import TenantAPIView
-from tenants.auth import TenantPrincipal
+from api.auth import TenantPrincipal
+from api.views import TenantAPIView
 
 
 class TenantDetailApi(TenantAPIView):

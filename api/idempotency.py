@@ -27,9 +27,9 @@ from django.db import IntegrityError, transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.auth import request_tenant
 from core.errors import Conflict, Unprocessable, ValidationProblem
 from core.redis import get_redis
-from tenants.auth import request_tenant
 from tenants.models import IdempotencyRecord, IdempotencyTombstone
 
 HEADER = "Idempotency-Key"
@@ -137,7 +137,7 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
         transaction.on_commit(lambda: redis.delete(lock))
         return response
 
-    wrapper.idempotent = True  # type: ignore[attr-defined]  # read by the OpenAPI schema (tenants.schema)
+    wrapper.idempotent = True  # type: ignore[attr-defined]  # read by the OpenAPI schema (api.schema)
     return wrapper
 
 

@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
-from tenants.auth import TenantPrincipal
+from api.auth import TenantPrincipal
 
 
 class HasKeyScope(BasePermission):

@@ -22,8 +22,8 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.permissions import SAFE_METHODS
 
-from tenants.api.pagination import CreatedCursorPagination
-from tenants.api.problems import PROBLEM_CONTENT_TYPE
+from api.pagination import CreatedCursorPagination
+from api.problems import PROBLEM_CONTENT_TYPE
 
 PROBLEM_COMPONENT = "Problem"
 
@@ -148,7 +148,7 @@ class ProblemAutoSchema(AutoSchema):
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "tenants.auth.ApiKeyAuthentication"
+    target_class = "api.auth.ApiKeyAuthentication"
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
