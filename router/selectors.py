@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
@@ -15,6 +15,8 @@ from core.errors import NotFound
 from episodic.models import Session
 from router.models import ContextFeedback, ContextTrace
 from tenants.models import Tenant
+
+M = TypeVar("M", ContextTrace, ContextFeedback)
 
 
 def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, tuple[str, datetime]]:
@@ -32,6 +34,17 @@ def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, t
 
 
 # --- traces and feedback ----------------------------------------------------------------------
+def _narrowed(qs: QuerySet[M], *, subject: str | None, session: str | None, since: datetime | None) -> QuerySet[M]:
+    """Traces or feedback of one subject, one session, since a time: each filter only when given."""
+    if subject:
+        qs = qs.filter(subject=subject)
+    if session:
+        qs = qs.filter(session=session)
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
+    return qs
+
+
 def trace_get(*, tenant: Tenant, trace_id: uuid.UUID) -> ContextTrace:
     trace = ContextTrace.objects.for_tenant(tenant).filter(id=trace_id).first()
     if trace is None:
@@ -42,13 +55,7 @@ def trace_get(*, tenant: Tenant, trace_id: uuid.UUID) -> ContextTrace:
 def trace_list(
     *, tenant: Tenant, subject: str | None = None, session: str | None = None, since: datetime | None = None
 ) -> QuerySet[ContextTrace]:
-    qs = ContextTrace.objects.for_tenant(tenant)
-    if subject:
-        qs = qs.filter(subject=subject)
-    if session:
-        qs = qs.filter(session=session)
-    if since is not None:
-        qs = qs.filter(created_at__gte=since)
+    qs = _narrowed(ContextTrace.objects.for_tenant(tenant), subject=subject, session=session, since=since)
     return qs.order_by("-created_at", "-id")
 
 
@@ -84,13 +91,7 @@ def hit_rates(
     *, tenant: Tenant, subject: str | None = None, session: str | None = None, since: datetime | None = None
 ) -> dict[str, Any]:
     """Memory hit rate: items used over items offered, over the traces that got feedback."""
-    qs = ContextFeedback.objects.for_tenant(tenant)
-    if subject:
-        qs = qs.filter(subject=subject)
-    if session:
-        qs = qs.filter(session=session)
-    if since is not None:
-        qs = qs.filter(created_at__gte=since)
+    qs = _narrowed(ContextFeedback.objects.for_tenant(tenant), subject=subject, session=session, since=since)
     agg = qs.aggregate(
         offered=Sum("offered_count"),
         used=Sum("used_count"),
