@@ -233,18 +233,7 @@ def episode_candidates(
         rank = index - request.transcript_turns
         if rank < 0:
             continue
-        value = w.recent_base * w.recent_decay**rank
-        out.append(
-            episode_candidate(
-                row,
-                w=w,
-                section="Recent activity",
-                value=value,
-                score=value,
-                parts={"recency_rank": float(rank)},
-                newest_day_first=False,
-            )
-        )
+        out.append(_activity(row, w=w, value=w.recent_base * w.recent_decay**rank, parts={"recency_rank": float(rank)}))
     if not request.query.strip():
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
     budget = plan.episodic + plan.procedural + plan.semantic
@@ -309,6 +298,13 @@ def episode_candidates(
     return out
 
 
+def _activity(row: EpisodeRow, *, w: HeuristicWeights, value: float, parts: dict[str, float]) -> Candidate:
+    """A recent event of the session or the subject: its value is its score, ranked by recency alone."""
+    return episode_candidate(
+        row, w=w, section="Recent activity", value=value, score=value, parts=parts, newest_day_first=False
+    )
+
+
 def latest_candidates(
     *, tenant: Tenant, request: ContextRequest, seen_hashes: set[str], w: HeuristicWeights
 ) -> list[Candidate]:
@@ -320,18 +316,7 @@ def latest_candidates(
         if row.content_hash in seen_hashes:
             continue
         seen_hashes.add(row.content_hash)
-        value = w.latest_value * w.recent_decay**rank
-        out.append(
-            episode_candidate(
-                row,
-                w=w,
-                section="Recent activity",
-                value=value,
-                score=value,
-                parts={"latest_rank": float(rank)},
-                newest_day_first=False,
-            )
-        )
+        out.append(_activity(row, w=w, value=w.latest_value * w.recent_decay**rank, parts={"latest_rank": float(rank)}))
     return out
 
 
