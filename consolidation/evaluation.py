@@ -135,6 +135,20 @@ class LocomoScore:
         return self.matched[threshold] / self.facts if self.facts else 0.0
 
 
+def _locomo_episode(episode_id: int, item: dict[str, Any]) -> Episode:
+    """An unsaved episode of one LoCoMo turn (locomo_items), for an extractor to read."""
+    return Episode(
+        id=episode_id,
+        subject=item["subject"],
+        kind=item["kind"],
+        role=item["role"],
+        content=item["content"],
+        payload=item["payload"],
+        occurred_at=item["occurred_at"],
+        external_id=item["external_id"],
+    )
+
+
 def locomo_run(
     conversations: list[dict[str, Any]], extractor: Any, *, tenant: Any, summaries: bool = True
 ) -> LocomoRun:
@@ -150,16 +164,7 @@ def locomo_run(
         episodes = []
         dia_of: dict[int, tuple[str, str]] = {}
         for item in items:
-            episode = Episode(
-                id=next_id,
-                subject=item["subject"],
-                kind=item["kind"],
-                role=item["role"],
-                content=item["content"],
-                payload=item["payload"],
-                occurred_at=item["occurred_at"],
-                external_id=item["external_id"],
-            )
+            episode = _locomo_episode(next_id, item)
             dia_of[next_id] = (item["external_id"], item["role"])
             episodes.append(episode)
             next_id += 1
@@ -257,19 +262,7 @@ def locomo_sample_draw(
     facts: list[dict[str, Any]] = []
     index = {str(sample["sample_id"]): i for i, sample in enumerate(conversations)}
     for sample_id, items in locomo_items(conversations):
-        episodes = [
-            Episode(
-                id=n,
-                subject=item["subject"],
-                kind=item["kind"],
-                role=item["role"],
-                content=item["content"],
-                payload=item["payload"],
-                occurred_at=item["occurred_at"],
-                external_id=item["external_id"],
-            )
-            for n, item in enumerate(items, start=1)
-        ]
+        episodes = [_locomo_episode(n, item) for n, item in enumerate(items, start=1)]
         by_id = {e.id: e for e in episodes}
         for candidate in extractor.extract(tenant=tenant, subject=sample_id, episodes=episodes).candidates:
             turn = by_id[candidate.source_episode_ids[0]]
