@@ -16,7 +16,7 @@ from django.utils import timezone
 from core.embedding import embed_one
 from core.errors import Conflict, ValidationProblem
 from episodic.models import Episode, EpisodeKind, Outcome, Session, SessionStatus
-from procedural.confidence import confidence_for, deprecation_verdict
+from procedural.confidence import DeprecationVerdict, confidence_for, deprecation_verdict
 from procedural.discovery import (
     TOKEN_PAYLOAD_KEYS,
     MiningSummary,
@@ -153,14 +153,19 @@ def _event(
     )
 
 
-def _figures(procedure: Procedure, tenant: Tenant) -> dict[str, Any]:
+def _verdict(procedure: Procedure, tenant: Tenant) -> DeprecationVerdict:
+    """Whether the procedure's recent window is bad enough to deprecate it, under the tenant's settings."""
     config = tenant.config
-    verdict = deprecation_verdict(
+    return deprecation_verdict(
         successes=procedure.window_successes,
         failures=procedure.window_failures,
         min_applications=config.procedure_min_applications,
         threshold=config.procedure_deprecate_below,
     )
+
+
+def _figures(procedure: Procedure, tenant: Tenant) -> dict[str, Any]:
+    verdict = _verdict(procedure, tenant)
     return {
         "version": procedure.version,
         "confidence": procedure.confidence,
@@ -503,13 +508,7 @@ def procedure_outcome_record(
 
 
 def _maybe_deprecate(*, tenant: Tenant, procedure: Procedure) -> None:
-    config = tenant.config
-    verdict = deprecation_verdict(
-        successes=procedure.window_successes,
-        failures=procedure.window_failures,
-        min_applications=config.procedure_min_applications,
-        threshold=config.procedure_deprecate_below,
-    )
+    verdict = _verdict(procedure, tenant)
     if not verdict.due:
         return
     figures = _figures(procedure, tenant)
