@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from consolidation.erasure import serialise
-from consolidation.lifecycle import iter_archive_rows
+from consolidation.lifecycle import EPISODE_FIELDS, iter_archive_rows
 from consolidation.models import ConsolidationWatermark
 from core.errors import Conflict
 from episodic.models import Episode
@@ -202,30 +202,9 @@ class _Importer:
             session = self.sessions_by_external_id.get(row["session"])
             if session is None:
                 continue
-            episode = Episode(
-                tenant=self.tenant,
-                session=session,
-                **{
-                    k: row[k]
-                    for k in (
-                        "subject",
-                        "agent",
-                        "kind",
-                        "role",
-                        "content",
-                        "payload",
-                        "entities",
-                        "topics",
-                        "external_id",
-                        "token_count",
-                        "content_hash",
-                        "outcome",
-                        "outcome_signal",
-                    )
-                },
-                occurred_at=row["occurred_at"],
-                created_at=row["created_at"],
-            )
+            # A new primary key: every field of the archived row but its id.
+            fields = {f: row[f] for f in EPISODE_FIELDS if f != "id"}
+            episode = Episode(tenant=self.tenant, session=session, **fields)
             episodes.append((episode, row.get("fact_ids", [])))
         Episode.objects.bulk_create([e for e, _ in episodes])
         passages_create(tenant=self.tenant, episodes=[e for e, _ in episodes])
