@@ -10,15 +10,21 @@ deadlines, preferences, the people they work with, their employer; some are upda
 said of someone else). Each planted statement gives a question whose evidence is the turn that holds it.
 
 `generate(seed=..., conversations=...)` returns `Conversation`s of `evaluation.recall`: the same seed on the
-same installation gives the same conversations (the installed files are the corpus).
+same installation gives the same conversations (the installed files are the corpus). Another installation
+(other package versions) gives other text around the same planted statements and questions: `digest()` of
+the set and `provenance()` (the interpreter and the distributions read) go into every report, so two
+figures are known to come from the same set, or not.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.metadata
+import platform
 import random
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -291,6 +297,27 @@ def load_corpus(seed: int) -> Corpus:
     chosen = sorted(rng.sample(files, min(SOURCE_FILES, len(files))), key=lambda f: f[0])
     snippets = [s for label, path in chosen for s in _snippets(label, path)]
     return Corpus(tuple(snippets), _readmes())
+
+
+def digest(conversations: Sequence[Conversation]) -> str:
+    """A short SHA-256 of everything the evaluation reads of the set: turns, their order, speakers and
+    times, and the questions with their evidence."""
+    h = hashlib.sha256()
+    for conv in conversations:
+        for t in conv.turns:
+            h.update(f"{t.external_id}\x1f{t.speaker}\x1f{t.when}\x1f{t.text}\x1e".encode())
+        for q in conv.questions:
+            h.update(f"{q!r}\x1e".encode())
+    return h.hexdigest()[:16]
+
+
+def provenance(seed: int = DEFAULT_SEED) -> str:
+    """The interpreter and the distributions (name and version) the corpus of `seed` was read from."""
+    corpus = load_corpus(seed)
+    drawn = {s.path.split("/", 1)[0] for s in corpus.snippets} - {"stdlib"}
+    drawn |= {name for name, _ in corpus.readmes}
+    versions = sorted(f"{name} {importlib.metadata.version(name)}" for name in drawn)
+    return f"Python {platform.python_version()} standard library; " + ", ".join(versions)
 
 
 # --- turns -------------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def conversations_write(
                     )
             report.write_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            backlogs_drain(tenant=tenant, consolidate=consolidate)
+            backlogs_drain(tenant=tenant, consolidate=consolidate, progress=progress)
             report.drain_seconds = time.perf_counter() - started
     finally:
         with tenant_scope(tenant):
@@ -150,9 +150,16 @@ def _session_write(
         report.sessions_ended += 1
 
 
-def backlogs_drain(*, tenant: Tenant, consolidate: bool = True, max_rounds: int = 10_000) -> None:
+def backlogs_drain(
+    *,
+    tenant: Tenant,
+    consolidate: bool = True,
+    max_rounds: int = 10_000,
+    progress: Callable[[str], None] | None = None,
+) -> None:
     """Run what the worker runs until nothing is left: consolidation of the tenant's backlog (the sweep's
-    task), then the embedding backlog (passages, then the episodes' vectors; summaries included)."""
+    task), then the embedding backlog (passages, then the episodes' vectors; summaries included).
+    `progress` hears the embedding backlog's size against its size at the start, with a rate and an ETA."""
     tenant_id = str(tenant.id)
     if consolidate:
         for _ in range(max_rounds):
@@ -162,9 +169,17 @@ def backlogs_drain(*, tenant: Tenant, consolidate: bool = True, max_rounds: int 
             consolidate_tenant.apply(args=(tenant_id, RunTrigger.SWEEP, "memory_eval: the backlog drained"), throw=True)
             if consolidation_services.backlog_size(tenant=tenant) >= left:
                 raise RuntimeError(f"consolidation does not shrink the backlog ({left} episodes)")
+    total = _embedding_backlog(tenant)
+    started = time.perf_counter()
     for _ in range(max_rounds):
         done = embed_pending(tenant=tenant, max_batches=40)
-        if not done.embedded and not done.episodes and not _embedding_backlog(tenant):
+        left = _embedding_backlog(tenant)
+        if progress and total:
+            elapsed = time.perf_counter() - started
+            rate = (total - left) / elapsed if elapsed > 0 else 0.0
+            eta = f", about {left / rate:.0f}s left" if rate > 0 and left else ""
+            progress(f"embedding backlog: {total - left}/{total} embedded, {rate:.0f}/s{eta}")
+        if not done.embedded and not done.episodes and not left:
             break
 
 

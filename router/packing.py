@@ -76,13 +76,18 @@ def _rank_key(item: Candidate, cost: int) -> tuple[float, float, str]:
 
 
 def _drop(chosen: list[Candidate], item: Candidate) -> None:
-    """Remove `item`, and every chosen item that requires it."""
-    gone = {item.id}
+    """Remove `item`, and every chosen item that requires it, or requires what it stood in for, unless
+    another chosen item is or stands in for that."""
+    gone = {item.id, *item.covers}
     chosen.remove(item)
-    while dependents := [c for c in chosen if c.requires & gone]:
+    while True:
+        present = {c.id for c in chosen}.union(*(c.covers for c in chosen))
+        dependents = [c for c in chosen if c.requires & gone and not c.requires <= present]
+        if not dependents:
+            return
         for c in dependents:
             chosen.remove(c)
-            gone.add(c.id)
+            gone |= {c.id, *c.covers}
 
 
 def _pack(
@@ -138,8 +143,13 @@ def _pack(
             open_groups.add((item.section, item.group))
         return True
 
+    def present(required: frozenset[str]) -> bool:
+        # What an item requires is in when it is taken, or stood in for by a taken item that covers it (a
+        # fact for the turn that told it) or by the caller's own transcript (`skip`).
+        return required <= taken | covered
+
     for item in ranked:
-        if not item.requires <= taken:
+        if not present(item.requires):
             # Tried again once what it needs is in, at its own rank among the others waiting.
             waiting.append(item)
             continue
@@ -148,7 +158,7 @@ def _pack(
             while ready:
                 ready = False
                 for other in list(waiting):
-                    if other.requires <= taken:
+                    if present(other.requires):
                         waiting.remove(other)
                         ready = take(other) or ready
     return chosen

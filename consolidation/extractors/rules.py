@@ -22,7 +22,7 @@ from tenants.models import Tenant
 from .base import ExtractionResult, SummaryResult, extractable
 from .disclosure import disclose
 from .durable import constraints, statement_is_durable, value_is_complete
-from .summary import extractive_summary
+from .summary import extractive_summary, lines_outside_code
 
 SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
 # Roles that are not a person speaking about themselves; any other role names the speaker ("Caroline").
@@ -109,13 +109,14 @@ _TIME_TAIL = re.compile(
 )
 _TOOL_TAIL = re.compile(r"\s+(?:for|in|at|on|to|with|from|as|because|since)\s+.*$", re.IGNORECASE)
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an|our|my)\s+", re.IGNORECASE)
-_END = r"(?=\s*(?:\.(?!\d)|[,;!?]|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
-# A decimal point ("Ubuntu 22.04", "MySQL 8.4") does not end a value.
-_V = r"(?P<v>(?:[^.,;!?]|\.(?=\d)){1,80}?)"
+_END = r"(?=\s*(?:\.(?!\w)|[,;!?]|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
+# A dot inside a word does not end a value: a decimal point ("Ubuntu 22.04", "MySQL 8.4"), a name
+# ("Fly.io", "Node.js", "ASP.NET").
+_V = r"(?P<v>(?:[^.,;!?]|\.(?=\w)){1,80}?)"
 # Lists ("Django, Celery and Postgres") run to the end of the clause.
-_LIST = r"(?P<v>(?:[^.;!?]|\.(?=\d)){1,120}?)"
+_LIST = r"(?P<v>(?:[^.;!?]|\.(?=\w)){1,120}?)"
 _LIST_END = (
-    r"(?=\s*(?:\.(?!\d)|[;!?]|,?\s*\band (?:i|we|i'm|we're|my|our)\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
+    r"(?=\s*(?:\.(?!\w)|[;!?]|,?\s*\band (?:i|we|i'm|we're|my|our)\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
 )
 
 MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -673,10 +674,11 @@ _NEGATED_USE = re.compile(r"\b(?:don't|do not|no longer|never|stopped|not) (?:us
 
 
 def sentences(text: str) -> Iterator[str]:
-    for part in _SENTENCE.split(text):
-        part = part.strip()
-        if part:
-            yield part
+    for line in lines_outside_code(text):
+        for part in _SENTENCE.split(line):
+            part = part.strip()
+            if part:
+                yield part
 
 
 def extract_from_text(text: str, subject: str) -> list[Found]:

@@ -93,6 +93,21 @@ def _is_code_shaped(text: str) -> bool:
     return code >= 2 and code / len(tokens) >= 0.25 or (len(tokens) <= 3 and code >= 1)
 
 
+_INDENTED_CODE = re.compile(r"^(?: {4}|\t)")
+
+
+def lines_outside_code(text: str) -> Iterator[str]:
+    """The lines of a message outside code fences and indented blocks: what a user pastes (code, its
+    docstrings and comments, tracebacks) is not what the user says."""
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if not fenced and not _INDENTED_CODE.match(line):
+            yield line
+
+
 def prose_lines(text: str) -> Iterator[str]:
     """The lines of a message that are prose: outside code fences, not shaped like code, markup,
     logs or tables; list markers removed."""

@@ -105,3 +105,44 @@ def test_every_attribute_is_in_the_documented_vocabulary_and_no_statement_names_
         assert attribute in ATTRIBUTES or attribute.startswith("favorite_"), attribute
         assert len(re.findall(r"\bSam\b", statement)) == 1, statement
         assert not value.startswith(("'", "like ", "something")) and "`" not in value, value
+
+
+# Found on the technical set (docs/benchmarks/extraction_sample_techchat.md): what the user pastes is not
+# what the user says of themselves.
+PASTED = '''I work at Initech. Could you review this and suggest how to make it easier to test?
+
+```python
+def build_lenient_weakvaluedict(d):
+    """Takes an input dictionary and replaces the values with weakrefs.
+
+    We can't just use a WeakValueDictionary because many types (including int, str, etc.) can't be stored.
+    Email addresses with header fields (``mailto:address@example.com?cc=copy@example.com``) are not recognized.
+    """
+    # My editor is Vim and we run PostgreSQL 9 in production.
+    i = bisect_left(data, x)
+    return d
+```
+
+And the traceback:
+
+    Traceback (most recent call last):
+    I am the first line of an indented block, not a statement.
+
+We deploy everything on AWS.'''
+
+
+def test_code_and_indented_blocks_a_user_pastes_are_not_read_as_facts() -> None:
+    facts = _facts(PASTED)
+    assert {(a, v) for a, v, _ in facts} == {("employer", "Initech"), ("cloud_provider", "AWS")}, facts
+
+
+@pytest.mark.parametrize(
+    ("text", "attribute", "value"),
+    [
+        ("Our infrastructure lives on Fly.io.", "runs_on", "Fly.io"),
+        ("We use Node.js for the API.", "uses", "Node.js"),
+        ("My email is sam.lee@example.com.", "email", "sam.lee@example.com"),
+    ],
+)
+def test_a_dot_inside_a_word_does_not_end_the_value(text: str, attribute: str, value: str) -> None:
+    assert (attribute, value) in {(a, v) for a, v, _ in _facts(text)}, _facts(text)

@@ -3,6 +3,9 @@ every question's evidence the turn that holds its planted statement, updates new
 
 from __future__ import annotations
 
+import importlib.metadata
+from dataclasses import replace
+
 import pytest
 
 from core.tokens import count_tokens
@@ -20,6 +23,18 @@ def test_the_same_seed_gives_the_same_conversations_and_another_seed_others() ->
     first = techchat.generate(seed=29, conversations=2, min_tokens=8_000)
     assert _fingerprint(first) == _fingerprint(techchat.generate(seed=29, conversations=2, min_tokens=8_000))
     assert _fingerprint(first) != _fingerprint(techchat.generate(seed=30, conversations=2, min_tokens=8_000))
+
+
+def test_the_digest_names_the_set_and_the_provenance_the_installed_sources() -> None:
+    first = techchat.generate(seed=29, conversations=2, min_tokens=8_000)
+    again = techchat.generate(seed=29, conversations=2, min_tokens=8_000)
+    assert techchat.digest(first) == techchat.digest(again)
+    again[1].turns[-1] = replace(again[1].turns[-1], text=again[1].turns[-1].text + ".")
+    assert techchat.digest(first) != techchat.digest(again)
+    assert techchat.digest(first) != techchat.digest(techchat.generate(seed=30, conversations=2, min_tokens=8_000))
+    provenance = techchat.provenance(29)
+    assert provenance.startswith("Python 3.")
+    assert f"Django {importlib.metadata.version('Django')}" in provenance
 
 
 @pytest.mark.slow

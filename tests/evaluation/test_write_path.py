@@ -3,7 +3,9 @@ done (facts, summaries, no backlog) before the first question is asked."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,18 +24,22 @@ from tenants.scope import tenant_scope
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-def _run(tmp_path: Path, slug: str, *extra: str) -> dict:
+def _run(tmp_path: Path, slug: str, *extra: str, stderr: io.StringIO | None = None) -> dict:
     out = tmp_path / f"{slug}.json"
     call_command(
         "memory_eval", "updates", "--conversations", "4", "--budgets", "1000", "--methods", "engram,engram-episodic",
-        "--tenant", slug, "--json", str(out), *extra,
+        "--tenant", slug, "--json", str(out), *extra, stderr=stderr or io.StringIO(),
     )  # fmt: skip
     return json.loads(out.read_text())
 
 
 def test_memory_eval_ends_every_session_and_asks_only_once_consolidation_is_done(tmp_path: Path) -> None:
     report = tmp_path / "report.md"
-    result = _run(tmp_path, "wp-real", "--report", str(report))
+    heard = io.StringIO()
+    result = _run(tmp_path, "wp-real", "--report", str(report), stderr=heard)
+    # The drain is the long part of a large set: it tells how far it is, against its total.
+    drained = [line for line in heard.getvalue().splitlines() if line.startswith("embedding backlog: ")]
+    assert drained and re.fullmatch(r"embedding backlog: (\d+)/\1 embedded, \d+/s", drained[-1]), drained
     expected = {t.session for conv in knowledge_updates.generate(conversations=4) for t in conv.turns}
     tenant = Tenant.objects.get(slug="wp-real")
     with tenant_scope(tenant):

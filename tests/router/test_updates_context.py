@@ -8,8 +8,10 @@ from datetime import timedelta
 import pytest
 
 from core.tokens import count_tokens
-from router.packing import pack_layer
-from router.types import Candidate
+from router.budgets import budget_plan
+from router.packing import _drop, assemble, pack_layer
+from router.types import LAYERS, Candidate, LayerCandidates
+from tenants.models import TenantSettings
 from tests.router.conftest import T0, remember
 
 pytestmark = pytest.mark.django_db
@@ -82,3 +84,35 @@ def test_packing_takes_a_required_item_first_or_leaves_its_dependent_out() -> No
     assert {c.id for c in chosen} == {"new", "old"}
     chosen, _, _ = pack_layer(layer="episodic", candidates=[older], grant=400, fmt="markdown")
     assert chosen == []
+
+
+def test_a_fact_that_stands_in_for_the_newer_line_lets_the_older_one_in() -> None:
+    """The newer line an older one requires may be served as the fact it told (the fact covers it): the
+    update is in the context, so the older line may follow. Found on LoCoMo through the real write path:
+    with facts on, "(earlier)" evidence lines waited for a turn that a fact had covered, and were lost."""
+    newer, older = _item("episode:2", 0.5), _item("episode:1", 0.9, requires=frozenset({"episode:2"}))
+    fact = Candidate(
+        id="fact:1", type="fact", layer="semantic", section="Known facts", text="User's statement is 2.",
+        value=2.0, score=2.0, score_parts={}, covers=frozenset({"episode:2"}),
+    )  # fmt: skip
+    plan = budget_plan(config=TenantSettings(), max_tokens=4000, overrides={}, layers=LAYERS)
+    built = assemble(offered=LayerCandidates(semantic=[fact], episodic=[older, newer]), plan=plan, fmt="markdown")
+    assert [c.id for c in built.chosen["semantic"]] == ["fact:1"]
+    assert [c.id for c in built.chosen["episodic"]] == ["episode:1"]
+    # Without the fact, the older line still never comes without the newer one.
+    built = assemble(offered=LayerCandidates(episodic=[older]), plan=plan, fmt="markdown")
+    assert built.chosen["episodic"] == []
+
+
+def test_dropping_the_fact_that_stood_in_drops_the_older_line_it_let_in() -> None:
+    newer, older = _item("episode:2", 0.5), _item("episode:1", 0.9, requires=frozenset({"episode:2"}))
+    fact = Candidate(
+        id="fact:1", type="fact", layer="semantic", section="Known facts", text="User's statement is 2.",
+        value=2.0, score=2.0, score_parts={}, covers=frozenset({"episode:2"}),
+    )  # fmt: skip
+    chosen = [fact, older]
+    _drop(chosen, fact)
+    assert chosen == []
+    chosen = [fact, older, newer]
+    _drop(chosen, fact)
+    assert [c.id for c in chosen] == ["episode:1", "episode:2"]

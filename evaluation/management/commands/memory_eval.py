@@ -132,6 +132,11 @@ class Command(BaseCommand):
             )
         result["benchmark"] = benchmark
         result["write_path"] = self.write_report.as_dict()
+        if benchmark == "techchat":
+            result["set_digest"] = techchat.digest(conversations)
+            result["provenance"] = techchat.provenance(
+                options["seed"] if options["seed_given"] else techchat.DEFAULT_SEED
+            )
         if options["json_path"]:
             Path(options["json_path"]).write_text(json.dumps(result, indent=1))
         if options["report"]:
@@ -578,6 +583,11 @@ def techchat_markdown(
         *per_kind,
         "",
         "## How it was measured",
+        "",
+        f"- The set's digest is `{result['set_digest']}` (evaluation.techchat.digest): the same digest, "
+        "the same conversations and questions. The text comes from the installed files; this run read them from:",
+        "",
+        f"  <details><summary>the interpreter and the distributions read</summary>{result['provenance']}</details>",
         "",
         "- The turns were written through the API (subject `tech-<nn>`, one session per generated session, role "
         "user or assistant, external_id `<session>:t<k>`).",
