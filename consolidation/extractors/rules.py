@@ -718,6 +718,83 @@ _LEANING = re.compile(
 )
 
 
+_TOOL_MENTION = re.compile(
+    r"(?<![\w.])(?P<name>"
+    + "|".join(re.escape(n) for n in sorted(TOOL_ATTRIBUTES, key=len, reverse=True))
+    + r")(?P<edition>\s+(?:"
+    + _EDITION.pattern
+    + r"))?(?!\w|\.\w)",
+    re.IGNORECASE,
+)
+# A lead-in before the statement: "Honestly, ...", "For context, ...", "Just so you know, ...".
+_LEAD_IN = re.compile(r"^[\w' ]{1,30},\s+")
+_OWN_START = re.compile(r"^(?:i|i'm|i've|i'd|we|we're|we've|we'd|my|our)\b", re.IGNORECASE)
+# Before a mention: another person's ("Casey's team", "my colleague", "my manager uses ...").
+_SOMEONE_ELSES = re.compile(
+    r"\w's\b|\b(?:colleagues?|co-?workers?|friends?|manager|boss|teammates?|partner|wife|husband|brother|sister|"
+    r"mom|dad|mother|father|clients?|customers?)\b",
+    re.IGNORECASE,
+)
+_DENIED = re.compile(r"\b(?:not|never|no longer|anymore|\w+n't)\b", re.IGNORECASE)
+# Words that mark the value after them as the old one: "from A to B", "replaced A with B", "B instead of
+# A", "no longer A", "left A behind".
+_OLD_VALUE_CUE = re.compile(
+    r"\b(?:from|replaced|replacing|instead of|rather than|no longer|not|left|leaving|dropped|ditched)"
+    r"\s+(?:the |our |my )?$",
+    re.IGNORECASE,
+)
+_SLOT_NAMES = {"ci": "CI", "operating_system": "operating system", "cloud_provider": "cloud provider"}
+
+
+def tool_slots(sentence: str, speaker: str) -> list[Found]:
+    """The single-valued slots (database, cloud, OS, CI, editor, orchestration) that the speaker's own
+    first-person statement fills with a known tool, however the sentence is built; where it names an
+    old and a new value of one slot, the grammar says which is current. Someone else's tool, a denied
+    one and a question fill nothing."""
+    clause = _LEAD_IN.sub("", sentence.strip())
+    if not _OWN_START.match(clause) or _QUESTION_OR_HYPOTHETICAL.search(clause):
+        return []
+    by_slot: dict[str, list[re.Match[str]]] = {}
+    for m in _TOOL_MENTION.finditer(clause):
+        by_slot.setdefault(TOOL_ATTRIBUTES[m.group("name").lower()][0], []).append(m)
+    out = []
+    for slot, mentions in by_slot.items():
+        current = [m for m in mentions if not _OLD_VALUE_CUE.search(clause[: m.start()])]
+        if len(current) != 1 or _SOMEONE_ELSES.search(clause[: current[0].start()]):
+            continue
+        if len(mentions) == 1 and _DENIED.search(clause):
+            continue
+        value = _clean_value(current[0].group(0), max_words=4)
+        if value:
+            label = _SLOT_NAMES.get(slot, slot)
+            out.append(
+                Found(
+                    slot,
+                    value,
+                    FactCategory.TECHNICAL_ENVIRONMENT,
+                    0.75,
+                    f"{speaker}'s {label} is {value}.",
+                    cardinality=Cardinality.SINGLE,
+                )
+            )
+    return out
+
+
+def with_tool_slots(facts: list[Found], slots: list[Found]) -> list[Found]:
+    """The sentence's facts with its tool slots: a slot's value replaces what the other rules made of
+    the same slot, and an `about` that restates the tool."""
+    if not slots:
+        return facts
+    filled = {f.attribute for f in slots}
+    named = [f.value.lower() for f in slots]
+    kept = [
+        f
+        for f in facts
+        if f.attribute not in filled and not (f.attribute == "about" and any(n in f.value.lower() for n in named))
+    ]
+    return kept + slots
+
+
 def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list[Found]:
     """The patterns' facts, sentence by sentence; a sentence no pattern explains is read as
     self-disclosure (consolidation.extractors.disclosure)."""
@@ -733,7 +810,7 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
                 for d in constraints(sentence, name=speaker, said_at=said_at)
                 or disclose(sentence, name=speaker, said_at=said_at)
             ]
-        facts = durable_only(facts, sentence=sentence, speaker=speaker)
+        facts = durable_only(with_tool_slots(facts, tool_slots(sentence, speaker)), sentence=sentence, speaker=speaker)
         for fact in facts:
             key = (fact.attribute, fact.value.lower())
             if key not in seen:

@@ -146,3 +146,45 @@ def test_code_and_indented_blocks_a_user_pastes_are_not_read_as_facts() -> None:
 )
 def test_a_dot_inside_a_word_does_not_end_the_value(text: str, attribute: str, value: str) -> None:
     assert (attribute, value) in {(a, v) for a, v, _ in _facts(text)}, _facts(text)
+
+
+# A known tool said in the speaker's own first-person statement fills its single-valued slot, however
+# the sentence is built, so that a later value of that slot supersedes it; where the sentence names an
+# old and a new value, the grammar ("from A to B", "replaced A with B", "B instead of A", "left A
+# behind") says which is current. Someone else's tool is not the speaker's.
+@pytest.mark.parametrize(
+    ("text", "slot"),
+    [
+        ("Our production database is MySQL 8.0.", ("database", "MySQL 8.0")),
+        ("We run PostgreSQL 15 in production.", ("database", "PostgreSQL 15")),
+        ("We upgraded the production database to PostgreSQL 16 last week.", ("database", "PostgreSQL 16")),
+        ("My laptop runs Ubuntu 22.04.", ("operating_system", "Ubuntu 22.04")),
+        ("I'm on Fedora 40 now instead of Ubuntu 22.04.", ("operating_system", "Fedora 40")),
+        ("We finished moving our infrastructure from Azure to Hetzner.", ("cloud_provider", "Hetzner")),
+        ("We replaced GitHub Actions with GitLab CI for CI.", ("ci", "GitLab CI")),
+        ("I switched my editor from Vim to Emacs.", ("editor", "Emacs")),
+        ("Honestly, we deploy on Kubernetes now.", ("orchestration", "Kubernetes")),
+    ],
+)
+def test_a_known_tool_in_a_first_person_statement_fills_its_slot(text: str, slot: tuple[str, str]) -> None:
+    facts = _facts(text)
+    assert slot in {(a, v) for a, v, _ in facts}, facts
+    # The slot holds the current value only; no `about` restates the tool beside it.
+    assert not [f for f in facts if f[0] == slot[0] and f[1] != slot[1]], facts
+    assert not [f for f in facts if f[0] == "about"], facts
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My colleague Casey's team is still on PostgreSQL 15.",
+        "The analytics team uses MySQL 8.0, not us.",
+        "Priya swears by Fedora 40 on the desktop.",
+        "My manager uses Emacs for everything.",
+        "We don't use MongoDB anymore.",
+        "Should we move to PostgreSQL 16?",
+    ],
+)
+def test_someone_elses_tool_or_a_denied_one_fills_no_slot_of_the_speaker(text: str) -> None:
+    facts = _facts(text)
+    assert not [f for f in facts if f[0] in {"database", "operating_system", "editor", "cloud_provider"}], facts
