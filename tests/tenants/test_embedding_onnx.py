@@ -180,6 +180,8 @@ def test_the_export_leaves_the_tokenizer_beside_the_file(onnx_path: Path) -> Non
     tokenizer = Tokenizer.from_file(str(tokenizer_path(onnx_path)))
     assert tokenizer.truncation is not None and tokenizer.truncation["max_length"] == 256
     assert tokenizer.padding is None
+    # Readable by whoever may read the model (the image's service user: the files are root's).
+    assert tokenizer_path(onnx_path).stat().st_mode & 0o777 == onnx_path.stat().st_mode & 0o777
 
 
 def test_with_the_file_no_torch_model_is_loaded(engine: OnnxMiniLMEmbedder) -> None:
