@@ -17,7 +17,6 @@ from pgvector.django import BitField, HnswIndex, VectorField
 
 from core.db import set_local
 from core.embedding import EMBEDDING_DIM
-from tenants.dbroles import eraser_role
 from tenants.models import TenantManager, TenantModel, TenantQuerySet
 
 # Columns an UPDATE may touch outside `allow_episode_deletion()`: derived data, filled in later. The
@@ -32,13 +31,17 @@ class AppendOnlyError(RuntimeError):
 
 
 def _eraser_role() -> str | None:
-    """The eraser role when this connection may switch to it (a member of it); None when it connects
-    as the owner, which needs no switch (development without separate roles)."""
+    """The role this login may switch to for erasure: one it was granted WITH SET and does not inherit,
+    that may delete episodes (tenants/dbroles.py grants one, to the worker's role alone). None for any
+    other login: the application role (the web process) has none, and the owner needs no switch."""
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT r.rolname FROM pg_roles r WHERE r.rolname = %s AND pg_has_role(session_user, r.oid, 'MEMBER')",
-            [eraser_role(connection.settings_dict.get("USER") or None)],
+            "SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid"
+            " WHERE m.member = (SELECT oid FROM pg_roles WHERE rolname = session_user)"
+            " AND m.set_option AND NOT m.inherit_option"
+            " AND has_table_privilege(r.oid, 'episodic_episode', 'DELETE')"
+            " ORDER BY r.rolname LIMIT 1"
         )
         row = cursor.fetchone()
     return str(row[0]) if row else None
@@ -50,7 +53,7 @@ def allow_episode_deletion() -> Iterator[None]:
     cascades on the Django side (the caller deletes passages, fact sources and episodes first;
     consolidation.lifecycle.episodes_delete), and the deferred foreign keys refuse an orphan at commit. Opens a transaction (or a savepoint) and lifts both guards inside it, the
     ORM's and the database's (the application role has no UPDATE or DELETE on episodes; the block runs
-    as the eraser role); both come back when the block ends."""
+    as the eraser role, which only the worker's login may switch to); both come back when the block ends."""
     token = _deletion_allowed.set(True)
     try:
         with transaction.atomic():

@@ -187,12 +187,13 @@ def parse_datetime_aware(value: Any, pointer: str, errors: _Errors) -> datetime 
         errors.add(pointer, "The timestamp needs a time zone (for example 2024-05-01T12:00:00Z).")
         return None
     try:
-        # PostgreSQL would store an instant beyond the years 1 to 9999 in UTC, but it could not be read back.
-        parsed.astimezone(UTC)
+        # PostgreSQL would store an instant beyond the years 1 to 9999 in UTC, but it could not be read
+        # back; and it refuses offsets beyond 15:59, which ISO 8601 allows up to 23:59: the instant goes
+        # in, in UTC.
+        return parsed.astimezone(UTC)
     except OverflowError:
         errors.add(pointer, "Out of range: the instant in UTC must fall within the years 1 to 9999.")
         return None
-    return parsed
 
 
 def _terms(value: Any, pointer: str, errors: _Errors, *, max_chars: int) -> list[str] | None:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("ENGRAM_DATA_DIR") or ROOT / ".data")
@@ -27,6 +28,10 @@ PG_PORT = int(os.environ.get("ENGRAM_PG_PORT", "54329"))
 PRIVATE_REDIS_PORT = int(os.environ.get("ENGRAM_PRIVATE_REDIS_PORT", "6390"))
 APP_ROLE = "engram_app"
 APP_PASSWORD = os.environ.get("ENGRAM_APP_DB_PASSWORD", "engram_app")
+# The Celery worker's login: the application's privileges and the switch to the eraser role (migrate
+# grants both, tenants/dbroles.py); the web never logs in as it.
+WORKER_ROLE = "engram_worker"
+WORKER_PASSWORD = os.environ.get("ENGRAM_WORKER_DB_PASSWORD", "engram_worker")
 DB_NAME = "engram"
 PG_SYSTEM_USER = "embedded_postgres"
 # What up() started in this process ("postgres", "redis"): what a later down(only=STARTED) may stop.
@@ -128,25 +133,47 @@ def pg_down() -> None:
 
 
 def pg_prepare(owner_url: str) -> None:
-    """The database, and the application role that row-level security binds (no superuser, no BYPASSRLS)."""
+    """The database, and the login roles: the application role that row-level security binds (no
+    superuser, no BYPASSRLS) and the worker's."""
     import psycopg
     from psycopg import sql
 
     with psycopg.connect(owner_url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [APP_ROLE]).fetchone()
-        verb = "ALTER" if exists else "CREATE"
-        conn.execute(
-            sql.SQL("{} ROLE {} LOGIN PASSWORD {} NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
-                sql.SQL(verb), sql.Identifier(APP_ROLE), sql.Literal(APP_PASSWORD)
+        for role, password in ((APP_ROLE, APP_PASSWORD), (WORKER_ROLE, WORKER_PASSWORD)):
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+            verb = "ALTER" if exists else "CREATE"
+            conn.execute(
+                sql.SQL("{} ROLE {} LOGIN PASSWORD {} NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
+                    sql.SQL(verb), sql.Identifier(role), sql.Literal(password)
+                )
             )
-        )
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB_NAME)))
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute(
-            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(DB_NAME), sql.Identifier(APP_ROLE))
-        )
+        for role in (APP_ROLE, WORKER_ROLE):
+            conn.execute(
+                sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(DB_NAME), sql.Identifier(role))
+            )
+
+
+def worker_prepare(owner_url: str, app_url: str) -> str:
+    """A shell that set DATABASE_URL itself (an .env written before the worker had a login of its own):
+    the worker's login on the same server and database, created when missing. Returns its URL."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [WORKER_ROLE]).fetchone():
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
+                    sql.Identifier(WORKER_ROLE), sql.Literal(WORKER_PASSWORD)
+                )
+            )
+    app = urlsplit(app_url)
+    return urlunsplit(
+        app._replace(netloc=f"{WORKER_ROLE}:{quote(WORKER_PASSWORD, safe='')}@{app.hostname}:{app.port or 5432}")
+    )
 
 
 # --- Redis -------------------------------------------------------------------------------------
@@ -220,12 +247,19 @@ def up() -> dict[str, str]:
         env["DATABASE_URL"] = os.environ["DATABASE_URL"]
         if os.environ.get("DATABASE_OWNER_URL"):
             env["DATABASE_OWNER_URL"] = os.environ["DATABASE_OWNER_URL"]
+        if os.environ.get("ENGRAM_WORKER_DATABASE_URL"):
+            env["ENGRAM_WORKER_DATABASE_URL"] = os.environ["ENGRAM_WORKER_DATABASE_URL"]
+        elif env.get("DATABASE_OWNER_URL"):
+            env["ENGRAM_WORKER_DATABASE_URL"] = worker_prepare(env["DATABASE_OWNER_URL"], env["DATABASE_URL"])
     else:
         pg_up()
         owner = f"postgres://postgres@127.0.0.1:{PG_PORT}/{DB_NAME}"
         pg_prepare(owner)
         env["DATABASE_OWNER_URL"] = owner
         env["DATABASE_URL"] = f"postgres://{APP_ROLE}:{APP_PASSWORD}@127.0.0.1:{PG_PORT}/{DB_NAME}"
+        env["ENGRAM_WORKER_DATABASE_URL"] = (
+            f"postgres://{WORKER_ROLE}:{quote(WORKER_PASSWORD, safe='')}@127.0.0.1:{PG_PORT}/{DB_NAME}"
+        )
     env["REDIS_URL"] = redis_up()
     ENV_FILE.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
     os.environ.update(env)

@@ -86,6 +86,32 @@ def manage(*args: str) -> None:
     subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True, env=child_env(os.environ))
 
 
+def process_envs(
+    base_env: Mapping[str, str], metrics_dirs: Mapping[str, str], worker_port: int
+) -> dict[str, dict[str, str]]:
+    """The environment of web, worker and beat. The worker logs in as its own role, the only one that
+    may switch to the eraser role (tenants/dbroles.py); web and beat never see that login."""
+    app_env = {k: v for k, v in base_env.items() if k != "ENGRAM_WORKER_DATABASE_URL"}
+    worker_db = (
+        {"DATABASE_URL": base_env["ENGRAM_WORKER_DATABASE_URL"]} if base_env.get("ENGRAM_WORKER_DATABASE_URL") else {}
+    )
+    return {
+        # One thread per query embedding in the web process: its request threads already share the cores.
+        "web": {
+            **app_env,
+            "ENGRAM_EMBED_THREADS": base_env.get("ENGRAM_WEB_EMBED_THREADS", "1"),
+            "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["web"],
+        },
+        "worker": {
+            **base_env,
+            **worker_db,
+            "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["worker"],
+            "ENGRAM_WORKER_METRICS_PORT": str(worker_port),
+        },
+        "beat": app_env,
+    }
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     devenv.up()
@@ -128,20 +154,7 @@ def main() -> int:
     metrics_dirs = {name: tempfile.mkdtemp(prefix=f"engram-metrics-{name}-") for name in ("web", "worker")}
     base_env = child_env(os.environ)
     worker_port = int(base_env.get("ENGRAM_WORKER_METRICS_PORT", "9808"))
-    env = {
-        # One thread per query embedding in the web process: its request threads already share the cores.
-        "web": {
-            **base_env,
-            "ENGRAM_EMBED_THREADS": base_env.get("ENGRAM_WEB_EMBED_THREADS", "1"),
-            "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["web"],
-        },
-        "worker": {
-            **base_env,
-            "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["worker"],
-            "ENGRAM_WORKER_METRICS_PORT": str(worker_port),
-        },
-        "beat": base_env,
-    }
+    env = process_envs(base_env, metrics_dirs, worker_port)
     stopping = False
 
     def stop(*_: object) -> None:

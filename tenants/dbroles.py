@@ -1,17 +1,23 @@
-"""The two database roles: the owner that migrates, and the application role that row-level security binds.
+"""The database roles: the owner that migrates, the application role that row-level security binds
+(the web process logs in as it), the worker's role (the Celery worker logs in as it) and the eraser role.
 
 `migrate` runs as DATABASE_OWNER_URL's user when it is set (see the migrate command override); after
-every migrate the owner grants the application role what it needs on the tables, and nothing more.
+every migrate the owner grants the application role what it needs on the tables, and nothing more. The
+worker's role (the user of ENGRAM_WORKER_DATABASE_URL) is a member of the application role, and the
+only login that may switch to the eraser role: a compromised web process cannot delete episodes.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import environ
 from django.conf import settings
 from django.db import connections
 from django.db.models.signals import post_migrate
+
+logger = logging.getLogger(__name__)
 
 
 def app_role() -> str:
@@ -20,6 +26,12 @@ def app_role() -> str:
 
 def _app_url() -> str:
     return str(environ.Env().str("DATABASE_URL", default="postgres://engram_app:engram_app@127.0.0.1:54329/engram"))
+
+
+def worker_role() -> str:
+    """The worker's login role; migrate reads only its name (compose gives migrate no password of it)."""
+    url = environ.Env().str("ENGRAM_WORKER_DATABASE_URL", default="")
+    return str(environ.Env.db_url_config(url).get("USER", "")) if url else ""
 
 
 def owner_credentials() -> dict[str, Any] | None:
@@ -39,7 +51,8 @@ def switch_connection_user(alias: str, user: str, password: str) -> None:
 def grant_app_role(using: str = "default", *, truncate: bool = False) -> None:
     role = app_role()
     conn = connections[using]
-    if not role or conn.settings_dict.get("USER") == role:
+    # A flush (transactional tests) sends post_migrate too, logged in as a role that grants nothing.
+    if not role or conn.settings_dict.get("USER") in (role, worker_role()):
         return
     with conn.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
@@ -55,14 +68,14 @@ def grant_app_role(using: str = "default", *, truncate: bool = False) -> None:
 
 def eraser_role(role: str | None = None) -> str:
     """The role `episodic.models.allow_episode_deletion()` switches to: the application role's
-    privileges plus UPDATE and DELETE of episodes."""
+    privileges plus UPDATE and DELETE of episodes. Only the worker's role may switch to it."""
     return f"{role or app_role()}_eraser"
 
 
 def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
     """Episodes are append-only in the database by privilege: the application role may insert them and
-    fill in their embedding, nothing more; erasure and archiving switch (SET LOCAL ROLE) to the eraser
-    role. A trigger did this before, but Citus refuses triggers on distributed tables, while GRANTs and
+    fill in their embedding, nothing more; erasure and archiving, in the worker, switch (SET LOCAL ROLE)
+    to the eraser role. A trigger did this before, but Citus refuses triggers on distributed tables, while GRANTs and
     roles it carries to every node. Creating the role needs CREATEROLE; an owner without it leaves the
     guard off (with a notice) rather than failing the migration."""
     eraser = eraser_role(role)
@@ -82,11 +95,29 @@ def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
     cursor.execute(f'GRANT {privileges} ON ALL TABLES IN SCHEMA public TO "{eraser}"')
     cursor.execute(f'GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO "{eraser}"')
     cursor.execute(f'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO "{eraser}"')
-    # May switch to it (SET ROLE), does not inherit its privileges (PostgreSQL 16+).
-    cursor.execute(f'GRANT "{eraser}" TO "{role}" WITH INHERIT FALSE, SET TRUE')
+    # Before issue 31 the application role could switch to it, so a compromised web process could
+    # delete episodes. REVOKE of a grant that is not there only warns.
+    cursor.execute(f'REVOKE "{eraser}" FROM "{role}"')
+    _worker_may_erase(cursor, role, eraser)
     for table in ("episodic_episode", "episodic_passage"):
         cursor.execute(f'REVOKE UPDATE, DELETE ON {table} FROM "{role}"')
         cursor.execute(f'GRANT UPDATE (embedding) ON {table} TO "{role}"')
+
+
+def _worker_may_erase(cursor: Any, role: str, eraser: str) -> None:
+    """The worker's role holds the application's privileges (inherited) and may switch to the eraser
+    role (SET, not inherited: PostgreSQL 16+), which `allow_episode_deletion()` does for erasure and
+    archiving. Without a worker's role nobody may erase, and a warning says so."""
+    worker = worker_role()
+    cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [worker])
+    if not worker or cursor.fetchone() is None:
+        logger.warning(
+            "no worker database role (ENGRAM_WORKER_DATABASE_URL names %r): erasure and archiving cannot run",
+            worker,
+        )
+        return
+    cursor.execute(f'GRANT "{role}" TO "{worker}" WITH INHERIT TRUE, SET FALSE')
+    cursor.execute(f'GRANT "{eraser}" TO "{worker}" WITH INHERIT FALSE, SET TRUE')
 
 
 def _after_migrate(sender: Any, using: str = "default", **kwargs: Any) -> None:

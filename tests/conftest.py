@@ -26,9 +26,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> Iterator[None]:
-    """The test database was created and migrated by the owner; the tests run as the application
-    role, which is neither superuser nor BYPASSRLS, so row-level security is in force."""
-    creds = getattr(settings, "ENGRAM_TEST_APP_CREDENTIALS", None)
+    """The test database was created and migrated by the owner; the tests run as the worker's role
+    (tasks run eagerly here, and erasure needs it), which like the application role is neither
+    superuser nor BYPASSRLS, so row-level security is in force."""
+    creds = getattr(settings, "ENGRAM_TEST_WORKER_CREDENTIALS", None)
     if creds is None:
         yield
         return

@@ -39,7 +39,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 
-# Tests create their database as the owner, then run as the application role (tests/conftest.py);
+# Tests create their database as the owner, then run as the worker's role (tests/conftest.py);
 # transactional tests need TRUNCATE to reset tables between tests.
 ENGRAM_GRANT_TRUNCATE = True
 _owner = env.str("DATABASE_OWNER_URL", default="")
@@ -48,5 +48,13 @@ if _owner:
     # Parallel runs on one server (several checkouts, several developers) each name their own database.
     DATABASES["default"]["TEST"] = {"NAME": env.str("ENGRAM_TEST_DB_NAME", default="test_engram")}  # noqa: F405
     ENGRAM_TEST_APP_CREDENTIALS = (DATABASES["default"]["USER"], DATABASES["default"]["PASSWORD"])  # noqa: F405
+    # The suite runs Celery tasks eagerly, in its own process, so the process plays the worker and logs
+    # in as the worker's role (the application's privileges, and the only one that may erase); the
+    # web's own login, which may not, is tested apart (tests/tenants/test_worker_role.py).
+    _worker = env.str("ENGRAM_WORKER_DATABASE_URL", default="")
+    _worker_cfg = env.db_url_config(_worker) if _worker else {}
+    ENGRAM_TEST_WORKER_CREDENTIALS = (
+        (_worker_cfg["USER"], _worker_cfg.get("PASSWORD", "")) if _worker else ENGRAM_TEST_APP_CREDENTIALS
+    )
     DATABASES["default"]["USER"] = _owner_cfg["USER"]  # noqa: F405
     DATABASES["default"]["PASSWORD"] = _owner_cfg.get("PASSWORD", "")  # noqa: F405

@@ -230,3 +230,21 @@ def test_a_stored_vector_without_a_direction_ranks_as_unrelated(api_a, tenant_a)
         assert response.status_code == 200, response.content[:300]
         assert response.json()["results"][0]["score_parts"]["vector"] == 0.0
     assert api_a.post("/v1/context", {"subject": "s", "query": "tea"}, format="json").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("occurred_at", "stored"),
+    [
+        ("0976-01-02T00:55:32.954620-21:35", "0976-01-02T22:30:32.954620+00:00"),
+        ("2024-05-01T12:00:00+23:59", "2024-04-30T12:01:00+00:00"),
+    ],
+)
+def test_an_occurred_at_with_an_offset_beyond_postgresqls_is_stored_as_its_instant(
+    api_a, occurred_at: str, stored: str
+) -> None:
+    """ISO 8601 allows offsets up to 23:59, PostgreSQL only up to 15:59: the instant goes in, in UTC
+    (schemathesis's live test found the 500 "time zone displacement out of range")."""
+    item = {"subject": "s", "session": "t", "content": "c", "occurred_at": occurred_at}
+    assert api_a.post("/v1/episodes", {"episodes": [item]}, format="json").status_code == 201
+    listed = api_a.get("/v1/episodes", {"subject": "s"}).json()["results"]
+    assert [e["occurred_at"] for e in listed] == [stored]

@@ -64,10 +64,32 @@ def test_long_running_services_get_only_the_application_role(compose: dict[str, 
     # env_file would hand the whole .env, owner password included, to the process.
     assert "env_file" not in service
     env = _env(service)
-    assert env["DATABASE_URL"].startswith("postgres://engram_app:")
+    assert env["DATABASE_URL"].startswith("postgres://engram_worker:" if name == "worker" else "postgres://engram_app:")
     for key, value in env.items():
         for marker in OWNER_MARKERS:
             assert marker not in key and marker not in value, f"{name}: {key}={value}"
+
+
+def test_only_the_worker_logs_in_as_the_role_that_may_erase(compose: dict[str, Any]) -> None:
+    """The worker's role may switch to the eraser role (tenants/dbroles.py); web and beat must not be
+    able to log in as it, so a compromised web process cannot delete episodes."""
+    worker = _env(compose["services"]["worker"])
+    assert worker["DATABASE_URL"] == (
+        "postgres://engram_worker:${ENGRAM_WORKER_DB_PASSWORD:?set ENGRAM_WORKER_DB_PASSWORD}@db:5432/engram"
+    )
+    for name in ("web", "beat"):
+        env = _env(compose["services"][name])
+        assert not [k for k, v in env.items() if "engram_worker" in v or "WORKER_DB" in k + v], name
+    holders = {
+        name
+        for name, svc in compose["services"].items()
+        if any("ENGRAM_WORKER_DB_PASSWORD" in v for v in _env(svc).values())
+    }
+    assert holders == {"db", "worker"}
+    # migrate grants the worker's role its switch, so it reads that role's name, and no password.
+    assert (
+        _env(compose["services"]["migrate"])["ENGRAM_WORKER_DATABASE_URL"] == "postgres://engram_worker@db:5432/engram"
+    )
 
 
 def test_only_migrate_holds_the_owner_url(compose: dict[str, Any]) -> None:

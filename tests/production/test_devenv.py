@@ -57,7 +57,11 @@ def private_data() -> Iterator[Path]:
 @pytest.mark.slow
 def test_down_stops_a_postgres_this_run_started_and_leaves_a_running_one(private_data: Path) -> None:
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DATABASE_OWNER_URL"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "DATABASE_OWNER_URL", "ENGRAM_WORKER_DATABASE_URL"}
+    }
     env.update(
         ENGRAM_DATA_DIR=str(private_data),
         ENGRAM_PG_PORT=str(port),
@@ -77,7 +81,14 @@ def test_down_stops_a_postgres_this_run_started_and_leaves_a_running_one(private
         devenv("up", "--started-file", str(first))
         assert _listening(port)
         assert first.read_text().split() == ["postgres"]
-        assert (private_data / "engram.env").exists()
+        written = dict(line.split("=", 1) for line in (private_data / "engram.env").read_text().split())
+        # The worker logs in as a role of its own (the only one that may erase), the web as the application's.
+        assert written["DATABASE_URL"].startswith("postgres://engram_app:")
+        assert written["ENGRAM_WORKER_DATABASE_URL"].startswith("postgres://engram_worker:")
+        import psycopg
+
+        with psycopg.connect(written["ENGRAM_WORKER_DATABASE_URL"]) as conn:
+            assert conn.execute("SELECT session_user").fetchone() == ("engram_worker",)
 
         # A second run finds it running: it started nothing, and stops nothing.
         devenv("up", "--started-file", str(second))

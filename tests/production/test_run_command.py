@@ -129,3 +129,16 @@ def test_the_last_block_gives_the_addresses_and_the_credentials(run: ModuleType,
         base="http://h:1", credentials=run.credentials_read(tmp_path / "none"), credentials_path=creds, ready=False
     )
     assert "not ready yet" in missing and f"DEMO_API_KEY in {creds}" in missing
+
+
+def test_only_the_worker_gets_the_workers_database_login(run: ModuleType) -> None:
+    """The worker's role may switch to the eraser role (tenants/dbroles.py): the worker logs in as it,
+    web and beat as the application role, and neither of them is handed the worker's URL."""
+    app = "postgres://engram_app:a@127.0.0.1:54329/engram"
+    worker = "postgres://engram_worker:w@127.0.0.1:54329/engram"
+    base = {"DATABASE_URL": app, "ENGRAM_WORKER_DATABASE_URL": worker, "PATH": "/usr/bin"}
+    envs = run.process_envs(base, {"web": "/tmp/w", "worker": "/tmp/k"}, 9808)
+    assert envs["worker"]["DATABASE_URL"] == worker
+    for name in ("web", "beat"):
+        assert envs[name]["DATABASE_URL"] == app
+        assert worker not in envs[name].values(), name

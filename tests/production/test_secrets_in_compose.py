@@ -60,7 +60,8 @@ def test_the_first_start_script_takes_a_password_with_quotes(tmp_path: Path) -> 
     fake.write_text(
         "#!/usr/bin/env bash\n"
         'args=(); while [ $# -gt 0 ]; do case "$1" in --username|--dbname) shift 2;; *) args+=("$1"); shift;; esac; done\n'
-        f'{{ echo "BEGIN;"; sed "s/engram_app/{role}/g"; echo "ROLLBACK;"; }} | /usr/bin/psql "$OWNER_URL" "${{args[@]}}"\n'
+        f'{{ echo "BEGIN;"; sed "s/engram_app/{role}/g; s/engram_worker/{role}_w/g"; echo "ROLLBACK;"; }}'
+        ' | /usr/bin/psql "$OWNER_URL" "${args[@]}"\n'
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     env = {
@@ -70,6 +71,7 @@ def test_the_first_start_script_takes_a_password_with_quotes(tmp_path: Path) -> 
         "POSTGRES_USER": "ignored",
         "POSTGRES_DB": settings.DATABASES["default"]["NAME"],
         "ENGRAM_APP_DB_PASSWORD": 'it\'s; DROP ROLE x; -- "quoted" $dollar',
+        "ENGRAM_WORKER_DB_PASSWORD": 'worker\'s; DROP ROLE y; -- "q" $d',
     }
     done = subprocess.run(  # noqa: S603 - our own script, fixed arguments
         [shutil.which("bash") or "/bin/bash", str(ROOT / "docker" / "postgres-init.sh")],
@@ -79,4 +81,4 @@ def test_the_first_start_script_takes_a_password_with_quotes(tmp_path: Path) -> 
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert "CREATE ROLE" in done.stdout
+    assert done.stdout.count("CREATE ROLE") == 2, done.stdout

@@ -29,8 +29,10 @@ def free_port() -> int:
 
 def _database_url() -> str:
     db = settings.DATABASES["default"]
-    # The application role (tests run as it) on the test database, never the owner.
-    user, password = getattr(settings, "ENGRAM_TEST_APP_CREDENTIALS", (db["USER"], db["PASSWORD"]))
+    # The role the tests run as on the test database, never the owner: the worker's, because this
+    # server runs Celery tasks eagerly, erasure among them (tests/tenants/test_worker_role.py logs in
+    # as the web's application role, which may not erase).
+    user, password = getattr(settings, "ENGRAM_TEST_WORKER_CREDENTIALS", (db["USER"], db["PASSWORD"]))
     return f"postgres://{quote(user, safe='')}:{quote(password, safe='')}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
