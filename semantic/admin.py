@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
@@ -42,11 +42,17 @@ from semantic.services import (
 )
 from semantic.types import Actor
 from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
-from tenants.models import TenantSettings
+from tenants.models import Tenant, TenantSettings
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 EDITABLE_FIELDS = ("value", "statement", "category", "confidence")
 REVIEW_PAGE_SIZE = 25
+# Newest first by default: what consolidation has just learned is what the agents are about to be served.
+REVIEW_ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "newest": ("newest first", ("-recorded_at", "-id")),
+    "oldest": ("oldest first", ("recorded_at", "id")),
+    "confidence": ("least confident first", ("confidence", "-recorded_at", "-id")),
+}
 
 
 def operator_actor(request: HttpRequest, reason: str = "") -> Actor:
@@ -383,9 +389,10 @@ class FactAdmin(TenantOwnedAdmin):
                 raise PermissionDenied
             self._review_post(request)
             return HttpResponseRedirect(request.get_full_path())
-        queryset = self.get_queryset(request).filter(status=FactStatus.PENDING_REVIEW).order_by("recorded_at", "id")
+        queryset, filters = self._review_queryset(request)
         page = Paginator(queryset, REVIEW_PAGE_SIZE).get_page(request.GET.get("p"))
         facts = list(page.object_list)
+        show_tenant = len(operator_tenant_ids(request)) > 1
         sources: dict[uuid.UUID, list[FactSource]] = {f.id: [] for f in facts}
         rows = (
             FactSource.objects.filter(tenant_id__in=operator_tenant_ids(request), fact_id__in=list(sources))
@@ -402,9 +409,33 @@ class FactAdmin(TenantOwnedAdmin):
             "page": page,
             "items": [(f, sources[f.id]) for f in facts],
             "can_change": self.has_change_permission(request),
-            "show_tenant": len(operator_tenant_ids(request)) > 1,
+            "show_tenant": show_tenant,
+            "tenants": Tenant.objects.filter(id__in=operator_tenant_ids(request)).order_by("slug") if show_tenant else [],
+            "filters": filters,
+            "filtered": any(filters[k] for k in ("tenant", "subject", "q")),
+            "orders": [(key, label) for key, (label, _fields) in REVIEW_ORDERS.items()],
+            "query": urlencode({k: v for k, v in filters.items() if v and not (k == "order" and v == "newest")}),
         }
         return TemplateResponse(request, "admin/semantic/fact/review.html", context)
+
+    def _review_queryset(self, request: HttpRequest) -> tuple[QuerySet[Fact], dict[str, str]]:
+        """The pending facts the operator asked for: one tenant, one subject, words or a name
+        (FactAdmin's search), in the chosen order. The base queryset holds the operator's tenants, so
+        a filter can only narrow it."""
+        filters = {name: request.GET.get(name, "").strip() for name in ("tenant", "subject", "q", "order")}
+        if filters["order"] not in REVIEW_ORDERS:
+            filters["order"] = "newest"
+        queryset = self.get_queryset(request).filter(status=FactStatus.PENDING_REVIEW)
+        if filters["tenant"]:
+            try:
+                queryset = queryset.filter(tenant_id=uuid.UUID(filters["tenant"]))
+            except ValueError:
+                queryset = queryset.none()
+        if filters["subject"]:
+            queryset = queryset.filter(subject=filters["subject"])
+        if filters["q"]:
+            queryset, _ = self.get_search_results(request, queryset, filters["q"])
+        return queryset.order_by(*REVIEW_ORDERS[filters["order"]][1]), filters
 
     def _review_post(self, request: HttpRequest) -> None:
         decision = request.POST.get("decision")
