@@ -307,7 +307,12 @@ class FactAdmin(TenantOwnedAdmin):
 
     @admin.display(description="history")
     def history(self, obj: Fact) -> str:
-        changes = FactChange.objects.for_tenant(obj.tenant_id).filter(fact=obj).order_by("created_at", "id")
+        changes = (
+            FactChange.objects.for_tenant(obj.tenant_id)
+            # A revert is logged once, on the reinstated fact; the displaced one shows it too.
+            .filter(Q(fact=obj) | Q(related_fact=obj, kind=FactChangeKind.REVERTED))
+            .order_by("created_at", "id")
+        )
         rows = format_html_join(
             "",
             "<li>{} <b>{}</b> {} → {} by {}:{} {}</li>",

@@ -138,6 +138,18 @@ def test_revert_reinstates_the_superseded_value_through_the_merge_and_is_logged(
     assert reverts and {(c.actor_type, c.actor_id) for c in reverts} == {(ActorType.OPERATOR, "op-a")}
 
 
+def test_one_revert_click_writes_one_audit_row(op_client: Client, memory_a: Memory) -> None:
+    before = {c.pk for c in _changes(memory_a.tenant)}
+    op_client.post(f"{AUDIT}{memory_a.supersession_id}/revert/", {"post": "yes"})
+    written = [c for c in _changes(memory_a.tenant) if c.pk not in before]
+    assert [(c.kind, c.old_value, c.new_value, c.actor_id) for c in written] == [
+        (FactChangeKind.REVERTED, "Berlin", "Paris", "op-a")
+    ]
+    assert "newer value" not in written[0].reason
+    listed = op_client.get(f"{AUDIT}?kind__exact=reverted").context["cl"].result_list
+    assert [c.pk for c in listed] == [written[0].pk]
+
+
 def test_revert_action_refuses_what_is_not_a_supersession(op_client: Client, memory_a: Memory) -> None:
     created = _changes(memory_a.tenant, fact_id=memory_a.new_fact.id, kind=FactChangeKind.CREATED)[0]
     response = op_client.post(AUDIT, {"action": "revert_selected", "_selected_action": [str(created.pk)]}, follow=True)
