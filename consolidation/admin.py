@@ -10,15 +10,19 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest, HttpResponseRedirect
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
-from consolidation.erasure import erasure_request_create
+from consolidation.erasure import LOCATIONS, erasure_request_create, locate, subject_hash
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
 from tenants.admin import ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
+from tenants.models import Tenant
 
 
 def queue_waiting(queue: str) -> int | None:
@@ -168,7 +172,7 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
     )
     list_filter = ("status", ("created_at", admin.DateFieldListFilter))
     search_fields = ("=subject_hash",)
-    search_help_text = "The SHA-256 subject hash of the receipt."
+    search_help_text = "The subject id (hashed here, never stored) or the SHA-256 subject hash of a receipt."
     ordering = ("-created_at",)
     show_full_result_count = False
     view_fields = (
@@ -190,8 +194,46 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
         "receipt_pretty",
     )
 
+    class Media:
+        css = {"all": ("engram/admin.css",)}
+
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ("tenant", "subject", "reason") if obj is None else self.view_fields
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        # Only the hash is kept: hash what the operator typed, once per tenant they operate.
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        tenants = Tenant.objects.filter(id__in=operator_tenant_ids(request))
+        digests = {subject_hash(tenant, term) for tenant in tenants} | {term.lower()}
+        return queryset.filter(subject_hash__in=digests), False
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> HttpResponse:
+        """Filing asks first: the rows the subject has now, per location, and a warning when there are
+        none (most often a mistyped id, which would otherwise finish 'Done' with nothing removed)."""
+        if request.method == "POST" and request.POST.get("confirmed") != "yes" and self.has_add_permission(request):
+            form = self.get_form(request)(request.POST)
+            if form.is_valid():
+                tenant, subject = form.cleaned_data["tenant"], form.cleaned_data["subject"]
+                counts = locate(tenant=tenant, subject=subject)
+                counts.pop("erasure_requests", None)
+                described = {loc.name: loc.describe for loc in LOCATIONS}
+                context = {
+                    **self.admin_site.each_context(request),
+                    "title": "File this erasure request?",
+                    "opts": self.opts,
+                    "tenant": tenant,
+                    "subject": subject,
+                    "reason": form.cleaned_data.get("reason") or "",
+                    "counts": [(name, n) for name, n in counts.items()],
+                    "rows": [(name.replace("_", " "), n, described.get(name, "")) for name, n in counts.items()],
+                    "total": sum(counts.values()),
+                }
+                return TemplateResponse(request, "admin/consolidation/erasurerequest/confirm.html", context)
+        return super().add_view(request, form_url, extra_context)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return () if obj is None else self.view_fields
@@ -258,12 +300,63 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
 
     @admin.display(description="removed, per location")
     def counts_pretty(self, obj: ErasureRequest) -> str:
-        return pretty_json(obj.counts)
+        counts = {k: v for k, v in (obj.counts or {}).items() if isinstance(v, int)}
+        if not counts:
+            return "-"
+        remaining = (obj.verification or {}).get("remaining") or {}
+        described = {loc.name: loc.describe for loc in LOCATIONS}
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td class='engram-num'>{}</td><td class='engram-num'>{}</td><td>{}</td></tr>",
+            (
+                (name.replace("_", " "), n, remaining.get(name, "-"), described.get(name, ""))
+                for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            ),
+        )
+        total = sum(counts.values())
+        warning = (
+            mark_safe(  # noqa: S308 - a constant
+                '<p class="engram-warning">Nothing was found for this subject: no row was removed anywhere. '
+                "If the id was mistyped, file a new request with the right one.</p>"
+            )
+            if total == 0 and obj.status == ErasureStatus.DONE
+            else ""
+        )
+        return format_html(
+            '{}<table class="engram-receipt"><thead><tr><th>location</th><th>rows removed</th>'
+            "<th>left after verification</th><th>what it holds</th></tr></thead><tbody>{}</tbody>"
+            '<tfoot><tr><th>total</th><th class="engram-num">{}</th><th></th><th></th></tr></tfoot></table>',
+            warning,
+            rows,
+            total,
+        )
 
-    @admin.display(description="verification (rows left, per location)")
+    @admin.display(description="verification")
     def verification_pretty(self, obj: ErasureRequest) -> str:
-        return pretty_json(obj.verification)
+        verification = obj.verification or {}
+        remaining = verification.get("remaining")
+        if remaining is None:
+            return "not verified yet"
+        left = {k: v for k, v in remaining.items() if v}
+        when = verification.get("verified_at", "")
+        if left:
+            return format_html("rows remain at {}: {}", when, ", ".join(f"{k} {v}" for k, v in sorted(left.items())))
+        return f"none of the subject's rows remain in {len(remaining)} locations (checked {when})"
 
     @admin.display(description="receipt")
     def receipt_pretty(self, obj: ErasureRequest) -> str:
-        return pretty_json(obj.receipt)
+        receipt = obj.receipt or {}
+        if not receipt:
+            return "-"
+        locations = receipt.get("locations") or {}
+        return format_html(
+            '<dl class="engram-receipt-summary"><dt>request</dt><dd>{}</dd><dt>subject hash</dt><dd><code>{}</code></dd>'
+            "<dt>completed</dt><dd>{}</dd><dt>rows removed</dt><dd>{} in {} locations</dd>"
+            "<dt>verified empty</dt><dd>{} locations</dd></dl>",
+            receipt.get("request_id", ""),
+            receipt.get("subject_hash", ""),
+            receipt.get("completed_at", ""),
+            sum(v for v in locations.values() if isinstance(v, int)),
+            len(locations),
+            len(receipt.get("verified_zero") or []),
+        )

@@ -86,3 +86,64 @@ def test_conflict_audit_fits_1280px_and_a_revert_is_confirmed_and_logged_once(
         rows = list(FactChange.objects.order_by("id")[before:])
     assert [(r.kind, r.old_value, r.new_value) for r in rows] == [(FactChangeKind.REVERTED, "Berlin", "Paris")]
     assert "misunderstanding" in rows[0].reason
+
+
+def test_review_queue_filters_and_search_at_1280px(live_server: Any, narrow: Any, shoot: Any, world: Any) -> None:
+    page, base = narrow, live_server.url
+    tenant, memory_b = world["a"], world["memory_b"]
+    tea = _pending(tenant, "carol", "drink", "green tea")
+    coffee = _pending(tenant, "dave", "drink", "black coffee")
+    login(page, base)
+    page.goto(f"{base}/admin/semantic/fact/review/")
+    items = page.locator(".engram-review-item")
+    assert items.first.get_attribute("data-fact") == str(coffee.id)  # newest first
+    page.fill("#review-filters input[name=subject]", "carol")
+    page.click("#review-filters button[type=submit]")
+    page.wait_for_url(re.compile(r".*subject=carol.*"))
+    assert [items.nth(i).get_attribute("data-fact") for i in range(items.count())] == [str(tea.id)]
+    page.goto(f"{base}/admin/semantic/fact/review/")
+    page.fill("#review-filters input[name=q]", "coffee")
+    page.press("#review-filters input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r".*q=coffee.*"))
+    assert [items.nth(i).get_attribute("data-fact") for i in range(items.count())] == [str(coffee.id)]
+    shoot("issue34-review-filtered-1280")
+    inside(page, "#review-filters", "#content-main")
+    page.goto(f"{base}/admin/semantic/fact/review/?q=bob")  # tenant B's subject: nothing
+    assert page.locator(f"[data-fact='{memory_b.pending_fact.id}']").count() == 0
+    assert "No fact matches these filters." in page.locator("#content-main").inner_text()
+
+
+def test_erasure_found_by_subject_with_counts_first_and_a_readable_receipt_at_1280px(
+    live_server: Any, narrow: Any, shoot: Any, world: Any
+) -> None:
+    page, base = narrow, live_server.url
+    login(page, base)
+    page.goto(f"{base}/admin/consolidation/erasurerequest/add/")
+    page.fill("#id_subject", "alcie")  # a typo
+    page.click("input[name=_save]")
+    assert page.locator("#erasure-no-data").is_visible()
+    page.click("text=No, go back")
+    page.fill("#id_subject", "alice")
+    page.fill("#id_reason", "asked to be forgotten")
+    page.click("input[name=_save]")
+    counts = page.locator("#erasure-counts").inner_text()
+    assert "episodes" in counts and page.locator("#erasure-no-data").count() == 0
+    shoot("issue34-erasure-confirm-1280")
+    inside(page, "#erasure-counts", "#content")
+    page.click("#confirm-erasure")
+    page.wait_for_url(re.compile(r".*/admin/consolidation/erasurerequest/[0-9a-f-]+/change/"))
+    page.reload()
+    assert page.locator(".field-status .readonly").inner_text() == "Done"
+    receipt = page.locator(".field-counts_pretty").inner_text().lower()
+    assert "rows removed" in receipt and "episodes" in receipt and "{" not in receipt
+    shoot("issue34-erasure-receipt-1280")
+    inside(page, "table.engram-receipt", "#content")
+    page.goto(f"{base}/admin/consolidation/erasurerequest/")
+    page.fill("#searchbar", "alice")
+    page.press("#searchbar", "Enter")
+    page.wait_for_url(re.compile(r".*q=alice.*"))
+    assert page.locator("#result_list tbody tr").count() == 1
+    page.fill("#searchbar", "bob")  # tenant B's subject
+    page.press("#searchbar", "Enter")
+    page.wait_for_url(re.compile(r".*q=bob.*"))
+    assert page.locator("#result_list tbody tr").count() == 0
