@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from urllib.parse import urlsplit
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import admin, messages
@@ -414,7 +414,9 @@ class FactAdmin(TenantOwnedAdmin):
             "items": [(f, sources[f.id]) for f in facts],
             "can_change": self.has_change_permission(request),
             "show_tenant": show_tenant,
-            "tenants": Tenant.objects.filter(id__in=operator_tenant_ids(request)).order_by("slug") if show_tenant else [],
+            "tenants": Tenant.objects.filter(id__in=operator_tenant_ids(request)).order_by("slug")
+            if show_tenant
+            else [],
             "filters": filters,
             "filtered": any(filters[k] for k in ("tenant", "subject", "q")),
             "orders": [(key, label) for key, (label, _fields) in REVIEW_ORDERS.items()],

@@ -147,3 +147,42 @@ def test_erasure_found_by_subject_with_counts_first_and_a_readable_receipt_at_12
     page.press("#searchbar", "Enter")
     page.wait_for_url(re.compile(r".*q=bob.*"))
     assert page.locator("#result_list tbody tr").count() == 0
+
+
+def test_dashboard_says_what_it_shows_at_1280px(live_server: Any, narrow: Any, shoot: Any, world: Any) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from episodic.models import Session
+
+    page, base, tenant = narrow, live_server.url, world["a"]
+    build_history(tenant, weeks=8)
+    with tenant_scope(tenant):  # an import: twelve sessions of alice replayed within a few minutes
+        now = timezone.now() - timedelta(hours=2)
+        for i in range(12):
+            Session.objects.create(
+                tenant=tenant, external_id=f"replay-{i}", subject="alice", status="ended", outcome="success",
+                started_at=now + timedelta(seconds=15 * i), last_event_at=now + timedelta(minutes=4, seconds=15 * i),
+                ended_at=now + timedelta(minutes=5, seconds=15 * i), episode_count=4,
+            )  # fmt: skip
+    login(page, base)
+    page.goto(f"{base}/dashboard/acme/")
+    assert page.locator("#hit-rate-help").is_visible()
+    assert "most recent of" in page.locator("#hit-rate-rows").inner_text()
+    inside(page, "#hit-rates", "#content")
+    page.goto(f"{base}/dashboard/acme/subjects/alice/")
+    assert (
+        "→" in page.locator("#subject-range").inner_text()
+        and "latest of" in page.locator("#subject-range").inner_text()
+    )
+    boxes = [b for b in (r.bounding_box() for r in page.locator("section.engram-panel svg.chart a rect").all()) if b]
+    assert len(boxes) >= 12
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            apart = (
+                a["x"] + a["width"] <= b["x"] + 0.5 or b["x"] + b["width"] <= a["x"] + 0.5
+                or a["y"] + a["height"] <= b["y"] + 0.5 or b["y"] + b["height"] <= a["y"] + 0.5
+            )  # fmt: skip
+            assert apart, (a, b)
+    shoot("issue34-dashboard-subject-1280")
