@@ -6,21 +6,26 @@ and wrote, what they cost), archive manifests, and erasure requests: created her
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
 from consolidation.erasure import LOCATIONS, erasure_request_create, locate, subject_hash
+from consolidation.export import export_file_name, export_file_path, tenant_export_files
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
+from consolidation.tasks import export_tenant_file
 from tenants.admin import ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
 from tenants.models import Tenant
 
@@ -360,3 +365,77 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
             len(locations),
             len(receipt.get("verified_zero") or []),
         )
+
+
+# --- tenant exports, filed from the tenant list ---------------------------------------------------
+
+_TenantAdmin: type[admin.ModelAdmin] = type(admin.site._registry[Tenant])
+
+
+class TenantWithExportsAdmin(_TenantAdmin):  # type: ignore[valid-type,misc]
+    """The tenants admin, plus whole-tenant exports: an action files one (a Celery task taking the
+    tenant's id writes the file), and the tenant's page links each file once it is complete. Here
+    rather than in tenants/admin.py: the export belongs to this layer, and tenants imports nothing above it."""
+
+    actions = (*(_TenantAdmin.actions or ()), "export_selected")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        base = tuple(super().get_readonly_fields(request, obj))
+        return base if obj is None else (*base, "exports")
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_fields(request, obj))
+        return fields if obj is None or "exports" in fields else [*fields, "exports"]
+
+    @admin.action(description="Export selected tenants (a file per tenant, written in the background)")
+    def export_selected(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        for tenant in queryset.filter(id__in=operator_tenant_ids(request)):
+            name = export_file_name(tenant)
+            transaction.on_commit(partial(export_tenant_file.delay, str(tenant.id), name))
+            self.message_user(
+                request,
+                f"Export of {tenant.slug} filed as {name}; its page links the file when it is written.",
+                messages.SUCCESS,
+            )
+
+    @admin.display(description="exports")
+    def exports(self, obj: Tenant) -> str:
+        files = tenant_export_files(tenant=obj)
+        if not files:
+            return "none yet (use the action 'Export selected tenants' on the list)"
+        items = format_html_join(
+            "",
+            "<li>{}</li>",
+            (
+                (
+                    format_html(
+                        '<a href="{}">{}</a> · {} · {}',
+                        reverse("admin:tenants_tenant_export", args=[obj.pk, f.name]),
+                        f.name,
+                        filesizeformat(f.size),
+                        f.modified.strftime("%Y-%m-%d %H:%M"),
+                    )
+                    if f.done
+                    else format_html("{} · being written ({} so far)", f.name, filesizeformat(f.size)),
+                )
+                for f in files
+            ),
+        )
+        return format_html('<ul class="engram-exports">{}</ul>', items)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.export_download)
+        return [path("<uuid:tenant_id>/exports/<str:name>", view, name="tenants_tenant_export"), *super().get_urls()]
+
+    def export_download(self, request: HttpRequest, tenant_id: Any, name: str) -> FileResponse:
+        tenant = Tenant.objects.filter(id=tenant_id, id__in=operator_tenant_ids(request)).first()
+        if tenant is None or not self.has_view_permission(request, tenant):
+            raise Http404("No such export.")
+        file = export_file_path(tenant=tenant, name=name)
+        if file is None:
+            raise Http404("No such export.")
+        return FileResponse(open(file, "rb"), as_attachment=True, filename=name)  # noqa: SIM115 - closed by the response
+
+
+admin.site.unregister(Tenant)
+admin.site.register(Tenant, TenantWithExportsAdmin)

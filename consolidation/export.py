@@ -10,14 +10,20 @@ are not exported (credentials and transient replays).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import os
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO, Any
 
 from django.apps import apps
+from django.conf import settings
 from django.db import models
 from django.db.models import Sum
 from django.utils import timezone
@@ -327,3 +333,66 @@ def tenant_import(
             tenant=tenant, defaults={"last_episode_id": last, "done_above": []}
         )
     return dict(importer.counts)
+
+
+# --- export files filed from the admin --------------------------------------------------------------
+
+EXPORT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*-\d{8}T\d{6}\.jsonl\.gz$")
+PARTIAL = ".part"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportFile:
+    name: str
+    size: int
+    modified: datetime
+    done: bool
+
+
+def _export_dir(tenant: Tenant) -> Path:
+    return Path(settings.EXPORT_ROOT) / str(tenant.id)
+
+
+def export_file_name(tenant: Tenant, at: datetime | None = None) -> str:
+    return f"{tenant.slug}-{(at or timezone.now()):%Y%m%dT%H%M%S}.jsonl.gz"
+
+
+def tenant_export_file(*, tenant: Tenant, name: str) -> Path:
+    """Write the tenant's export to its folder under EXPORT_ROOT as `name`; written under a partial name
+    and renamed when complete, so a listed file is always whole. Done already: left as it is."""
+    if not EXPORT_NAME.match(name):
+        raise ValueError(f"not an export file name: {name!r}")
+    folder = _export_dir(tenant)
+    final = folder / name
+    if final.exists():
+        return final
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / (name + PARTIAL)
+    with open(partial, "wb") as fh:
+        tenant_export(tenant=tenant, out=fh)
+    os.replace(partial, final)
+    return final
+
+
+def tenant_export_files(*, tenant: Tenant) -> list[ExportFile]:
+    """The tenant's export files, newest first; those still being written have done=False."""
+    folder = _export_dir(tenant)
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in folder.iterdir():
+        done = not path.name.endswith(PARTIAL)
+        name = path.name if done else path.name[: -len(PARTIAL)]
+        if EXPORT_NAME.match(name):
+            stat = path.stat()
+            modified = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
+            out.append(ExportFile(name=name, size=stat.st_size, modified=modified, done=done))
+    return sorted(out, key=lambda f: f.name, reverse=True)
+
+
+def export_file_path(*, tenant: Tenant, name: str) -> Path | None:
+    """A finished export file of the tenant, or None (a name is matched, never joined as a path)."""
+    if not EXPORT_NAME.match(name):
+        return None
+    path = _export_dir(tenant) / name
+    return path if path.is_file() else None

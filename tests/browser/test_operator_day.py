@@ -186,3 +186,24 @@ def test_dashboard_says_what_it_shows_at_1280px(live_server: Any, narrow: Any, s
             )  # fmt: skip
             assert apart, (a, b)
     shoot("issue34-dashboard-subject-1280")
+
+
+def test_an_export_is_filed_from_the_admin_and_linked_when_done_at_1280px(
+    live_server: Any, narrow: Any, shoot: Any, world: Any, settings: Any, tmp_path: Any
+) -> None:
+    settings.EXPORT_ROOT = str(tmp_path / "exports")
+    page, base, tenant = narrow, live_server.url, world["a"]
+    login(page, base)
+    page.goto(f"{base}/admin/tenants/tenant/")
+    page.locator(f"input[name=_selected_action][value='{tenant.id}']").check()
+    page.select_option("select[name=action]", "export_selected")
+    page.click("button[name=index]")
+    page.wait_for_selector("ul.messagelist")
+    assert "Export of acme filed" in page.locator("ul.messagelist").inner_text()
+    page.goto(f"{base}/admin/tenants/tenant/{tenant.id}/change/")
+    link = page.locator(".field-exports a").first
+    assert link.inner_text().startswith("acme-") and link.inner_text().endswith(".jsonl.gz")
+    shoot("issue34-tenant-export-1280")
+    inside(page, ".field-exports", "#content")
+    response = page.request.get(f"{base}{link.get_attribute('href')}")
+    assert response.status == 200 and response.body()[:2] == b"\x1f\x8b"  # gzip
