@@ -6,19 +6,28 @@ and wrote, what they cost), archive manifests, and erasure requests: created her
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest, HttpResponseRedirect
-from django.urls import reverse
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.defaultfilters import filesizeformat
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
-from consolidation.erasure import erasure_request_create
+from consolidation.erasure import LOCATIONS, erasure_request_create, locate, subject_hash
+from consolidation.export import export_file_name, export_file_path, tenant_export_files
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
+from consolidation.tasks import export_tenant_file
 from tenants.admin import ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
+from tenants.models import Tenant
 
 
 def queue_waiting(queue: str) -> int | None:
@@ -168,7 +177,7 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
     )
     list_filter = ("status", ("created_at", admin.DateFieldListFilter))
     search_fields = ("=subject_hash",)
-    search_help_text = "The SHA-256 subject hash of the receipt."
+    search_help_text = "The subject id (hashed here, never stored) or the SHA-256 subject hash of a receipt."
     ordering = ("-created_at",)
     show_full_result_count = False
     view_fields = (
@@ -190,8 +199,46 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
         "receipt_pretty",
     )
 
+    class Media:
+        css = {"all": ("engram/admin.css",)}
+
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ("tenant", "subject", "reason") if obj is None else self.view_fields
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        # Only the hash is kept: hash what the operator typed, once per tenant they operate.
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        tenants = Tenant.objects.filter(id__in=operator_tenant_ids(request))
+        digests = {subject_hash(tenant, term) for tenant in tenants} | {term.lower()}
+        return queryset.filter(subject_hash__in=digests), False
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> HttpResponse:
+        """Filing asks first: the rows the subject has now, per location, and a warning when there are
+        none (most often a mistyped id, which would otherwise finish 'Done' with nothing removed)."""
+        if request.method == "POST" and request.POST.get("confirmed") != "yes" and self.has_add_permission(request):
+            form = self.get_form(request)(request.POST)
+            if form.is_valid():
+                tenant, subject = form.cleaned_data["tenant"], form.cleaned_data["subject"]
+                counts = locate(tenant=tenant, subject=subject)
+                counts.pop("erasure_requests", None)
+                described = {loc.name: loc.describe for loc in LOCATIONS}
+                context = {
+                    **self.admin_site.each_context(request),
+                    "title": "File this erasure request?",
+                    "opts": self.opts,
+                    "tenant": tenant,
+                    "subject": subject,
+                    "reason": form.cleaned_data.get("reason") or "",
+                    "counts": [(name, n) for name, n in counts.items()],
+                    "rows": [(name.replace("_", " "), n, described.get(name, "")) for name, n in counts.items()],
+                    "total": sum(counts.values()),
+                }
+                return TemplateResponse(request, "admin/consolidation/erasurerequest/confirm.html", context)
+        return super().add_view(request, form_url, extra_context)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return () if obj is None else self.view_fields
@@ -258,12 +305,137 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
 
     @admin.display(description="removed, per location")
     def counts_pretty(self, obj: ErasureRequest) -> str:
-        return pretty_json(obj.counts)
+        counts = {k: v for k, v in (obj.counts or {}).items() if isinstance(v, int)}
+        if not counts:
+            return "-"
+        remaining = (obj.verification or {}).get("remaining") or {}
+        described = {loc.name: loc.describe for loc in LOCATIONS}
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td class='engram-num'>{}</td><td class='engram-num'>{}</td><td>{}</td></tr>",
+            (
+                (name.replace("_", " "), n, remaining.get(name, "-"), described.get(name, ""))
+                for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            ),
+        )
+        total = sum(counts.values())
+        warning = (
+            mark_safe(  # noqa: S308 - a constant
+                '<p class="engram-warning">Nothing was found for this subject: no row was removed anywhere. '
+                "If the id was mistyped, file a new request with the right one.</p>"
+            )
+            if total == 0 and obj.status == ErasureStatus.DONE
+            else ""
+        )
+        return format_html(
+            '{}<table class="engram-receipt"><thead><tr><th>location</th><th>rows removed</th>'
+            "<th>left after verification</th><th>what it holds</th></tr></thead><tbody>{}</tbody>"
+            '<tfoot><tr><th>total</th><th class="engram-num">{}</th><th></th><th></th></tr></tfoot></table>',
+            warning,
+            rows,
+            total,
+        )
 
-    @admin.display(description="verification (rows left, per location)")
+    @admin.display(description="verification")
     def verification_pretty(self, obj: ErasureRequest) -> str:
-        return pretty_json(obj.verification)
+        verification = obj.verification or {}
+        remaining = verification.get("remaining")
+        if remaining is None:
+            return "not verified yet"
+        left = {k: v for k, v in remaining.items() if v}
+        when = verification.get("verified_at", "")
+        if left:
+            return format_html("rows remain at {}: {}", when, ", ".join(f"{k} {v}" for k, v in sorted(left.items())))
+        return f"none of the subject's rows remain in {len(remaining)} locations (checked {when})"
 
     @admin.display(description="receipt")
     def receipt_pretty(self, obj: ErasureRequest) -> str:
-        return pretty_json(obj.receipt)
+        receipt = obj.receipt or {}
+        if not receipt:
+            return "-"
+        locations = receipt.get("locations") or {}
+        return format_html(
+            '<dl class="engram-receipt-summary"><dt>request</dt><dd>{}</dd><dt>subject hash</dt><dd><code>{}</code></dd>'
+            "<dt>completed</dt><dd>{}</dd><dt>rows removed</dt><dd>{} in {} locations</dd>"
+            "<dt>verified empty</dt><dd>{} locations</dd></dl>",
+            receipt.get("request_id", ""),
+            receipt.get("subject_hash", ""),
+            receipt.get("completed_at", ""),
+            sum(v for v in locations.values() if isinstance(v, int)),
+            len(locations),
+            len(receipt.get("verified_zero") or []),
+        )
+
+
+# --- tenant exports, filed from the tenant list ---------------------------------------------------
+
+_TenantAdmin: type[admin.ModelAdmin] = type(admin.site._registry[Tenant])
+
+
+class TenantWithExportsAdmin(_TenantAdmin):  # type: ignore[valid-type,misc]
+    """The tenants admin, plus whole-tenant exports: an action files one (a Celery task taking the
+    tenant's id writes the file), and the tenant's page links each file once it is complete. Here
+    rather than in tenants/admin.py: the export belongs to this layer, and tenants imports nothing above it."""
+
+    actions = (*(_TenantAdmin.actions or ()), "export_selected")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        base = tuple(super().get_readonly_fields(request, obj))
+        return base if obj is None else (*base, "exports")
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_fields(request, obj))
+        return fields if obj is None or "exports" in fields else [*fields, "exports"]
+
+    @admin.action(description="Export selected tenants (a file per tenant, written in the background)")
+    def export_selected(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        for tenant in queryset.filter(id__in=operator_tenant_ids(request)):
+            name = export_file_name(tenant)
+            transaction.on_commit(partial(export_tenant_file.delay, str(tenant.id), name))
+            self.message_user(
+                request,
+                f"Export of {tenant.slug} filed as {name}; its page links the file when it is written.",
+                messages.SUCCESS,
+            )
+
+    @admin.display(description="exports")
+    def exports(self, obj: Tenant) -> str:
+        files = tenant_export_files(tenant=obj)
+        if not files:
+            return "none yet (use the action 'Export selected tenants' on the list)"
+        items = format_html_join(
+            "",
+            "<li>{}</li>",
+            (
+                (
+                    format_html(
+                        '<a href="{}">{}</a> · {} · {}',
+                        reverse("admin:tenants_tenant_export", args=[obj.pk, f.name]),
+                        f.name,
+                        filesizeformat(f.size),
+                        f.modified.strftime("%Y-%m-%d %H:%M"),
+                    )
+                    if f.done
+                    else format_html("{} · being written ({} so far)", f.name, filesizeformat(f.size)),
+                )
+                for f in files
+            ),
+        )
+        return format_html('<ul class="engram-exports">{}</ul>', items)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.export_download)
+        return [path("<uuid:tenant_id>/exports/<str:name>", view, name="tenants_tenant_export"), *super().get_urls()]
+
+    def export_download(self, request: HttpRequest, tenant_id: Any, name: str) -> FileResponse:
+        tenant = Tenant.objects.filter(id=tenant_id, id__in=operator_tenant_ids(request)).first()
+        if tenant is None or not self.has_view_permission(request, tenant):
+            raise Http404("No such export.")
+        file = export_file_path(tenant=tenant, name=name)
+        if file is None:
+            raise Http404("No such export.")
+        return FileResponse(open(file, "rb"), as_attachment=True, filename=name)  # noqa: SIM115 - closed by the response
+
+
+admin.site.unregister(Tenant)
+admin.site.register(Tenant, TenantWithExportsAdmin)

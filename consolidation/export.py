@@ -10,21 +10,28 @@ are not exported (credentials and transient replays).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import os
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO, Any
 
 from django.apps import apps
+from django.conf import settings
 from django.db import models
+from django.db.models import Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from consolidation.erasure import serialise
 from consolidation.lifecycle import EPISODE_FIELDS, iter_archive_rows
-from consolidation.models import ConsolidationWatermark
+from consolidation.models import ArchiveManifest, ConsolidationWatermark
 from core.errors import Conflict
 from episodic.models import Episode
 from episodic.passages import passages_create
@@ -81,11 +88,28 @@ def _row(instance: models.Model) -> dict[str, Any]:
     return data
 
 
+def export_totals(*, tenant: Tenant) -> dict[str, int]:
+    """The rows an export of the tenant will write, per model (one COUNT each), in export order: the
+    total a progress bar needs, and the header's promise to the importer."""
+    totals: dict[str, int] = {}
+    with tenant_scope(tenant):
+        for model in _models():
+            n = model.objects.for_tenant(tenant).count()  # type: ignore[attr-defined]
+            if n:
+                totals[model._meta.label] = n
+        archived = ArchiveManifest.objects.for_tenant(tenant).aggregate(n=Sum("episode_count"))["n"] or 0
+    if archived:
+        totals["archived_episode"] = archived
+    return totals
+
+
 def tenant_export(
     *, tenant: Tenant, out: IO[bytes], progress: Callable[[str, int], None] | None = None
 ) -> dict[str, int]:
-    """Stream the tenant to `out` as gzip JSONL; returns rows written per model."""
+    """Stream the tenant to `out` as gzip JSONL; returns rows written per model. `progress(label, n)`
+    hears (label, 0) as each model starts, then the rows written, in steps of up to 1000."""
     counts: Counter[str] = Counter()
+    totals = export_totals(tenant=tenant)
     with gzip.GzipFile(fileobj=out, mode="wb") as gz:
 
         def write(obj: dict[str, Any]) -> None:
@@ -97,11 +121,14 @@ def tenant_export(
                 "format": FORMAT,
                 "tenant": {"id": str(tenant.id), "slug": tenant.slug, "name": tenant.name, "settings": tenant.settings},
                 "exported_at": timezone.now().isoformat(),
+                "totals": totals,
             }
         )
         with tenant_scope(tenant):
             for model in _models():
                 label = model._meta.label
+                if progress:
+                    progress(label, 0)  # the label changes before the first row, not 1000 rows later
                 for instance in model.objects.for_tenant(tenant).order_by("pk").iterator(chunk_size=1000):  # type: ignore[attr-defined]
                     write({"type": "row", "model": label, "data": _row(instance)})
                     counts[label] += 1
@@ -109,9 +136,15 @@ def tenant_export(
                         progress(label, 1000)
                 if progress:
                     progress(label, counts[label] % 1000)
+        if progress:
+            progress("archived_episode", 0)
         for row in iter_archive_rows(tenant=tenant):
             write({"type": "archived_episode", "data": row})
             counts["archived_episode"] += 1
+            if progress and counts["archived_episode"] % 1000 == 0:
+                progress("archived_episode", 1000)
+        if progress:
+            progress("archived_episode", counts["archived_episode"] % 1000)
         write({"type": "footer", "counts": dict(counts)})
     return dict(counts)
 
@@ -215,8 +248,17 @@ class _Importer:
         self.counts["archived_episode"] += len(episodes)
 
 
-def tenant_import(*, tenant: Tenant, fh: IO[bytes], batch_size: int = 1000) -> dict[str, int]:
-    """Load an export into `tenant`, which must hold no memory yet; all or nothing."""
+def tenant_import(
+    *,
+    tenant: Tenant,
+    fh: IO[bytes],
+    batch_size: int = 1000,
+    progress: Callable[[str, int], None] | None = None,
+    on_total: Callable[[int | None], None] | None = None,
+) -> dict[str, int]:
+    """Load an export into `tenant`, which must hold no memory yet; all or nothing. `on_total` hears
+    the rows the header announces (None for an export made before headers carried totals), and
+    `progress(label, n)` each batch as it is loaded."""
     _assert_empty(tenant)
     importer = _Importer(tenant)
     with tenant_scope(tenant):
@@ -227,13 +269,23 @@ def tenant_import(*, tenant: Tenant, fh: IO[bytes], batch_size: int = 1000) -> d
         def flush() -> None:
             if pending_model is not None and batch:
                 importer.add(pending_model, batch)
+                if progress:
+                    progress(pending_model._meta.label, len(batch))
             batch.clear()
+
+        def load_archived(rows: list[dict[str, Any]]) -> None:
+            importer.add_archived(rows)
+            if progress:
+                progress("archived_episode", len(rows))
 
         for item in read_export(fh):
             kind = item.get("type")
             if kind == "header":
                 if item.get("format") != FORMAT:
                     raise Conflict(f"Unknown export format {item.get('format')!r}; expected {FORMAT}.")
+                if on_total:
+                    announced = item.get("totals")
+                    on_total(sum(announced.values()) if isinstance(announced, dict) else None)
             elif kind == "row":
                 try:
                     model = apps.get_model(item["model"])
@@ -247,11 +299,11 @@ def tenant_import(*, tenant: Tenant, fh: IO[bytes], batch_size: int = 1000) -> d
                 flush()
                 archived.append(item["data"])
                 if len(archived) >= batch_size:
-                    importer.add_archived(archived)
+                    load_archived(archived)
                     archived = []
         flush()
         if archived:
-            importer.add_archived(archived)
+            load_archived(archived)
         importer.finish_deferred()
         # Everything imported was consolidated at the source (its facts came along).
 
@@ -260,3 +312,66 @@ def tenant_import(*, tenant: Tenant, fh: IO[bytes], batch_size: int = 1000) -> d
             tenant=tenant, defaults={"last_episode_id": last, "done_above": []}
         )
     return dict(importer.counts)
+
+
+# --- export files filed from the admin --------------------------------------------------------------
+
+EXPORT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*-\d{8}T\d{6}\.jsonl\.gz$")
+PARTIAL = ".part"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportFile:
+    name: str
+    size: int
+    modified: datetime
+    done: bool
+
+
+def _export_dir(tenant: Tenant) -> Path:
+    return Path(settings.EXPORT_ROOT) / str(tenant.id)
+
+
+def export_file_name(tenant: Tenant, at: datetime | None = None) -> str:
+    return f"{tenant.slug}-{(at or timezone.now()):%Y%m%dT%H%M%S}.jsonl.gz"
+
+
+def tenant_export_file(*, tenant: Tenant, name: str) -> Path:
+    """Write the tenant's export to its folder under EXPORT_ROOT as `name`; written under a partial name
+    and renamed when complete, so a listed file is always whole. Done already: left as it is."""
+    if not EXPORT_NAME.match(name):
+        raise ValueError(f"not an export file name: {name!r}")
+    folder = _export_dir(tenant)
+    final = folder / name
+    if final.exists():
+        return final
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / (name + PARTIAL)
+    with open(partial, "wb") as fh:
+        tenant_export(tenant=tenant, out=fh)
+    os.replace(partial, final)
+    return final
+
+
+def tenant_export_files(*, tenant: Tenant) -> list[ExportFile]:
+    """The tenant's export files, newest first; those still being written have done=False."""
+    folder = _export_dir(tenant)
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in folder.iterdir():
+        done = not path.name.endswith(PARTIAL)
+        name = path.name if done else path.name[: -len(PARTIAL)]
+        if EXPORT_NAME.match(name):
+            stat = path.stat()
+            modified = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
+            out.append(ExportFile(name=name, size=stat.st_size, modified=modified, done=done))
+    return sorted(out, key=lambda f: f.name, reverse=True)
+
+
+def export_file_path(*, tenant: Tenant, name: str) -> Path | None:
+    """A finished export file of the tenant, or None (a name is matched, never joined as a path)."""
+    if not EXPORT_NAME.match(name):
+        return None
+    path = _export_dir(tenant) / name
+    return path if path.is_file() else None

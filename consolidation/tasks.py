@@ -12,7 +12,7 @@ from celery import shared_task
 from django.db.models import Q
 from django.utils import timezone
 
-from consolidation import erasure, lifecycle, metrics, services
+from consolidation import erasure, export, lifecycle, metrics, services
 from consolidation.models import ErasureRequest, ErasureStatus, RunTrigger
 from episodic.models import Session
 from tenants.models import Tenant
@@ -141,3 +141,9 @@ def execute_erasure(tenant: Tenant, request_id: str) -> str | None:
     if request is not None:
         metrics.ERASURES.labels(request.status).inc()
     return request.status if request else None
+
+
+@shared_task(base=TenantTask, name="consolidation.tasks.export_tenant_file")
+def export_tenant_file(tenant: Tenant, name: str) -> str:
+    """An export filed from the admin; running it again leaves a finished file as it is."""
+    return str(export.tenant_export_file(tenant=tenant, name=name))

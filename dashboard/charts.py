@@ -189,41 +189,68 @@ class Span:
     href: str = ""
 
 
+def _lanes(extents: Sequence[tuple[float, float]], gap: float = 2.0) -> list[int]:
+    """A lane per bar so that bars in one lane never overlap: each goes to the first lane free at its
+    start (the extents are in start order)."""
+    ends: list[float] = []
+    out = []
+    for x0, x1 in extents:
+        lane = next((i for i, end in enumerate(ends) if end + gap <= x0), len(ends))
+        if lane == len(ends):
+            ends.append(x1)
+        else:
+            ends[lane] = x1
+        out.append(lane)
+    return out
+
+
 def timeline_chart(title: str, spans: Sequence[Span]) -> SafeString:
     """Sessions on a time axis: each a bar placed at its start, as wide as it lasted (at least a few
-    pixels), as tall as its number of episodes, coloured by its outcome."""
+    pixels), coloured by its outcome, its episode count written in it when it fits. Sessions that
+    overlap (an import replays many within minutes) take separate lanes instead of hiding each other."""
     if not spans:
         return _empty(title)
+    ordered = sorted(spans, key=lambda s: s.start)
     lo = min(s.start for s in spans)
     hi = max(max(s.end, s.start) for s in spans)
     total = max((hi - lo).total_seconds(), 1.0)
-    y_max, step = scale(max(max(0, s.size) for s in spans), integer=True)
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    body = _axes(y_max, step, percent=False)
-    for span in sorted(spans, key=lambda s: s.start):
+    plot_w = WIDTH - LEFT - RIGHT
+    extents = []
+    for span in ordered:
         x0 = LEFT + plot_w * (span.start - lo).total_seconds() / total
         x1 = LEFT + plot_w * (max(span.end, span.start) - lo).total_seconds() / total
         width = max(4.0, x1 - x0)
         x0 = min(x0, WIDTH - RIGHT - width)
-        h = max(2.0, plot_h * max(0, span.size) / y_max)
-        y = TOP + plot_h - h
+        extents.append((x0, x0 + width))
+    lanes = _lanes(extents)
+    count = max(lanes) + 1
+    lane_h = min(22.0, max(8.0, (HEIGHT - TOP - BOTTOM) / count))
+    height = max(HEIGHT, math.ceil(TOP + BOTTOM + count * lane_h))
+    body = [f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{height - BOTTOM}" y2="{height - BOTTOM}" class="grid"/>']
+    for span, (x0, x1), lane in zip(ordered, extents, lanes, strict=True):
+        y = TOP + lane * lane_h
+        h = lane_h - 2
         colour = OUTCOME_COLOURS.get(span.outcome, OUTCOME_COLOURS[""])
         tip = (
             f"{escape(span.label)}: {span.start:%Y-%m-%d %H:%M} → {span.end:%Y-%m-%d %H:%M} · "
             f"{span.size} episodes · {escape(span.outcome or 'open')}"
         )
         rect = (
-            f'<rect x="{_num(x0)}" y="{_num(y)}" width="{_num(width)}" height="{_num(h)}" rx="1" fill="{colour}" '
+            f'<rect x="{_num(x0)}" y="{_num(y)}" width="{_num(x1 - x0)}" height="{_num(h)}" rx="1" fill="{colour}" '
             f'fill-opacity="0.85"><title>{tip}</title></rect>'
         )
+        if x1 - x0 >= 8 + 7 * len(str(span.size)) and h >= 10:
+            rect += f'<text x="{_num(x0 + 3)}" y="{_num(y + h - 3)}" class="bar-label">{max(0, span.size)}</text>'
         body.append(f'<a href="{escape(span.href)}">{rect}</a>' if span.href else rect)
     ticks = 5
     for i in range(ticks):
         at = lo + (hi - lo) * i / (ticks - 1)
         x = LEFT + plot_w * i / (ticks - 1)
         anchor = "start" if i == 0 else "end" if i == ticks - 1 else "middle"
+        # The first and last ticks carry the year: the range is read from them.
+        label = f"{at:%Y-%m-%d %H:%M}" if i in (0, ticks - 1) else f"{at:%d %b %H:%M}"
         body.append(
-            f'<text x="{_num(x)}" y="{HEIGHT - BOTTOM + 14}" class="axis" text-anchor="{anchor}">{at:%d %b %H:%M}</text>'
+            f'<text x="{_num(x)}" y="{height - BOTTOM + 14}" class="axis" text-anchor="{anchor}">{label}</text>'
         )
     legend = [(k, v) for k, v in OUTCOME_COLOURS.items() if k] + [("open", OUTCOME_COLOURS[""])]
-    return _frame(title, body, legend)
+    return _frame(title, body, legend, height=height)

@@ -140,6 +140,8 @@ class HitRates:
     days: list[date]
     daily: list[float | None]
     conversations: list[dict[str, Any]]
+    # Conversations with feedback in all; `conversations` holds the most recent `limit` of them.
+    conversation_total: int = 0
 
 
 def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = None, limit: int = 20) -> HitRates:
@@ -190,6 +192,7 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
         days=buckets,
         daily=[by_day.get(day) for day in buckets],
         conversations=rows,
+        conversation_total=qs.values("session", "subject").distinct().count(),
     )
 
 
@@ -265,6 +268,11 @@ def subject_timeline(*, tenant: Tenant, subject: str, sessions: int = SUBJECT_SE
         SessionRow(session=s, episodes=by_session[s.pk], more=max(0, s.episode_count - len(by_session[s.pk])))
         for s in rows
     ]
+
+
+def subject_session_count(*, tenant: Tenant, subject: str) -> int:
+    """All the subject's sessions, to say how many the timeline leaves out."""
+    return Session.objects.for_tenant(tenant).filter(subject=subject).count()
 
 
 @dataclass

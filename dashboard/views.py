@@ -26,6 +26,7 @@ from dashboard.selectors import (
     memory_totals,
     recent_subjects,
     subject_facts,
+    subject_session_count,
     subject_timeline,
 )
 from tenants.admin import operator_tenant_ids
@@ -127,7 +128,11 @@ def subject_dashboard(request: HttpRequest, tenant: str, subject: str) -> HttpRe
         "tenant": current,
         "subject": subject,
         "timeline": timeline,
-        "timeline_chart": charts.timeline_chart("Sessions over time: episodes per session, coloured by outcome", spans),
+        "timeline_chart": charts.timeline_chart(
+            "Sessions over time: a bar per session as long as it lasted, its episodes written in it, coloured by"
+            " outcome; overlapping sessions on separate lanes",
+            spans,
+        ),
         "facts": facts,
         "hits": hits,
         "hit_chart": charts.line_chart(
@@ -140,6 +145,9 @@ def subject_dashboard(request: HttpRequest, tenant: str, subject: str) -> HttpRe
             {"episodes": growth.episodes, "facts": growth.facts},
         ),
         "first_seen": timeline[-1].session.started_at if timeline else None,
+        # The last event, as on the chart: the header names both ends of what is shown.
+        "last_seen": (timeline[0].session.last_event_at or timeline[0].session.started_at) if timeline else None,
+        "session_total": subject_session_count(tenant=current, subject=subject),
         "outcomes": _outcome_counts(timeline),
     }
     return render(request, "dashboard/subject.html", context)

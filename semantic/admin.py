@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import admin, messages
@@ -21,10 +22,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.text import Truncator
-from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from episodic.aliases import alias_key, entity_alias_check, entity_alias_delete
@@ -42,11 +43,17 @@ from semantic.services import (
 )
 from semantic.types import Actor
 from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
-from tenants.models import TenantSettings
+from tenants.models import Tenant, TenantSettings
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 EDITABLE_FIELDS = ("value", "statement", "category", "confidence")
 REVIEW_PAGE_SIZE = 25
+# Newest first by default: what consolidation has just learned is what the agents are about to be served.
+REVIEW_ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "newest": ("newest first", ("-recorded_at", "-id")),
+    "oldest": ("oldest first", ("recorded_at", "id")),
+    "confidence": ("least confident first", ("confidence", "-recorded_at", "-id")),
+}
 
 
 def operator_actor(request: HttpRequest, reason: str = "") -> Actor:
@@ -152,8 +159,6 @@ class NeedsConfirmationFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet[Fact]) -> QuerySet[Fact]:
         if self.value() != "yes":
             return queryset
-        from django.utils import timezone
-
         horizons = TenantSettings().decay_half_life_days
         return queryset.filter(needs_confirmation_q(horizons=horizons, now=timezone.now()))
 
@@ -301,7 +306,12 @@ class FactAdmin(TenantOwnedAdmin):
 
     @admin.display(description="history")
     def history(self, obj: Fact) -> str:
-        changes = FactChange.objects.for_tenant(obj.tenant_id).filter(fact=obj).order_by("created_at", "id")
+        changes = (
+            FactChange.objects.for_tenant(obj.tenant_id)
+            # A revert is logged once, on the reinstated fact; the displaced one shows it too.
+            .filter(Q(fact=obj) | Q(related_fact=obj, kind=FactChangeKind.REVERTED))
+            .order_by("created_at", "id")
+        )
         rows = format_html_join(
             "",
             "<li>{} <b>{}</b> {} → {} by {}:{} {}</li>",
@@ -383,9 +393,10 @@ class FactAdmin(TenantOwnedAdmin):
                 raise PermissionDenied
             self._review_post(request)
             return HttpResponseRedirect(request.get_full_path())
-        queryset = self.get_queryset(request).filter(status=FactStatus.PENDING_REVIEW).order_by("recorded_at", "id")
+        queryset, filters = self._review_queryset(request)
         page = Paginator(queryset, REVIEW_PAGE_SIZE).get_page(request.GET.get("p"))
         facts = list(page.object_list)
+        show_tenant = len(operator_tenant_ids(request)) > 1
         sources: dict[uuid.UUID, list[FactSource]] = {f.id: [] for f in facts}
         rows = (
             FactSource.objects.filter(tenant_id__in=operator_tenant_ids(request), fact_id__in=list(sources))
@@ -402,9 +413,35 @@ class FactAdmin(TenantOwnedAdmin):
             "page": page,
             "items": [(f, sources[f.id]) for f in facts],
             "can_change": self.has_change_permission(request),
-            "show_tenant": len(operator_tenant_ids(request)) > 1,
+            "show_tenant": show_tenant,
+            "tenants": Tenant.objects.filter(id__in=operator_tenant_ids(request)).order_by("slug")
+            if show_tenant
+            else [],
+            "filters": filters,
+            "filtered": any(filters[k] for k in ("tenant", "subject", "q")),
+            "orders": [(key, label) for key, (label, _fields) in REVIEW_ORDERS.items()],
+            "query": urlencode({k: v for k, v in filters.items() if v and not (k == "order" and v == "newest")}),
         }
         return TemplateResponse(request, "admin/semantic/fact/review.html", context)
+
+    def _review_queryset(self, request: HttpRequest) -> tuple[QuerySet[Fact], dict[str, str]]:
+        """The pending facts the operator asked for: one tenant, one subject, words or a name
+        (FactAdmin's search), in the chosen order. The base queryset holds the operator's tenants, so
+        a filter can only narrow it."""
+        filters = {name: request.GET.get(name, "").strip() for name in ("tenant", "subject", "q", "order")}
+        if filters["order"] not in REVIEW_ORDERS:
+            filters["order"] = "newest"
+        queryset = self.get_queryset(request).filter(status=FactStatus.PENDING_REVIEW)
+        if filters["tenant"]:
+            try:
+                queryset = queryset.filter(tenant_id=uuid.UUID(filters["tenant"]))
+            except ValueError:
+                queryset = queryset.none()
+        if filters["subject"]:
+            queryset = queryset.filter(subject=filters["subject"])
+        if filters["q"]:
+            queryset, _ = self.get_search_results(request, queryset, filters["q"])
+        return queryset.order_by(*REVIEW_ORDERS[filters["order"]][1]), filters
 
     def _review_post(self, request: HttpRequest) -> None:
         decision = request.POST.get("decision")
@@ -442,13 +479,13 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     """The conflict audit: every change of every fact, who made it and why; supersessions can be
     reverted (through fact_revert, itself logged)."""
 
+    # Fits 1280 px beside the filters: old -> new in one column, the revert under the kind, a fixed
+    # table layout in which long values wrap (admin.css) instead of pushing actor and reason off-screen.
     list_display = (
-        "created_at",
+        "when",
         "fact_link",
-        "kind",
-        "old_value_short",
-        "new_value_short",
-        "revert_button",
+        "kind_and_revert",
+        "change",
         "actor",
         "reason_short",
         "sources",
@@ -519,6 +556,24 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
             obj.related_fact_id,
         )
 
+    class Media:
+        css = {"all": ("engram/admin.css",)}
+
+    @admin.display(description="kind", ordering="kind")
+    def kind_and_revert(self, obj: FactChange) -> str:
+        return format_html("{}<br>{}", obj.get_kind_display(), self.revert_button(obj))
+
+    @admin.display(description="when", ordering="created_at")
+    def when(self, obj: FactChange) -> str:
+        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M")
+
+    @admin.display(description="old → new value")
+    def change(self, obj: FactChange) -> str:
+        old, new = _short(obj.old_value, 40), _short(obj.new_value, 40)
+        if old and new and old != new:
+            return f"{old} → {new}"
+        return new or old or "-"
+
     @admin.display(description="old value")
     def old_value_short(self, obj: FactChange) -> str:
         return _short(obj.old_value, 40) or "-"
@@ -535,7 +590,7 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     def actor(self, obj: FactChange) -> str:
         return f"{obj.actor_type}:{obj.actor_id}" if obj.actor_id else obj.actor_type
 
-    @admin.display(description="source episodes")
+    @admin.display(description="sources")
     def sources(self, obj: FactChange) -> str:
         return episode_links(obj.source_episode_ids) or "-"
 
@@ -543,39 +598,73 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     def revert_button(self, obj: FactChange) -> str:
         if obj.kind != FactChangeKind.SUPERSEDED or obj.fact.status != FactStatus.SUPERSEDED:
             return ""
+        # A link to a confirmation page: one click used to revert at once.
         url = reverse("admin:semantic_factchange_revert", args=[obj.pk])
-        # formaction posts the changelist form (and its CSRF token) to the revert view: no nested form.
-        return format_html(
-            '<button type="submit" class="button engram-revert" formaction="{}" name="revert" value="{}">'
-            "Revert</button>",
-            url,
-            obj.pk,
-        )
+        return format_html('<a class="button engram-revert" href="{}">Revert…</a>', url)
 
     def has_revert_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("semantic.change_fact"))
 
     def _revert(self, request: HttpRequest, changes: Iterable[FactChange]) -> None:
-        actor = operator_actor(request, "reverted in the conflict audit")
+        reason = " ".join(request.POST.get("reason", "").split())[:500]
+        actor = operator_actor(request, "; ".join(p for p in ("reverted in the conflict audit", reason) if p))
         apply_each(request, changes, lambda c: fact_revert(tenant=c.tenant, change_id=c.pk, actor=actor), "Reverted")
 
+    def _revert_confirmation(
+        self, request: HttpRequest, changes: list[FactChange], *, next_url: str, action: str = "", form_url: str = ""
+    ) -> TemplateResponse:
+        """What a revert would do, before it does it: the value now and the value after, per fact."""
+        keys = {(c.tenant_id, c.fact.entity, c.fact.attribute) for c in changes}
+        current: dict[tuple[Any, str, str], str] = {}
+        if keys:
+            q = Q()
+            for tenant_id, entity, attribute in keys:
+                q |= Q(tenant_id=tenant_id, entity=entity, attribute=attribute)
+            live = Fact.objects.filter(tenant_id__in=operator_tenant_ids(request), status=FactStatus.ACTIVE).filter(q)
+            for tenant_id, entity, attribute, value in live.values_list("tenant_id", "entity", "attribute", "value"):
+                current[(tenant_id, entity, attribute)] = value
+        items = [{"change": c, "current": current.get((c.tenant_id, c.fact.entity, c.fact.attribute))} for c in changes]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Revert supersession" if len(changes) == 1 else "Revert supersessions",
+            "opts": self.opts,
+            "items": items,
+            "next": next_url,
+            "action": action,
+            "form_url": form_url,
+        }
+        return TemplateResponse(request, "admin/semantic/factchange/revert_confirm.html", context)
+
+    def _next_url(self, request: HttpRequest, candidate: str) -> str:
+        if candidate and url_has_allowed_host_and_scheme(candidate, allowed_hosts={request.get_host()}):
+            parts = urlsplit(candidate)
+            return f"{parts.path}?{parts.query}" if parts.query else parts.path
+        return reverse("admin:semantic_factchange_changelist")
+
     @admin.action(description="Revert selected supersessions", permissions=("revert",))
-    def revert_selected(self, request: HttpRequest, queryset: QuerySet[FactChange]) -> None:
-        self._revert(request, queryset.order_by("created_at", "id"))
+    def revert_selected(self, request: HttpRequest, queryset: QuerySet[FactChange]) -> TemplateResponse | None:
+        changes = list(queryset.order_by("created_at", "id"))
+        if request.POST.get("post") != "yes":
+            return self._revert_confirmation(
+                request, changes, next_url=request.get_full_path(), action="revert_selected"
+            )
+        self._revert(request, changes)
+        return None
 
     def get_urls(self) -> list[URLPattern]:
-        view = self.admin_site.admin_view(require_POST(self.revert_view))
+        view = self.admin_site.admin_view(self.revert_view)
         return [path("<int:change_id>/revert/", view, name="semantic_factchange_revert"), *super().get_urls()]
 
     def revert_view(self, request: HttpRequest, change_id: int) -> HttpResponse:
+        """GET: the confirmation page; POST with post=yes: the revert, then back where the operator was."""
         if not self.has_revert_permission(request):
             raise PermissionDenied
         change = get_object_or_404(self.get_queryset(request), pk=change_id)
-        self._revert(request, [change])
-        back = request.META.get("HTTP_REFERER", "")
-        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
-            back = reverse("admin:semantic_factchange_changelist")
-        return HttpResponseRedirect(back)
+        if request.method == "POST" and request.POST.get("post") == "yes":
+            self._revert(request, [change])
+            return HttpResponseRedirect(self._next_url(request, request.POST.get("next", "")))
+        next_url = self._next_url(request, request.META.get("HTTP_REFERER", ""))
+        return self._revert_confirmation(request, [change], next_url=next_url)
 
 
 class AliasEntityFilter(EntityFilter):

@@ -27,7 +27,7 @@ from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
 from episodic.aliases import NO_ALIASES, Aliases, aliases_for, has_aliases
 from episodic.extraction import extract_entities_topics
-from semantic.models import Fact, FactChange, FactStatus
+from semantic.models import Fact, FactChange, FactChangeKind, FactStatus
 from semantic.normalise import normalise_attribute, normalise_entity
 from tenants.models import Tenant
 
@@ -139,7 +139,8 @@ def fact_history(*, tenant: Tenant, fact_id: uuid.UUID | str) -> list[FactChange
     fact = fact_get(tenant=tenant, fact_id=fact_id)
     return list(
         FactChange.objects.for_tenant(tenant)
-        .filter(fact=fact)
+        # A revert is logged once, on the fact it reinstated; the fact it displaced shows it too.
+        .filter(Q(fact=fact) | Q(related_fact=fact, kind=FactChangeKind.REVERTED))
         # Fetched by a second statement that names the tenant, not joined on the fact id alone.
         .prefetch_related(Prefetch("related_fact", queryset=Fact.objects.for_tenant(tenant)))
         .order_by("created_at", "id")

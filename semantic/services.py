@@ -236,6 +236,39 @@ def fact_upsert(
     if near is not None:
         return _confirm(tenant, near[0], c, actor, f"near-duplicate statement (cosine {near[1]:.3f}).", now)
 
+    result, changes = _insert(
+        tenant=tenant, c=c, vector=vector, actor=actor, cardinality=cardinality, timeline=timeline, now=now
+    )
+    change_log(
+        tenant=tenant,
+        fact=result.fact,
+        kind=FactChangeKind.CREATED,
+        actor=actor,
+        reason="below the review threshold; waits for an operator." if result.action == "pending" else "",
+        new_value=result.fact.value,
+        new_status=result.fact.status,
+        new_confidence=result.fact.confidence,
+        source_episode_ids=c.episode_ids,
+        observed_at=c.observed_at,
+        at=now,
+    )
+    for change in changes:
+        change.log(tenant=tenant, actor=actor, source_episode_ids=c.episode_ids, at=now)
+    return result
+
+
+def _insert(
+    *,
+    tenant: Tenant,
+    c: PreparedFact,
+    vector: Sequence[float],
+    actor: Actor,
+    cardinality: str,
+    timeline: Sequence[Fact],
+    now: datetime,
+) -> tuple[UpsertResult, list[ChangeDraft]]:
+    """Store a new fact for `c` (pending, placed in its timeline, or one more value) with its sources.
+    Returns the changes the placement made to other facts; the caller logs the new fact's own entry."""
     fact = Fact(
         tenant=tenant,
         subject=c.subject,
@@ -252,13 +285,13 @@ def fact_upsert(
         last_confirmed_at=now,
         origin=c.origin,
         object_entity=_object_entity(tenant, c),
-        embedding=vector,
+        embedding=list(vector),
         updated_at=now,
     )
     action: UpsertAction = "created"
     previous: Fact | None = None
     changes: list[ChangeDraft] = []
-    if c.confidence < config.fact_review_threshold:
+    if c.confidence < tenant.config.fact_review_threshold:
         fact.status = FactStatus.PENDING_REVIEW
         fact.save()
         action = "pending"
@@ -270,22 +303,7 @@ def fact_upsert(
         fact.status = FactStatus.ACTIVE
         fact.save()
     sources_add(tenant=tenant, fact=fact, episodes=c.episodes)
-    change_log(
-        tenant=tenant,
-        fact=fact,
-        kind=FactChangeKind.CREATED,
-        actor=actor,
-        reason="below the review threshold; waits for an operator." if action == "pending" else "",
-        new_value=fact.value,
-        new_status=fact.status,
-        new_confidence=fact.confidence,
-        source_episode_ids=c.episode_ids,
-        observed_at=c.observed_at,
-        at=now,
-    )
-    for change in changes:
-        change.log(tenant=tenant, actor=actor, source_episode_ids=c.episode_ids, at=now)
-    return UpsertResult(fact=fact, action=action, previous=previous)
+    return UpsertResult(fact=fact, action=action, previous=previous), changes
 
 
 def facts_upsert(*, tenant: Tenant, candidates: Sequence[FactCandidate], actor: Actor) -> list[UpsertResult]:
@@ -669,8 +687,10 @@ def _accept_pending(
 
 @transaction.atomic
 def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult:
-    """Undo a supersession: the superseded value becomes the current one again, through fact_upsert
-    (so the one-active-value rule and the history hold), and the revert is logged on both facts."""
+    """Undo a supersession: the superseded value becomes the current one again, as a new fact placed in
+    its timeline (so the one-active-value rule and the history hold). One action, one FactChange: a
+    `reverted` entry on the reinstated fact naming the fact it displaced (whose history shows it too).
+    A revert already carried out (a second click, a concurrent request) changes and logs nothing."""
     change = FactChange.objects.for_tenant(tenant).filter(id=change_id).first()
     if change is None:
         raise NotFound(f"Change {change_id} does not exist.")
@@ -678,11 +698,13 @@ def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult
         raise Conflict(f"Change {change_id} is a '{change.kind}' change; only a supersession can be reverted.")
     # Read apart rather than joined: Django's join would compare the ids alone, not the tenants.
     loser = Fact.objects.for_tenant(tenant).get(id=change.fact_id)
+    _lock(tenant, loser.entity, loser.attribute)
+    loser.refresh_from_db(fields=["status"])
     if loser.status != FactStatus.SUPERSEDED:
         raise Conflict(f"Fact {loser.id} is {loser.status}, no longer superseded.")
     episode_ids = list(FactSource.objects.for_tenant(tenant).filter(fact=loser).values_list("episode_id", flat=True))
     origin = FactOrigin.OPERATOR if actor.type == ActorType.OPERATOR else FactOrigin.API
-    result = fact_upsert(
+    c = fact_prepare(
         tenant=tenant,
         candidate=FactCandidate(
             subject=loser.subject,
@@ -698,23 +720,44 @@ def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult
             origin=origin,
             object_entity=loser.object_entity,
         ),
-        actor=actor,
-        embedding=list(loser.embedding) if loser.embedding is not None else None,
     )
-    for fact, related in ((result.fact, loser), (loser, result.fact)):
-        change_log(
-            tenant=tenant,
-            fact=fact,
-            kind=FactChangeKind.REVERTED,
-            actor=actor,
-            reason=f"revert of change {change.id}.",
-            old_value=change.new_value,
-            new_value=loser.value,
-            old_status=fact.status,
-            new_status=fact.status,
-            related_fact=related,
-            source_episode_ids=episode_ids,
-        )
+    now = timezone.now()
+    live = list(
+        Fact.objects.for_tenant(tenant)
+        .filter(entity=c.entity, attribute=c.attribute, status__in=LIVE)
+        .order_by("recorded_at")
+    )
+    same = next((f for f in live if _same_value(f, c)), None)
+    if same is not None and same.status == FactStatus.ACTIVE:
+        return UpsertResult(fact=same, action="confirmed", previous=None)
+    reason = f"revert of change {change.id}."
+    if same is not None:  # the value waits for review: vouch for it, as the merge would
+        return _confirm(tenant, same, c, actor, reason, now)
+    cardinality = _resolve_cardinality(c, live)
+    timeline = timeline_of(tenant, c.entity, c.attribute) if cardinality == Cardinality.SINGLE else []
+    vector = list(loser.embedding) if loser.embedding is not None else embed_statements([c.statement])[0]
+    result, changes = _insert(
+        tenant=tenant, c=c, vector=vector, actor=actor, cardinality=cardinality, timeline=timeline, now=now
+    )
+    displaced = result.previous
+    for draft in changes:
+        if displaced is None or draft.fact.id != displaced.id:  # the displaced fact's entry is the revert's
+            draft.log(tenant=tenant, actor=actor, source_episode_ids=episode_ids, at=now)
+    change_log(
+        tenant=tenant,
+        fact=result.fact,
+        kind=FactChangeKind.REVERTED,
+        actor=actor,
+        reason=reason,
+        old_value=displaced.value if displaced is not None else None,
+        new_value=result.fact.value,
+        new_status=result.fact.status,
+        new_confidence=result.fact.confidence,
+        related_fact=displaced,
+        source_episode_ids=episode_ids,
+        observed_at=c.observed_at,
+        at=now,
+    )
     return result
 
 

@@ -53,7 +53,7 @@ def seen_again(tenant: Tenant, prev: Fact, after: datetime) -> datetime | None:
         fact__attribute=prev.attribute,
         fact__value_key=prev.value_key,
         fact__status__in=TIMELINE,
-        kind__in=(FactChangeKind.CREATED, FactChangeKind.CONFIRMED),
+        kind__in=(FactChangeKind.CREATED, FactChangeKind.CONFIRMED, FactChangeKind.REVERTED),
         observed_at__gt=after,
     )
     if prev.valid_to is not None:

@@ -134,6 +134,8 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 MEDIA_ROOT = BASE_DIR / ".data" / "media"
+# Whole-tenant exports filed from the admin (consolidation.export), one folder per tenant id.
+EXPORT_ROOT = env.str("EXPORT_ROOT", default=str(BASE_DIR / ".data" / "exports"))
 LOGIN_URL = "admin:login"
 
 # --- API conventions -------------------------------------------------------------------------

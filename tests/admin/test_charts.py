@@ -94,6 +94,33 @@ def test_timeline_keeps_every_session_inside(rows: list[tuple[int, int, int, str
     assert len([r for r in root.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]) == len(spans)
 
 
+def _session_rects(root: ET.Element) -> list[tuple[float, float, float, float]]:
+    return [
+        tuple(float(r.attrib[k]) for k in ("x", "y", "width", "height"))  # type: ignore[misc]
+        for r in root.iter(f"{SVG}rect")
+        if r.find(f"{SVG}title") is not None
+    ]
+
+
+def test_sessions_replayed_on_one_day_do_not_overlap() -> None:
+    """An import replays a month of sessions in minutes: they used to pile into one block."""
+    start = datetime(2026, 1, 1, 9, tzinfo=UTC)
+    spans = [
+        charts.Span(
+            label=f"s{i}", start=start + timedelta(seconds=20 * i), end=start + timedelta(minutes=5 + i), size=i
+        )
+        for i in range(12)
+    ]
+    root = _parse(charts.timeline_chart("sessions", spans))
+    _inside(root)
+    rects = _session_rects(root)
+    assert len(rects) == len(spans)
+    for i, (x, y, w, h) in enumerate(rects):
+        for x2, y2, w2, h2 in rects[i + 1 :]:
+            apart = x + w <= x2 or x2 + w2 <= x or y + h <= y2 or y2 + h2 <= y
+            assert apart, ((x, y, w, h), (x2, y2, w2, h2))
+
+
 def test_labels_are_escaped() -> None:
     svg = charts.bar_chart('<script>alert("x")</script>', ["<b>&"], {"<i>": [3]})
     assert "<script>" not in svg and "<b>" not in svg and "<i>" not in svg

@@ -179,3 +179,28 @@ def test_dashboard_pages_render_the_data(op_client: Client, memory_a: Memory) ->
 def test_subject_search_box_opens_the_subject(op_client: Client, memory_a: Memory) -> None:
     response = op_client.get("/dashboard/tenant-a/?subject=alice")
     assert response.status_code == 302 and response["Location"] == "/dashboard/tenant-a/subjects/alice/"
+
+
+def test_the_pages_say_what_the_hit_rate_counts_and_when_a_table_is_cut(op_client: Client, memory_a: Memory) -> None:
+    build_history(memory_a.tenant, weeks=8)
+    with tenant_scope(memory_a.tenant):
+        conversations = ContextFeedback.objects.values("session", "subject").distinct().count()
+    assert conversations > 20
+    page = op_client.get("/dashboard/tenant-a/")
+    body = page.content.decode()
+    assert len(page.context["hits"].conversations) == 20
+    assert f"the 20 most recent of {conversations} conversations" in body
+    assert 'id="hit-rate-help"' in body and "used" in body and "offered" in body
+
+
+def test_the_subject_header_names_the_first_and_last_day_and_the_sessions_left_out(
+    op_client: Client, memory_a: Memory
+) -> None:
+    build_history(memory_a.tenant, subjects=("alice",), weeks=10)
+    with tenant_scope(memory_a.tenant):
+        sessions = list(Session.objects.filter(subject="alice").order_by("-started_at"))
+    shown = sessions[:20]
+    body = op_client.get("/dashboard/tenant-a/subjects/alice/").content.decode()
+    first, last = shown[-1].started_at, shown[0].last_event_at or shown[0].started_at
+    assert f"{first:%Y-%m-%d} → {last:%Y-%m-%d}" in body
+    assert f"the 20 latest of {len(sessions)} sessions" in body

@@ -26,7 +26,7 @@ def test_operator_files_an_erasure_and_follows_it_to_the_receipt(
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = op_client.post(
-            ADD, {"tenant": str(memory_a.tenant.id), "subject": "alice", "reason": "GDPR art. 17"}
+            ADD, {"tenant": str(memory_a.tenant.id), "subject": "alice", "reason": "GDPR art. 17", "confirmed": "yes"}
         )
     assert response.status_code == 302
     assert callbacks, "the erasure task is enqueued after the commit"
@@ -37,7 +37,8 @@ def test_operator_files_an_erasure_and_follows_it_to_the_receipt(
         assert Fact.objects.filter(subject="alice").count() == 0
     assert response["Location"] == f"/admin/consolidation/erasurerequest/{request.pk}/change/"
     page = op_client.get(response["Location"]).content.decode()
-    assert request.subject_hash in page and "verified_zero" in page and "remaining" in page
+    assert request.subject_hash in page and "rows removed" in page and "left after verification" in page
+    assert '<pre class="engram-json">' not in page  # a readable receipt, not JSON dumps
     assert "alice" not in page
     listing = op_client.get("/admin/consolidation/erasurerequest/").content.decode()
     assert str(request.pk)[:8] in listing
@@ -152,3 +153,47 @@ def test_a_waiting_erasure_shows_its_age_and_the_erasure_queue(
     assert "waiting 12\xa0minutes" in page and "not started" in page
     assert "erasure queue" in page
     assert "waiting 12\xa0minutes" in listing
+
+
+def test_filing_shows_the_subjects_data_first_and_files_nothing_until_confirmed(
+    op_client: Client, memory_a: Memory
+) -> None:
+    data = {"tenant": str(memory_a.tenant.id), "subject": "alice", "reason": "GDPR art. 17"}
+    response = op_client.post(ADD, data)
+    body = response.content.decode()
+    assert response.status_code == 200
+    counts = dict(response.context["counts"])
+    assert counts["episodes"] == len(memory_a.episodes) and counts["facts"] >= 3
+    assert 'name="confirmed" value="yes"' in body and "No data is held" not in body
+    with tenant_scope(memory_a.tenant):
+        assert not ErasureRequest.objects.exists()
+
+
+def test_a_subject_with_no_data_is_flagged_before_filing_and_on_the_receipt(
+    op_client: Client, memory_a: Memory, django_capture_on_commit_callbacks: Any
+) -> None:
+    data = {"tenant": str(memory_a.tenant.id), "subject": "alcie"}
+    body = op_client.post(ADD, data).content.decode()
+    assert "No data is held for this subject" in body
+    with django_capture_on_commit_callbacks(execute=True):
+        response = op_client.post(ADD, {**data, "confirmed": "yes"})
+    page = op_client.get(response["Location"]).content.decode()
+    assert "Nothing was found for this subject" in page
+
+
+def test_a_request_is_found_by_the_subject_the_operator_types(
+    op_client: Client, memory_a: Memory, memory_b: Memory, django_capture_on_commit_callbacks: Any
+) -> None:
+    from consolidation.erasure import erasure_request_create
+
+    with django_capture_on_commit_callbacks(execute=False):
+        mine = erasure_request_create(tenant=memory_a.tenant, subject="alice")
+        erasure_request_create(tenant=memory_a.tenant, subject="carol")
+        theirs = erasure_request_create(tenant=memory_b.tenant, subject="bob")
+    listed = op_client.get("/admin/consolidation/erasurerequest/?q=alice").context["cl"].result_list
+    assert [r.pk for r in listed] == [mine.pk]
+    by_hash = op_client.get(f"/admin/consolidation/erasurerequest/?q={mine.subject_hash}").context["cl"].result_list
+    assert [r.pk for r in by_hash] == [mine.pk]
+    assert list(op_client.get("/admin/consolidation/erasurerequest/?q=bob").context["cl"].result_list) == []
+    theirs_by_hash = f"/admin/consolidation/erasurerequest/?q={theirs.subject_hash}"
+    assert list(op_client.get(theirs_by_hash).context["cl"].result_list) == []

@@ -128,7 +128,7 @@ def test_revert_reinstates_the_superseded_value_through_the_merge_and_is_logged(
     op_client: Client, memory_a: Memory
 ) -> None:
     url = f"{AUDIT}{memory_a.supersession_id}/revert/"
-    response = op_client.post(url, HTTP_REFERER=f"http://testserver{AUDIT}?entity=alice")
+    response = op_client.post(url, {"post": "yes", "next": f"{AUDIT}?entity=alice"})
     assert response.status_code == 302 and response["Location"].endswith("?entity=alice")
     with tenant_scope(memory_a.tenant):
         active = Fact.objects.get(entity="alice", attribute="city", status=FactStatus.ACTIVE)
@@ -138,9 +138,50 @@ def test_revert_reinstates_the_superseded_value_through_the_merge_and_is_logged(
     assert reverts and {(c.actor_type, c.actor_id) for c in reverts} == {(ActorType.OPERATOR, "op-a")}
 
 
+def test_one_revert_click_writes_one_audit_row(op_client: Client, memory_a: Memory) -> None:
+    before = {c.pk for c in _changes(memory_a.tenant)}
+    op_client.post(f"{AUDIT}{memory_a.supersession_id}/revert/", {"post": "yes"})
+    written = [c for c in _changes(memory_a.tenant) if c.pk not in before]
+    assert [(c.kind, c.old_value, c.new_value, c.actor_id) for c in written] == [
+        (FactChangeKind.REVERTED, "Berlin", "Paris", "op-a")
+    ]
+    assert "newer value" not in written[0].reason
+    listed = op_client.get(f"{AUDIT}?kind__exact=reverted").context["cl"].result_list
+    assert [c.pk for c in listed] == [written[0].pk]
+
+
+def test_the_revert_button_asks_for_confirmation_first(op_client: Client, memory_a: Memory) -> None:
+    url = f"{AUDIT}{memory_a.supersession_id}/revert/"
+    listed = op_client.get(AUDIT).content.decode()
+    assert f'href="{url}"' in listed  # a link to the confirmation, not a submit button
+    page = op_client.get(url, HTTP_REFERER=f"http://testserver{AUDIT}?entity=alice")
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert "Paris" in body and "Berlin" in body and 'name="post" value="yes"' in body
+    assert f'value="{AUDIT}?entity=alice"' in body  # where to go back to
+    assert _changes(memory_a.tenant, kind=FactChangeKind.REVERTED) == []
+    done = op_client.post(url, {"post": "yes", "reason": "wrong extraction", "next": f"{AUDIT}?entity=alice"})
+    assert done.status_code == 302 and done["Location"] == f"{AUDIT}?entity=alice"
+    [row] = _changes(memory_a.tenant, kind=FactChangeKind.REVERTED)
+    assert "wrong extraction" in row.reason
+    off_site = op_client.post(url, {"post": "yes", "next": "https://evil.example/"})
+    assert off_site["Location"] == AUDIT
+
+
+def test_the_revert_action_confirms_before_it_reverts(op_client: Client, memory_a: Memory) -> None:
+    data = {"action": "revert_selected", "_selected_action": [str(memory_a.supersession_id)]}
+    asked = op_client.post(AUDIT, data)
+    assert asked.status_code == 200 and 'name="post" value="yes"' in asked.content.decode()
+    assert _changes(memory_a.tenant, kind=FactChangeKind.REVERTED) == []
+    op_client.post(AUDIT, {**data, "post": "yes"})
+    assert len(_changes(memory_a.tenant, kind=FactChangeKind.REVERTED)) == 1
+
+
 def test_revert_action_refuses_what_is_not_a_supersession(op_client: Client, memory_a: Memory) -> None:
     created = _changes(memory_a.tenant, fact_id=memory_a.new_fact.id, kind=FactChangeKind.CREATED)[0]
-    response = op_client.post(AUDIT, {"action": "revert_selected", "_selected_action": [str(created.pk)]}, follow=True)
+    response = op_client.post(
+        AUDIT, {"action": "revert_selected", "_selected_action": [str(created.pk)], "post": "yes"}, follow=True
+    )
     assert any("only a supersession can be reverted" in str(m) for m in response.context["messages"])
     assert _get(memory_a.tenant, memory_a.new_fact.id).status == FactStatus.ACTIVE
     assert _changes(memory_a.tenant, kind=FactChangeKind.REVERTED) == []
@@ -149,7 +190,7 @@ def test_revert_action_refuses_what_is_not_a_supersession(op_client: Client, mem
 def test_revert_view_answers_only_post_and_only_for_the_operators_tenant(
     op_client: Client, memory_a: Memory, memory_b: Memory
 ) -> None:
-    assert op_client.get(f"{AUDIT}{memory_a.supersession_id}/revert/").status_code == 405
+    assert op_client.get(f"{AUDIT}{memory_b.supersession_id}/revert/").status_code == 404
     assert op_client.post(f"{AUDIT}{memory_b.supersession_id}/revert/").status_code == 404
     assert _get(memory_b.tenant, memory_b.old_fact.id).status == FactStatus.SUPERSEDED
 

@@ -6,7 +6,7 @@ import pytest
 
 from core.errors import Conflict, NotFound, ValidationProblem
 from semantic.models import Fact, FactChange, FactSource, FactStatus
-from semantic.selectors import fact_list, fact_search, facts_for_subject
+from semantic.selectors import fact_history, fact_list, fact_search, facts_for_subject
 from semantic.services import (
     embed_statements,
     fact_confirm,
@@ -364,8 +364,28 @@ def test_revert_reinstates_the_superseded_value(upsert, tenant_a) -> None:
     assert result.fact.value == "PostgreSQL" and result.fact.status == FactStatus.ACTIVE
     new = _reload(tenant_a, new)
     assert new.status == FactStatus.SUPERSEDED
-    assert _changes(tenant_a, result.fact) == ["created", "reverted"]
-    assert "reverted" in _changes(tenant_a, old)
+    # One revert, one row: on the reinstated fact, naming the value it displaced.
+    assert _changes(tenant_a, result.fact) == ["reverted"]
+    assert _changes(tenant_a, old) == ["created", "superseded"]
+    assert _changes(tenant_a, new) == ["created"]
+    with tenant_scope(tenant_a):
+        row = FactChange.objects.for_tenant(tenant_a).get(fact=result.fact)
+        assert (row.old_value, row.new_value, row.related_fact_id) == ("MySQL", "PostgreSQL", new.id)
+        assert f"revert of change {change.id}" in row.reason and "newer value" not in row.reason
+        # The displaced fact's history tells it was replaced by the revert.
+        assert [c.kind for c in fact_history(tenant=tenant_a, fact_id=new.id)] == ["created", "reverted"]
+
+
+def test_a_second_revert_of_the_same_change_writes_nothing(upsert, tenant_a) -> None:
+    old = upsert(value="PostgreSQL", observed_at=at(1)).fact
+    upsert(value="MySQL", observed_at=at(2))
+    with tenant_scope(tenant_a):
+        change = FactChange.objects.for_tenant(tenant_a).get(fact=old, kind="superseded")
+        first = fact_revert(tenant=tenant_a, change_id=change.id, actor=ACTOR)
+        rows = FactChange.objects.for_tenant(tenant_a).count()
+        again = fact_revert(tenant=tenant_a, change_id=change.id, actor=ACTOR)
+        assert FactChange.objects.for_tenant(tenant_a).count() == rows
+    assert (again.action, again.fact.id) == ("confirmed", first.fact.id)
 
 
 def test_confirm_edit_expire_decay_and_use(upsert, tenant_a) -> None:

@@ -1,14 +1,13 @@
-"""Stream a tenant to a gzip JSONL file (archives included), with a progress bar."""
+"""Stream a tenant to a gzip JSONL file (archives included), with a progress bar against the total."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
-from consolidation.export import tenant_export
+from consolidation.export import export_totals, tenant_export
 from tenants.management.commands._tenant import add_tenant_argument, resolve_tenant
 
 
@@ -22,10 +21,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = resolve_tenant(options["tenant"])
-        bar = tqdm(unit=" rows", file=sys.stderr, disable=options["no_progress"])
+        total = sum(export_totals(tenant=tenant).values())
+        # The raw stream under Django's wrapper: tqdm redraws its line with carriage returns.
+        bar = tqdm(total=total, unit=" rows", file=self.stderr._out, disable=options["no_progress"])
 
         def progress(label: str, n: int) -> None:
-            bar.set_description(label)
+            if n == 0:
+                bar.set_description(label)
             bar.update(n)
 
         with open(options["out"], "wb") as fh:
