@@ -103,7 +103,7 @@ class TenantQuerySet(models.QuerySet[_M, _M]):
     _scoped_to: frozenset[uuid.UUID] | None = None
 
     def _clone(self) -> Self:
-        clone = super()._clone()
+        clone: Self = super()._clone()  # type: ignore[misc]  # not in the stubs
         clone._scoped_to = self._scoped_to
         return clone
 
@@ -117,7 +117,7 @@ class TenantQuerySet(models.QuerySet[_M, _M]):
         return self._either(other, super().__or__(other))
 
     def __xor__(self, other: Any) -> Self:
-        return self._either(other, super().__xor__(other))
+        return self._either(other, super().__xor__(other))  # type: ignore[misc]  # not in the stubs
 
     def limit_to(self, tenant_ids: frozenset[uuid.UUID]) -> Self:
         if len(tenant_ids) == 1:
