@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -96,8 +96,7 @@ class EpisodeManager(TenantManager["Episode"]):
     _queryset_class = EpisodeQuerySet
 
     def get_queryset(self) -> EpisodeQuerySet:
-        super().get_queryset()  # the scope check
-        return EpisodeQuerySet(self.model, using=self._db)
+        return cast(EpisodeQuerySet, super().get_queryset())
 
     def for_tenant(self, tenant: Any) -> EpisodeQuerySet:
         return self.get_queryset().for_tenant(tenant)
@@ -113,8 +112,7 @@ class SessionManager(TenantManager["Session"]):
     _queryset_class = SessionQuerySet
 
     def get_queryset(self) -> SessionQuerySet:
-        super().get_queryset()
-        return SessionQuerySet(self.model, using=self._db)
+        return cast(SessionQuerySet, super().get_queryset())
 
     def for_tenant(self, tenant: Any) -> SessionQuerySet:
         return self.get_queryset().for_tenant(tenant)

@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from tenants.scope import require_scope
+from tenants.scope import check_within_scope, require_scope
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,19 +99,55 @@ _M = TypeVar("_M", bound=models.Model)
 
 
 class TenantQuerySet(models.QuerySet[_M, _M]):
+    # The tenants the manager limited this queryset to (`tenant_id = ` or `IN`); None: no limit.
+    _scoped_to: frozenset[uuid.UUID] | None = None
+
+    def _clone(self) -> Self:
+        clone: Self = super()._clone()  # type: ignore[misc]  # not in the stubs
+        clone._scoped_to = self._scoped_to
+        return clone
+
+    def _either(self, other: Any, combined: Self) -> Self:
+        # `a | b` is limited to the tenants of both only when both were limited alike.
+        if combined is not self and combined is not other and getattr(other, "_scoped_to", None) != self._scoped_to:
+            combined._scoped_to = None
+        return combined
+
+    def __or__(self, other: Any) -> Self:
+        return self._either(other, super().__or__(other))
+
+    def __xor__(self, other: Any) -> Self:
+        return self._either(other, super().__xor__(other))  # type: ignore[misc]  # not in the stubs
+
+    def limit_to(self, tenant_ids: frozenset[uuid.UUID]) -> Self:
+        if len(tenant_ids) == 1:
+            limited = self.filter(tenant_id=next(iter(tenant_ids)))
+        else:
+            limited = self.filter(tenant_id__in=sorted(tenant_ids))
+        limited._scoped_to = tenant_ids
+        return limited
+
     def for_tenant(self, tenant: Tenant | uuid.UUID) -> Self:
+        """Assert that the rows are `tenant`'s: the manager has already limited a one-tenant scope to
+        it, so this adds nothing there; it narrows a scope of several tenants and filters under
+        `scopes_disabled()`. A tenant outside the active scope raises ScopeError."""
         tenant_id = tenant if isinstance(tenant, uuid.UUID) else tenant.id
-        return self.filter(tenant_id=tenant_id)
+        check_within_scope(self.model._meta.label, tenant_id)
+        if self._scoped_to == frozenset({tenant_id}):
+            return self
+        return self.limit_to(frozenset({tenant_id}))
 
 
 class TenantManager(models.Manager[_M]):
-    """Fails closed: no query is built outside a tenant scope."""
+    """Applies the active tenant scope to every query it builds, and fails closed: no query is built
+    outside a scope. Under `scopes_disabled()` it neither refuses nor filters."""
 
     _queryset_class: type[TenantQuerySet[Any]] = TenantQuerySet
 
     def get_queryset(self) -> TenantQuerySet[_M]:
-        require_scope(self.model._meta.label)
-        return TenantQuerySet(self.model, using=self._db)
+        tenant_ids = require_scope(self.model._meta.label)
+        queryset: TenantQuerySet[_M] = super().get_queryset()  # type: ignore[assignment]
+        return queryset if tenant_ids is None else queryset.limit_to(tenant_ids)
 
     def for_tenant(self, tenant: Tenant | uuid.UUID) -> TenantQuerySet[_M]:
         return self.get_queryset().for_tenant(tenant)

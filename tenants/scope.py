@@ -1,10 +1,11 @@
 """The tenant scope: which tenants the current code may touch, in Python and in PostgreSQL.
 
-Two guards hold together. In Python, a context variable names the active tenants and the default
-manager of every tenant-owned model refuses to build a query without it. In PostgreSQL, the same ids
-go into the transaction-local setting `app.tenant_id`, which the row-level security policy of every
-tenant table compares with `tenant_id`; the setting dies with the transaction, so a pooled connection
-never carries a tenant into the next request.
+Two guards hold together. In Python, a context variable names the active tenants; the default manager
+of every tenant-owned model limits each query to them (`tenant_id = <id>` for one tenant) and refuses
+to build a query without it. In PostgreSQL, the same ids go into the transaction-local setting
+`app.tenant_id`, which the row-level security policy of every tenant table compares with `tenant_id`;
+the setting dies with the transaction, so a pooled connection never carries a tenant into the next
+request.
 """
 
 from __future__ import annotations
@@ -48,12 +49,24 @@ def active_tenant_ids() -> frozenset[uuid.UUID] | None:
     return _active.get()
 
 
-def require_scope(model_label: str) -> None:
-    if _active.get() is None and not _disabled.get():
+def require_scope(model_label: str) -> frozenset[uuid.UUID] | None:
+    """The tenants a query of `model_label` is limited to, or None under `scopes_disabled()`; raises
+    outside any scope."""
+    if _disabled.get():
+        return None
+    ids = _active.get()
+    if ids is None:
         raise ScopeError(
             f"{model_label} was queried outside a tenant scope; use tenant_scope(tenant) "
             "or, for rare system work, scopes_disabled()."
         )
+    return ids
+
+
+def check_within_scope(model_label: str, tenant_id: uuid.UUID) -> None:
+    active = None if _disabled.get() else _active.get()
+    if active is not None and tenant_id not in active:
+        raise ScopeError(f"{model_label} was asked for tenant {tenant_id}, which is outside the active scope.")
 
 
 def _set_db(ids: frozenset[uuid.UUID] | None, using: str = "default") -> None:
@@ -101,7 +114,8 @@ def tenant_scope(*tenants: Tenant | uuid.UUID | str, using: str = "default") -> 
 
 @contextmanager
 def scopes_disabled() -> Iterator[None]:
-    """Lift the Python guard for system work across tenants. Row-level security still applies."""
+    """Lift the Python guard for system work across tenants: the manager neither refuses nor filters.
+    Row-level security still applies."""
     token = _disabled.set(True)
     try:
         yield
