@@ -124,7 +124,7 @@ class HeuristicPolicy:
             )
         if rules_and_facts is not None:
             out.procedural, out.semantic = rules_and_facts.result()
-        out.semantic = settle_facts(out.semantic, out.episodic)
+        settle_facts(out.semantic, out.episodic)
         return out
 
     def rules_and_facts(

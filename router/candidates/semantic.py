@@ -138,20 +138,11 @@ def fact_candidates(
     return out
 
 
-def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> list[Candidate]:
-    """The facts to offer. A fact stands in for its source episodes (it covers them) only where it is at
-    least as valuable as they are: a source line worth more than the fact is served as itself, and
-    covers the fact. A fact told by a line that a newer line updates (labelled "(earlier)",
-    candidates.episodic.label_updates) restates the old value: it is not offered as known above the
-    update (the old line may still come, after the newer one), unless it is itself the update."""
+def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> None:
+    """A fact stands in for its source episodes (it covers them) only where it is at least as valuable
+    as they are: a source line worth more than the fact is served as itself, and covers the fact."""
     by_id = {item.id: item for item in episodes}
-    kept = []
     for fact in facts:
-        told_by_earlier = any(by_id[s].score_parts.get("earlier_than") is not None for s in fact.covers if s in by_id)
-        if told_by_earlier and not fact.score_parts.get("update"):
-            continue
-        kept.append(fact)
-    for fact in kept:
         if fact.score_parts.get("update"):
             # A fact that replaced an earlier value stands in for the turns that told it, at their worth:
             # the newer value is served first, as the fact (invariant 8), wherever its turn would be.
@@ -163,4 +154,3 @@ def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> l
             if line is not None and line.value > fact.value:
                 fact.covers = fact.covers - {source_id}
                 line.covers = line.covers | {fact.id}
-    return kept

@@ -9,7 +9,6 @@ import pytest
 
 from core.tokens import count_tokens
 from router.budgets import budget_plan
-from router.candidates.semantic import settle_facts
 from router.packing import _drop, assemble, pack_layer
 from router.types import LAYERS, Candidate, LayerCandidates
 from tenants.models import TenantSettings
@@ -117,26 +116,3 @@ def test_dropping_the_fact_that_stood_in_drops_the_older_line_it_let_in() -> Non
     chosen = [fact, older, newer]
     _drop(chosen, fact)
     assert [c.id for c in chosen] == ["episode:1", "episode:2"]
-
-
-def test_a_fact_told_by_a_line_that_a_newer_one_updates_is_not_served_as_known() -> None:
-    """The router judged the turn that told the fact superseded by a newer turn (it labelled it
-    "(earlier)"): the fact restates the old value, so it is not offered as a known fact above the
-    update; the old turn itself may still come, after the newer one. Found on the technical set: an
-    `about` fact of the old framework stood first in the context above the turn that replaced it."""
-    newer, older = _item("episode:2", 0.5), _item("episode:1", 0.9, requires=frozenset({"episode:2"}))
-    older.score_parts["earlier_than"] = 2.0
-
-    def fact(fact_id: str, covers: str, parts: dict[str, float] | None = None) -> Candidate:
-        return Candidate(
-            id=fact_id, type="fact", layer="semantic", section="Known facts", text=f"User's statement {fact_id}.",
-            value=1.0, score=1.0, score_parts=parts or {}, covers=frozenset({covers}),
-        )  # fmt: skip
-
-    stale, current, update = (
-        fact("fact:1", "episode:1"),
-        fact("fact:2", "episode:2"),
-        fact("fact:3", "episode:1", {"update": 1.0}),
-    )
-    kept = settle_facts([stale, current, update], [older, newer])
-    assert [f.id for f in kept] == ["fact:2", "fact:3"]
