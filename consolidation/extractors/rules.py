@@ -254,6 +254,12 @@ def _employer(m: re.Match[str], subject: str) -> list[Found]:
     return out
 
 
+def _employer_named(value: str, subject: str) -> list[Found]:
+    if not value[:1].isupper():
+        return []
+    return [Found("employer", value, FactCategory.BUSINESS_CONTEXT, 0.75, f"{subject} works at {value}.")]
+
+
 def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], list[Found]]:
     def build(m: re.Match[str], subject: str) -> list[Found]:
         out = []
@@ -358,7 +364,11 @@ def _our_thing(m: re.Match[str], subject: str) -> list[Found]:
         "operating system": "operating_system",
         "ci": "ci",
         "editor": "editor",
+        "employer": "employer",
     }.get(thing, "uses")
+    if attribute == "employer":
+        # "My employer is Acme Robotics" names it; "my employer is great" describes it.
+        return _employer_named(value, subject) if m.group("det").lower() != "the" else []
     # "the database is slow" describes it; only "the database is <a known database>" names it.
     if m.group("det").lower() == "the" and _tool(value)[0] != attribute:
         return []
@@ -489,7 +499,16 @@ RULES: list[Rule] = [
     ),
     (
         "employer",
-        _p(r"\bi (?:work|am working) (?:at|for) " + _V + _END),
+        _p(
+            r"\bi (?:(?:now |still )?work|am (?:now )?working|(?:just |recently )?started (?:a new job|a job|working|work))"
+            r" (?:at|for) " + _V + _END
+        ),
+        _employer,
+    ),
+    (
+        # "I left Globex and joined Acme Robotics": a change of job, said with both employers.
+        "employer_joined",
+        _p(r"\bi (?:just |recently )?left [^.,;!?]{1,60}? (?:and|to) (?:join|joined) " + _V + _END),
         _employer,
     ),
     (
@@ -557,7 +576,8 @@ RULES: list[Rule] = [
     (
         "our_thing",
         _p(
-            r"\b(?P<det>our|my|the) (?:main |primary )?(?P<thing>database|db|cloud provider|cloud|os|operating system|ci|editor)"
+            r"\b(?P<det>our|my|the) (?:main |primary |new |current )?"
+            r"(?P<thing>database|db|cloud provider|cloud|os|operating system|ci|editor|employer)"
             r" is (?:now |still |currently )?" + _V + _END
         ),
         _our_thing,

@@ -188,3 +188,23 @@ def test_a_known_tool_in_a_first_person_statement_fills_its_slot(text: str, slot
 def test_someone_elses_tool_or_a_denied_one_fills_no_slot_of_the_speaker(text: str) -> None:
     facts = _facts(text)
     assert not [f for f in facts if f[0] in {"database", "operating_system", "editor", "cloud_provider"}], facts
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I started a new job at Acme Robotics.",
+        "I started working at Acme Robotics last month.",
+        "I left Globex and joined Acme Robotics.",
+        "My employer is Acme Robotics.",
+        "My new employer is Acme Robotics.",
+    ],
+)
+def test_a_change_of_job_said_in_other_words_fills_the_employer_slot(text: str) -> None:
+    """Single-valued, so that the new employer supersedes the old one instead of standing beside it."""
+    assert ("employer", "Acme Robotics") in {(a, v) for a, v, _ in _facts(text)}, _facts(text)
+
+
+@pytest.mark.parametrize("text", ["I joined a gym downtown.", "I joined the call late.", "My employer is great."])
+def test_joining_something_else_names_no_employer(text: str) -> None:
+    assert not [f for f in _facts(text) if f[0] == "employer"], _facts(text)
