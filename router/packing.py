@@ -146,7 +146,7 @@ def _pack(
     def present(required: frozenset[str]) -> bool:
         # What an item requires is in when it is taken, or stood in for by a taken item that covers it (a
         # fact for the turn that told it) or by the caller's own transcript (`skip`).
-        return required <= taken | covered
+        return all(r in taken or r in covered for r in required)
 
     for item in ranked:
         if not present(item.requires):
