@@ -12,12 +12,11 @@ import pytest
 from semantic.models import FactChange, FactChangeKind
 from tenants.scope import tenant_scope
 from tests.admin.test_review_and_audit import _pending
+from tests.browser.support import PASSWORD, login
 from tests.factories.admin import build_history, build_memory, make_operator
 from tests.factories.tenants import TenantFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PASSWORD = "pw-operator-1"
 
 
 @pytest.fixture
@@ -34,14 +33,6 @@ def world() -> dict[str, Any]:
     memory_b = build_memory(tenant_b, subject="bob", prefix="b-")
     make_operator("operator-a", tenant_a, password=PASSWORD)
     return {"a": tenant_a, "b": tenant_b, "memory_a": memory_a, "memory_b": memory_b}
-
-
-def login(page: Any, base: str) -> None:
-    page.goto(f"{base}/admin/login/")
-    page.fill("#id_username", "operator-a")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{base}/admin/")
 
 
 def inside(page: Any, selector: str, box: str) -> None:

@@ -13,12 +13,11 @@ import pytest
 from episodic.models import Episode
 from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactStatus
 from tenants.scope import tenant_scope
+from tests.browser.support import PASSWORD, login
 from tests.factories.admin import build_history, build_memory, make_operator
 from tests.factories.tenants import TenantFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PASSWORD = "pw-operator-1"
 
 
 @pytest.fixture
@@ -31,14 +30,6 @@ def world() -> dict[str, Any]:
     memory_b = build_memory(tenant_b, subject="bob", prefix="b-")
     make_operator("operator-a", tenant_a, password=PASSWORD)
     return {"a": tenant_a, "b": tenant_b, "memory_a": memory_a, "memory_b": memory_b}
-
-
-def login(page: Any, base: str) -> None:
-    page.goto(f"{base}/admin/login/")
-    page.fill("#id_username", "operator-a")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{base}/admin/")
 
 
 def test_operator_reviews_reverts_and_reads_the_dashboard(live_server: Any, page: Any, shoot: Any, world: Any) -> None:
