@@ -36,7 +36,11 @@ def shape(statement: str, subject: str, planted_values: list[str]) -> str:
     for value in sorted(planted_values, key=len, reverse=True):
         out = out.replace(value, "<v>")
     # Dates the extractor resolves ("the week before 27 June 2025") differ per conversation.
-    return re.sub(r"\d{1,2} \w+ \d{4}", "<date>", out)
+    return re.sub(
+        r"(?:\d{1,2} )?(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{4}",
+        "<date>",
+        out,
+    )
 
 
 def main() -> None:
