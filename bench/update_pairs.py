@@ -54,10 +54,6 @@ SAID_UPDATES: tuple[Said, ...] = (
     Said("version", "Our database is MySQL 8.0.", "We switched from MySQL 8.0 to MySQL 8.4.", "MySQL 8.0", "MySQL 8.4", "Which MySQL version do we use?"),
     Said("version", "My operating system is Ubuntu 22.04.", "I switched to Ubuntu 24.04.", "Ubuntu 22.04", "Ubuntu 24.04", "Which Ubuntu release am I on?"),
     Said("version", "Our database is PostgreSQL 12.", "We migrated to PostgreSQL 13.", "PostgreSQL 12", "PostgreSQL 13", "Which database do we use?"),
-    # The technical set's phrasings: a known tool said in any first-person sentence, a change of job.
-    Said("version", "We run PostgreSQL 15 in production.", "We upgraded the production database to PostgreSQL 16 last week.", "PostgreSQL 15", "PostgreSQL 16", "Which database do we run in production?"),
-    Said("product", "My laptop runs Ubuntu 22.04.", "I'm on Fedora 40 now instead of Ubuntu 22.04.", "Ubuntu 22.04", "Fedora 40", "Which operating system am I on?"),
-    Said("employer", "I work at Northwind Bank.", "I started a new job at Acme Robotics.", "Northwind Bank", "Acme Robotics", "Where do I work?"),
     Said("product", "Our database is MySQL.", "We switched from MySQL to PostgreSQL.", "MySQL", "PostgreSQL", "Which database do we use?"),
     Said("product", "Our cloud provider is AWS.", "We migrated to Google Cloud.", "AWS", "Google Cloud", "Which cloud are we on?"),
     Said("product", "Our cloud provider is Azure.", "We moved everything to AWS.", "Azure", "AWS", "Which cloud provider do we use?"),
