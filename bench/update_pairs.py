@@ -54,6 +54,10 @@ SAID_UPDATES: tuple[Said, ...] = (
     Said("version", "Our database is MySQL 8.0.", "We switched from MySQL 8.0 to MySQL 8.4.", "MySQL 8.0", "MySQL 8.4", "Which MySQL version do we use?"),
     Said("version", "My operating system is Ubuntu 22.04.", "I switched to Ubuntu 24.04.", "Ubuntu 22.04", "Ubuntu 24.04", "Which Ubuntu release am I on?"),
     Said("version", "Our database is PostgreSQL 12.", "We migrated to PostgreSQL 13.", "PostgreSQL 12", "PostgreSQL 13", "Which database do we use?"),
+    # The technical set's phrasings: a known tool said in any first-person sentence, a change of job.
+    Said("version", "We run PostgreSQL 15 in production.", "We upgraded the production database to PostgreSQL 16 last week.", "PostgreSQL 15", "PostgreSQL 16", "Which database do we run in production?"),
+    Said("product", "My laptop runs Ubuntu 22.04.", "I'm on Fedora 40 now instead of Ubuntu 22.04.", "Ubuntu 22.04", "Fedora 40", "Which operating system am I on?"),
+    Said("employer", "I work at Northwind Bank.", "I started a new job at Acme Robotics.", "Northwind Bank", "Acme Robotics", "Where do I work?"),
     Said("product", "Our database is MySQL.", "We switched from MySQL to PostgreSQL.", "MySQL", "PostgreSQL", "Which database do we use?"),
     Said("product", "Our cloud provider is AWS.", "We migrated to Google Cloud.", "AWS", "Google Cloud", "Which cloud are we on?"),
     Said("product", "Our cloud provider is Azure.", "We moved everything to AWS.", "Azure", "AWS", "Which cloud provider do we use?"),
@@ -66,6 +70,15 @@ SAID_UPDATES: tuple[Said, ...] = (
     Said("phone", "My phone number is +44 20 7946 0101.", "I changed my number to +44 20 7946 0199.", "+44 20 7946 0101", "+44 20 7946 0199", "How can you reach me by phone?"),
     Said("phone", "You can reach me at 555-0134.", "My number is now 555-0178.", "555-0134", "555-0178", "What is my number?"),
     Said("phone", "My mobile is +1 415 555 0123.", "My mobile number changed, it is +1 415 555 0987 now.", "+1 415 555 0123", "+1 415 555 0987", "What is my mobile number?"),
+    # A new number said without "phone" before it: the cue after the value, a contact, the old one named.
+    Said("phone", "Text me at 0161 496 0100 if anything breaks.", "I got a new SIM: it's 0161 496 0200 now, not 0161 496 0100.", "0161 496 0100", "0161 496 0200", "What is my phone number?"),
+    Said("phone", "My number is 0113 496 0444.", "Please use 0113 496 0555 from now on, the old number is disconnected.", "0113 496 0444", "0113 496 0555", "Which number reaches me?"),
+    Said("phone", "Call me at +49 30 901810.", "Update my contact details: +49 30 901820.", "+49 30 901810", "+49 30 901820", "How do I get called?"),
+    # A job title and a named project's state: single-valued, whatever the verb.
+    Said("title", "I work as a junior accountant.", "They promoted me, I'm now a senior auditor.", "junior accountant", "senior auditor", "What is my job?"),
+    Said("title", "I'm a physiotherapist.", "I switched careers from physiotherapist to web developer.", "physiotherapist", "web developer", "What do I do for a living?"),
+    Said("status", "The Helios project is in development.", "Quick update on Helios: it is now on hold.", "in development", "on hold", "Where does the Helios project stand?"),
+    Said("status", "Our Nimbus app is in beta.", "Nimbus went from in beta to launched.", "in beta", "launched", "What state is Nimbus in?"),
     Said("email", "My email is ana@lumen.example.", "My new email is ana.ribeiro@globex.example.", "ana@lumen.example", "ana.ribeiro@globex.example", "What is my email address?"),
     Said("email", "My email is bo@lumen.example.", "My email is now bo@lumen2.example.", "bo@lumen.example", "bo@lumen2.example", "Which email should you use?"),
     Said("email", "Email me at c.day@acme.example.", "My old address is gone, email me at cday@hey.example.", "c.day@acme.example", "cday@hey.example", "Where do I get email?"),

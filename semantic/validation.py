@@ -58,14 +58,24 @@ def is_fragment(value: str, *, predicate: bool = False) -> bool:
     return False
 
 
+# The states a project or product is in, as people say them: a closed vocabulary (the offline extractor
+# reads a named thing's `status` from it). "in review" and "on hold" start with a preposition and are
+# still whole values.
+STATE_PHRASES = (
+    r"in (?:planning|development|progress|testing|review|beta|production|maintenance)|on hold|on track|"
+    r"behind schedule|ahead of schedule|launched|live|shipped|released|done|finished|completed?|cancell?ed|"
+    r"paused|blocked|delayed|stalled|approved|rejected|archived|deprecated|abandoned"
+)
+_STATE = re.compile(rf"^(?:{STATE_PHRASES})$", re.IGNORECASE)
 # An identifier (an e-mail address, a phone or account number) names a thing without being a phrase.
 _IDENTIFIER = re.compile(r"^[^\s@]+@[^\s@]+\.\w+$|^\+?\d[\d\s().-]{5,}\d$")
 
 
 def fact_value_is_fragment(value: str) -> bool:
-    """A fact's value that is a fragment (`is_fragment`) and not an identifier: such a fact is neither
-    extracted (consolidation.services) nor served (router.policy)."""
-    return not _IDENTIFIER.match(value.strip()) and is_fragment(value)
+    """A fact's value that is a fragment (`is_fragment`) and neither an identifier nor a state
+    (STATE_PHRASES): such a fact is neither extracted (consolidation.services) nor served (router.policy)."""
+    value = value.strip()
+    return not _IDENTIFIER.match(value) and not _STATE.match(value) and is_fragment(value)
 
 
 # A value this long is a sentence, not the name of another entity.

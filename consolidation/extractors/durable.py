@@ -111,7 +111,8 @@ def value_is_complete(attribute: str, value: str) -> bool:
     tail = _ADVERB_TAIL.search(value)
     if tail and tail.group(1) not in _NOT_ADVERB:
         return False
-    if _GERUND_HEAD.match(value) and len(value.split()) <= 2:
+    # A title's head is its last word ("marketing manager", "nursing assistant"), never a gerund.
+    if _GERUND_HEAD.match(value) and len(value.split()) <= 2 and attribute != "job_title":
         return False
     # A known tool in lower case fills its own attribute (database, editor, ...), never `uses`.
     return not (attribute == "uses" and not _NAMED.search(value))

@@ -16,7 +16,7 @@ from datetime import datetime
 from episodic.models import Episode
 from semantic.models import Cardinality, FactCategory
 from semantic.types import FactCandidate
-from semantic.validation import is_fragment
+from semantic.validation import STATE_PHRASES, is_fragment
 from tenants.models import Tenant
 
 from .base import ExtractionResult, SummaryResult, extractable
@@ -119,6 +119,11 @@ _LIST_END = (
     r"(?=\s*(?:\.(?!\w)|[;!?]|,?\s*\band (?:i|we|i'm|we're|my|our)\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
 )
 
+# People other than the speaker, as a regex fragment.
+_SOMEONE_ELSES_WORDS = (
+    r"\b(?:colleagues?|co-?workers?|friends?|manager|boss|teammates?|partner|wife|husband|brother|sister|"
+    r"mom|dad|mother|father|clients?|customers?)\b"
+)
 MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DATE = (
     rf"(?:(?:on|by|in|next|this)\s+)?(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
@@ -438,6 +443,111 @@ def _issue(template: str, confidence: float = 0.7) -> Callable[[re.Match[str], s
     return build
 
 
+# A phone number: at least seven digits, with the separators people write.
+_PHONE_VALUE = re.compile(r"(?<![\w.+])(?P<v>\+?\(?\d[\d\s().-]{5,18}\d)(?![\w])")
+# The words that make a number in the sentence a phone number. "number" counts only after a word that
+# makes it one ("my number", "new number", "changed numbers"), not after another noun ("order number").
+_PHONE_CUE = re.compile(
+    r"\b(?:(?:(?:my|our|the|new|current|old|phone|mobile|cell|contact|changed|switched)\s+)+numbers?"
+    r"|(?:cell\s+|mobile\s+)?phone|mobile|cell|sim(?:\s+card)?|(?:my|our)\s+(?:\w+\s+)?contact(?:\s+(?:details|info))?"
+    r"|(?:contact|call|reach|text|ring|whatsapp)\s+me)\b",
+    re.IGNORECASE,
+)
+_OWN_CUE = re.compile(r"^(?:my|our)\b|\bme$", re.IGNORECASE)
+# Before a cue: whose number it is when it is not the speaker's ("my sister's number", "their phone").
+# Contractions of "is" ("it's", "here's") are not possessives.
+_OTHERS_BEFORE = re.compile(
+    r"(?:\b(?!(?:it|that|here|there|what|he|she|who|let)'s)\w+'s|\b(?:his|her|their|your|its)|"
+    + _SOMEONE_ELSES_WORDS
+    + r")\s+(?:\w+\s+)?$",
+    re.IGNORECASE,
+)
+_OLD_NUMBER = re.compile(r"\b(?:old|previous|former)\b", re.IGNORECASE)
+_NEW_NUMBER = re.compile(r"\b(?:new|now|current)\b", re.IGNORECASE)
+
+
+def _phone(m: re.Match[str], subject: str) -> list[Found]:
+    """A phone number in a sentence that says it is the speaker's: the cue nearest before the number
+    ("reach me at", "my new number is", "update my contact:"), or after it when none comes before
+    ("use ... from now on; the old number is gone"). Someone else's number, a number with another noun
+    ("order number"), and the value the sentence marks as the old one ("..., not 555-0134") are not."""
+    sentence, start = m.string, m.start("v")
+    before = [c for c in _PHONE_CUE.finditer(sentence, 0, start)]
+    cue = before[-1] if before else _PHONE_CUE.search(sentence, m.end("v"))
+    if cue is None:
+        return []
+    if not _OWN_CUE.search(cue.group(0)) and _OTHERS_BEFORE.search(sentence[: cue.start()]):
+        return []
+    if _OLD_VALUE_CUE.search(sentence[:start]):
+        return []
+    if before and _OLD_NUMBER.search(cue.group(0)) and not _NEW_NUMBER.search(sentence[cue.end() : start]):
+        return []
+    value = _clean_value(m.group("v"), max_words=8, literal=True)
+    if sum(ch.isdigit() for ch in value) < 7:
+        return []
+    return [Found("phone", value, FactCategory.CONTACT_INFO, 0.8, f"{subject}'s phone number is {value}.")]
+
+
+# The head nouns of occupations: "I'm a <...> <head>" names a job only when the phrase ends in one.
+OCCUPATIONS = frozenset(
+    """
+    accountant actor actress administrator agent analyst architect artist assistant associate attorney auditor
+    baker banker barber barista bartender biologist bookkeeper builder butcher buyer carpenter cashier ceo cfo
+    chef chemist cleaner clerk coach consultant contractor cook coordinator coo counselor counsellor courier cto
+    dancer dentist designer detective developer dietitian director doctor driver economist editor educator
+    electrician engineer entrepreneur executive farmer firefighter founder freelancer gardener guard hairdresser
+    historian hygienist illustrator inspector instructor intern interpreter investigator janitor journalist judge
+    labourer laborer lawyer lead lecturer librarian lifeguard linguist machinist manager marketer mathematician
+    mechanic midwife musician nanny negotiator nurse officer operator optician paralegal paramedic pharmacist
+    photographer physician physicist physiotherapist pilot plumber poet policeman policewoman president producer
+    professor programmer psychiatrist psychologist publisher radiologist realtor receptionist recruiter
+    representative researcher salesman saleswoman salesperson scientist secretary singer specialist statistician
+    strategist student supervisor surgeon surveyor teacher technician technologist tester therapist trainer
+    translator tutor vet veterinarian waiter waitress welder writer
+    """.split()
+)
+_TITLE = r"(?P<v>(?:[\w-]+ ){0,3}[\w-]+)"
+_TITLE_END = r"(?= now\b| these days\b| at\b| for\b| in\b| by trade\b|\s*[,.;!]|\s*$)"
+
+
+def _occupation(m: re.Match[str], subject: str) -> list[Found]:
+    """A job title when the phrase's head noun is an occupation's ("a senior data analyst", "UX
+    designer"), not any "I'm a <noun>" ("a big fan", "a morning person")."""
+    value = _clean_value(m.group("v"), max_words=4)
+    if not value or value.split()[-1].lower() not in OCCUPATIONS:
+        return []
+    return [Found("job_title", value, FactCategory.BUSINESS_CONTEXT, 0.7, f"{subject} works as {value}.")]
+
+
+# The states a named project or product is in: a closed vocabulary, so that "Atlas is great" says nothing.
+_STATUS = rf"(?P<v>{STATE_PHRASES})"
+_NAMED = r"(?P<thing>(?-i:[A-Z][\w-]+(?: [A-Z][\w-]+)?))"
+
+
+def _status(m: re.Match[str], subject: str) -> list[Found]:
+    thing, value = m.group("thing"), m.group("v").lower()
+    if thing.lower() in {"it", "this", "that", "update", "status", "the", "our", "my"}:
+        return []
+    # A capital that only starts the sentence ("Dinner is done") is no name: it takes a kind of thing
+    # ("the Atlas project", "Atlas, my main project,") or a position inside the sentence.
+    groups = m.groupdict()
+    if "kind" in groups:
+        named = bool(groups["kind"]) or bool(re.search(r"\b(?:project|app|product|release)\b", groups["appos"] or ""))
+        if not named and not m.string[: m.start("thing")].strip(" \t\"'(").lower().removesuffix("the").strip():
+            return []
+    return [
+        Found(
+            "status",
+            value,
+            FactCategory.BUSINESS_CONTEXT,
+            0.7,
+            f"{thing} is {value}.",
+            cardinality=Cardinality.SINGLE,
+            entity=thing,
+        )
+    ]
+
+
 def _issue_with_subject(m: re.Match[str], subject: str) -> list[Found]:
     thing = _clean_value(m.group("thing"), max_words=4)
     if not thing:
@@ -467,11 +577,7 @@ RULES: list[Rule] = [
         _p(r"\b(?:be contacted|contact me|reach me|reached) (?:by|via|over|through) " + _V + _END),
         _simple("contact_preference", FactCategory.PREFERENCES, 0.75, "{s} prefers to be contacted by {v}.", words=3),
     ),
-    (
-        "phone",
-        _p(r"\b(?:phone|number|call me at|reach me at|text me at|mobile)\b[^0-9+]{0,20}(?P<v>\+?\d[\d\s().-]{6,18}\d)"),
-        _simple("phone", FactCategory.CONTACT_INFO, 0.8, "{s}'s phone number is {v}.", words=5, literal=True),
-    ),
+    ("phone", _PHONE_VALUE, _phone),
     (
         "name",
         _p(r"\bmy name is " + r"(?P<v>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}))"),
@@ -515,6 +621,42 @@ RULES: list[Rule] = [
         "job_title",
         _p(r"\bi(?:'m| am) (?:a|an|the) (?P<v>[a-z][\w -]{2,40}?) (?:at|for|in) "),
         _simple("job_title", FactCategory.BUSINESS_CONTEXT, 0.65, "{s} works as {v}.", words=4),
+    ),
+    (
+        # "I'm a nurse", "I work as a UX designer", "my new role is sales lead", "I changed careers from
+        # nurse to pharmacist": the title's head must be an occupation's (OCCUPATIONS).
+        "occupation",
+        _p(
+            r"(?:\bi(?:'m| am)(?: now| currently)? (?:a|an)|\bi (?:now )?work as (?:a|an)?|"
+            r"\bmy (?:new |current )?(?:job title|job|title|role|position) is(?: now)? (?:a |an )?|"
+            r"\b(?:changed careers|switched careers|moved) from [^,.;]{1,40}? to (?:a |an |being (?:a |an )?)?|"
+            r"\bpromoted to (?:a |an )?)\s*" + _TITLE + _TITLE_END
+        ),
+        _occupation,
+    ),
+    (
+        # A named project's state: "The Atlas project is now on hold", "Update on Atlas: it is launched",
+        # "Atlas moved from in testing to launched", "Status change: Atlas is in review".
+        "status",
+        _p(
+            r"\b(?:the |our |my )?" + _NAMED + r"(?P<kind> project| app| product| release)?(?P<appos>, [^,]{1,40},)?"
+            r" (?:is|has been|was just)(?: now| currently| still| officially)? " + _STATUS + r"\b"
+        ),
+        _status,
+    ),
+    ("status_update", _p(r"\bupdate on " + _NAMED + r": (?:it|the project) is (?:now )?" + _STATUS + r"\b"), _status),
+    (
+        "status_moved",
+        _p(
+            r"\b"
+            + _NAMED
+            + r"(?: project)? (?:moved|went|changed) from "
+            + _STATUS.replace("(?P<v>", "(?:")
+            + r" to "
+            + _STATUS
+            + r"\b"
+        ),
+        _status,
     ),
     # --- preferences
     (
@@ -750,11 +892,7 @@ _TOOL_MENTION = re.compile(
 _LEAD_IN = re.compile(r"^[\w' ]{1,30},\s+")
 _OWN_START = re.compile(r"^(?:i|i'm|i've|i'd|we|we're|we've|we'd|my|our)\b", re.IGNORECASE)
 # Before a mention: another person's ("Casey's team", "my colleague", "my manager uses ...").
-_SOMEONE_ELSES = re.compile(
-    r"\w's\b|\b(?:colleagues?|co-?workers?|friends?|manager|boss|teammates?|partner|wife|husband|brother|sister|"
-    r"mom|dad|mother|father|clients?|customers?)\b",
-    re.IGNORECASE,
-)
+_SOMEONE_ELSES = re.compile(r"\w's\b|" + _SOMEONE_ELSES_WORDS, re.IGNORECASE)
 _DENIED = re.compile(r"\b(?:not|never|no longer|anymore|\w+n't)\b", re.IGNORECASE)
 # Words that mark the value after them as the old one: "from A to B", "replaced A with B", "B instead of
 # A", "no longer A", "left A behind".
