@@ -29,9 +29,13 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def minilm(settings: Any) -> Iterator[None]:
     """The production embedder: the bug is MiniLM's similarity of "PostgreSQL 15" and "16"."""
-    settings.ENGRAM = {**settings.ENGRAM, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
+    saved = settings.ENGRAM
+    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
     embedding.get_embedder.cache_clear()
     yield
+    # The settings first: a query still embedding on a helper thread must not cache this embedder
+    # for the tests that follow.
+    settings.ENGRAM = saved
     embedding.get_embedder.cache_clear()
 
 

@@ -22,9 +22,13 @@ def _episode(content: str, i: int, session: str = "s-1") -> dict[str, Any]:
 
 @pytest.fixture
 def minilm(settings: Any) -> Iterator[None]:
-    settings.ENGRAM = {**settings.ENGRAM, "EMBEDDER": "core.embedding.MiniLMEmbedder"}
+    saved = settings.ENGRAM
+    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.MiniLMEmbedder"}
     embedding.get_embedder.cache_clear()
     yield
+    # The settings first: a query still embedding on a helper thread must not cache this embedder
+    # for the tests that follow.
+    settings.ENGRAM = saved
     embedding.get_embedder.cache_clear()
 
 
