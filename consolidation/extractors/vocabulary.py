@@ -15,6 +15,7 @@ ATTRIBUTES: dict[str, str] = {
     # work
     "employer": "the organisation the subject works at",
     "job_title": "the subject's role",
+    "status": "the state of a named project or product (semantic.validation.STATE_PHRASES)",
     # preferences
     "prefers": "a preferred option",
     "likes": "something the subject likes",
