@@ -18,6 +18,7 @@ from core.errors import DomainError
 from procedural.models import Procedure, ProcedureEvent, ProcedureOutcome, ProcedureStatus
 from procedural.services import procedure_approve, procedure_deprecate, procedure_reactivate
 from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin
+from tenants.scope import tenant_scope
 
 RECENT_OUTCOMES = 20
 
@@ -148,7 +149,9 @@ class ProcedureAdmin(TenantOwnedAdmin):
         ok = 0
         for procedure in queryset:
             try:
-                fn(tenant=procedure.tenant, procedure_id=procedure.pk, actor=_actor(request), reason="in the admin")
+                # The admin's scope may hold several tenants: each call runs in its procedure's.
+                with tenant_scope(procedure.tenant_id):
+                    fn(tenant=procedure.tenant, procedure_id=procedure.pk, actor=_actor(request), reason="in the admin")
             except DomainError as exc:
                 messages.error(request, f"{procedure.name}: {exc.detail}")
             else:

@@ -12,6 +12,7 @@ import re
 import pytest
 from django.apps import apps
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from consolidation.models import ConsolidationRun, RunTrigger
 from core.db import set_local
@@ -20,7 +21,7 @@ from procedural.models import Procedure
 from router.models import ContextTrace
 from semantic.models import Fact
 from tenants.models import ApiKey, Tenant, TenantModel
-from tenants.scope import SETTING, ScopeError, scopes_disabled, tenant_scope
+from tenants.scope import SETTING, ScopeError, narrowed_to, scopes_disabled, tenant_scope
 from tests.factories.episodic import EpisodeFactory
 from tests.factories.procedural import ProcedureFactory
 from tests.factories.semantic import FactFactory
@@ -78,6 +79,34 @@ def test_a_scope_of_several_tenants_gets_theirs_and_for_tenant_narrows(tenant_a,
         assert set(Fact.objects.for_tenant(tenant_b).values_list("tenant_id", flat=True)) == {tenant_b.id}
         with pytest.raises(ScopeError):
             Fact.objects.for_tenant(third)
+
+
+def _db_setting() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting(%s, true)", [SETTING])
+        return {v for v in (cursor.fetchone()[0] or "").split(",") if v}
+
+
+def test_narrowed_to_limits_a_scope_of_several_tenants_to_one_without_a_statement(tenant_a, tenant_b) -> None:
+    _seed(tenant_a)
+    _seed(tenant_b)
+    both = {str(tenant_a.id), str(tenant_b.id)}
+    with tenant_scope(tenant_a, tenant_b):
+        with CaptureQueriesContext(connection) as captured, narrowed_to(tenant_b):
+            pass
+        assert captured.captured_queries == []
+        with narrowed_to(tenant_b):
+            assert set(Fact.objects.values_list("tenant_id", flat=True)) == {tenant_b.id}
+            with tenant_scope(tenant_b):
+                assert _db_setting() == {str(tenant_b.id)}
+            # A scope entered inside puts back what the database admitted before it, both tenants.
+            assert _db_setting() == both
+        assert set(Fact.objects.values_list("tenant_id", flat=True)) == {tenant_a.id, tenant_b.id}
+        third = Tenant.objects.create(name="Tenant C", slug="tenant-c")
+        with pytest.raises(ScopeError), narrowed_to(third):
+            pass
+    with pytest.raises(ScopeError), narrowed_to(tenant_a):
+        pass
 
 
 def test_for_tenant_of_another_tenant_raises(tenant_a, tenant_b) -> None:
