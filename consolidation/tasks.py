@@ -31,7 +31,7 @@ def consolidate_session(self: Any, tenant: Tenant, session_id: int) -> int | Non
     """A session ended: consolidate the tenant's backlog (which holds the session's episodes), then
     store the session's summary. Returns the run id."""
     with tenant_scope(tenant):
-        session = Session.objects.for_tenant(tenant).filter(pk=session_id).first()
+        session = Session.objects.filter(pk=session_id).first()
         if session is None:
             logger.info("consolidate_session: session %s of %s is gone", session_id, tenant.id)
             return None
@@ -120,15 +120,13 @@ def process_erasure_requests() -> int:
         with tenant_scope(tenant):
             pending += [
                 (str(tenant.id), str(pk))
-                for pk in ErasureRequest.objects.for_tenant(tenant)
-                .filter(
+                for pk in ErasureRequest.objects.filter(
                     Q(
                         status__in=[ErasureStatus.RECEIVED, ErasureStatus.FAILED],
                         attempts__lt=erasure.MAX_ERASURE_ATTEMPTS,
                     )
                     | Q(status__in=[ErasureStatus.EXECUTING, ErasureStatus.VERIFYING], started_at__lt=stale)
-                )
-                .values_list("pk", flat=True)
+                ).values_list("pk", flat=True)
             ]
     for tenant_id, request_id in pending:
         execute_erasure.delay(tenant_id, request_id)

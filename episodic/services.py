@@ -50,7 +50,7 @@ def _resolve_sessions(*, tenant: Tenant, drafts: Sequence[EpisodeDraft], now: da
         when = draft.occurred_at or now
         if draft.session not in earliest or when < earliest[draft.session]:
             earliest[draft.session] = when
-    sessions = {s.external_id: s for s in Session.objects.for_tenant(tenant).filter(external_id__in=list(first))}
+    sessions = {s.external_id: s for s in Session.objects.filter(external_id__in=list(first))}
     errors = _session_subject_errors(drafts, sessions, first)
     if errors:
         raise ValidationProblem(errors[0]["detail"], errors=errors)
@@ -71,7 +71,7 @@ def _resolve_sessions(*, tenant: Tenant, drafts: Sequence[EpisodeDraft], now: da
             ],
             ignore_conflicts=True,
         )
-        sessions.update({s.external_id: s for s in Session.objects.for_tenant(tenant).filter(external_id__in=missing)})
+        sessions.update({s.external_id: s for s in Session.objects.filter(external_id__in=missing)})
         errors = _session_subject_errors(drafts, sessions, first)
         if errors:
             raise ValidationProblem(errors[0]["detail"], errors=errors)
@@ -84,11 +84,9 @@ def _known_external_ids(
     wanted = {(sessions[d.session].pk, d.external_id) for d in drafts if d.external_id}
     if not wanted:
         return set()
-    rows = (
-        Episode.objects.for_tenant(tenant)
-        .filter(session_id__in={s for s, _ in wanted}, external_id__in={e for _, e in wanted})
-        .values_list("session_id", "external_id")
-    )
+    rows = Episode.objects.filter(
+        session_id__in={s for s, _ in wanted}, external_id__in={e for _, e in wanted}
+    ).values_list("session_id", "external_id")
     return {(s, e) for s, e in rows if e is not None and (s, e) in wanted}
 
 
@@ -291,7 +289,7 @@ def session_lock_for_end(
     transaction (consolidation.sessions.session_close is the one caller that orchestrates the end)."""
     _check_outcome(outcome, outcome_signal)
     check_session_id(external_id)
-    session = Session.objects.for_tenant(tenant).select_for_update().filter(external_id=external_id).first()
+    session = Session.objects.select_for_update().filter(external_id=external_id).first()
     if session is None:
         raise NotFound(f"No session {external_id!r}.")
     if session.status == SessionStatus.ENDED:
@@ -321,4 +319,4 @@ def session_mark_ended(
 def session_summary_set(*, tenant: Tenant, session_id: int, summary: str) -> None:
     """Record the session's summary (written by consolidation as a `summary` episode) on the session,
     where the API, the dashboard and the router read it."""
-    Session.objects.for_tenant(tenant).filter(pk=session_id).update(summary=summary)
+    Session.objects.filter(pk=session_id).update(summary=summary)

@@ -125,7 +125,7 @@ class ProcedureAdmin(TenantOwnedAdmin):
 
     @admin.display(description="recent outcomes")
     def recent_outcomes(self, obj: Procedure) -> str:
-        outcomes = (ProcedureOutcome.objects.for_tenant(obj.tenant_id).filter(procedure=obj).order_by("-recorded_at"))[
+        outcomes = (ProcedureOutcome.objects.filter(tenant_id=obj.tenant_id, procedure=obj).order_by("-recorded_at"))[
             :RECENT_OUTCOMES
         ]
         rows = format_html_join(

@@ -285,8 +285,7 @@ class FactAdmin(TenantOwnedAdmin):
     @admin.display(description="source episodes")
     def source_episodes_list(self, obj: Fact) -> str:
         sources = (
-            FactSource.objects.for_tenant(obj.tenant_id)
-            .filter(fact=obj)
+            FactSource.objects.filter(tenant_id=obj.tenant_id, fact=obj)
             .select_related("episode__session")
             .defer("episode__embedding", "episode__search_vector")
             .order_by("episode__occurred_at", "episode_id")
@@ -310,7 +309,8 @@ class FactAdmin(TenantOwnedAdmin):
     @admin.display(description="history")
     def history(self, obj: Fact) -> str:
         changes = (
-            FactChange.objects.for_tenant(obj.tenant_id)
+            # The admin's scope may hold several tenants: name the fact's own.
+            FactChange.objects.filter(tenant_id=obj.tenant_id)
             # A revert is logged once, on the reinstated fact; the displaced one shows it too.
             .filter(Q(fact=obj) | Q(related_fact=obj, kind=FactChangeKind.REVERTED))
             .order_by("created_at", "id")

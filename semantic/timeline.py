@@ -20,9 +20,7 @@ TIMELINE = (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
 
 def timeline_of(tenant: Tenant, entity: str, attribute: str, exclude: uuid.UUID | None = None) -> list[Fact]:
     """The values of a single-valued attribute through time: contiguous intervals, the last one open."""
-    qs = Fact.objects.for_tenant(tenant).filter(
-        entity=entity, attribute=attribute, cardinality=Cardinality.SINGLE, status__in=TIMELINE
-    )
+    qs = Fact.objects.filter(entity=entity, attribute=attribute, cardinality=Cardinality.SINGLE, status__in=TIMELINE)
     if exclude is not None:
         qs = qs.exclude(id=exclude)
     return list(qs.order_by("valid_from", "recorded_at"))
@@ -47,7 +45,7 @@ def covers(fact: Fact, at: datetime) -> bool:
 def seen_again(tenant: Tenant, prev: Fact, after: datetime) -> datetime | None:
     """The first observation of prev's value after `after` and before prev's interval ends: a value
     observed at `after` only holds until then."""
-    qs = FactChange.objects.for_tenant(tenant).filter(
+    qs = FactChange.objects.filter(
         fact__tenant_id=tenant.id,
         fact__entity=prev.entity,
         fact__attribute=prev.attribute,
