@@ -267,19 +267,11 @@ def _insert(
     Returns the changes the placement made to other facts; the caller logs the new fact's own entry."""
     fact = Fact(
         tenant=tenant,
-        subject=c.subject,
-        entity=c.entity,
-        attribute=c.attribute,
-        value=c.value,
-        value_key=c.value_key,
-        statement=c.statement,
-        category=c.category,
+        **{name: getattr(c, name) for name in Fact.STATEMENT_FIELDS},
         cardinality=cardinality,
-        confidence=c.confidence,
         valid_from=c.observed_at,
         recorded_at=now,
         last_confirmed_at=now,
-        origin=c.origin,
         object_entity=_object_entity(tenant, c),
         embedding=list(vector),
         updated_at=now,
@@ -434,20 +426,17 @@ def facts_decay(*, tenant: Tenant, confidences: Mapping[uuid.UUID, float], actor
         if new == fact.confidence:
             continue
         changes.append(
-            FactChange(
-                tenant=tenant,
+            FactChange.record(
                 fact=fact,
                 kind=FactChangeKind.DECAYED,
+                actor=actor,
+                at=now,
                 old_value=fact.value,
                 new_value=fact.value,
                 old_status=fact.status,
                 new_status=fact.status,
                 old_confidence=fact.confidence,
                 new_confidence=new,
-                reason=actor.reason,
-                actor_type=actor.type,
-                actor_id=actor.id,
-                created_at=now,
             )
         )
         fact.confidence = new
