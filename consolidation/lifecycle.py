@@ -46,24 +46,7 @@ ARCHIVE_CHUNK = 5000
 # A decay smaller than this is not worth a FactChange row.
 MIN_DECAY_STEP = 0.01
 
-EPISODE_FIELDS = (
-    "id",
-    "subject",
-    "agent",
-    "kind",
-    "role",
-    "content",
-    "payload",
-    "entities",
-    "topics",
-    "occurred_at",
-    "created_at",
-    "external_id",
-    "token_count",
-    "content_hash",
-    "outcome",
-    "outcome_signal",
-)
+EPISODE_FIELDS = ("id", *Episode.RECORD_FIELDS)
 
 
 @dataclasses.dataclass
