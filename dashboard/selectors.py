@@ -20,7 +20,7 @@ from episodic.selectors import embedding_backlog, episodic_stats
 from procedural.models import Procedure, ProcedureStatus
 from procedural.selectors import procedure_stats
 from router.models import ContextFeedback, ContextTrace
-from router.selectors import context_latency, hit_rates, hit_rates_by
+from router.selectors import context_latency, feedback_totals, hit_rate_of, hit_rates, hit_rates_by
 from semantic.models import Fact, FactChange, FactStatus
 from semantic.selectors import fact_sources, facts_for_subject
 from tenants.models import Tenant
@@ -164,15 +164,7 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
     by_day = {_as_date(day): (used or 0) / offered for day, offered, used in daily_rows if offered}
     rows = list(
         qs.values("session", "subject")
-        .annotate(
-            offered=Sum("offered_count"),
-            used=Sum("used_count"),
-            feedback=Count("id"),
-            repeats=Count("id", filter=Q(asked_to_repeat=True)),
-            successes=Count("id", filter=Q(outcome="success")),
-            failures=Count("id", filter=Q(outcome="failure")),
-            last=Max("created_at"),
-        )
+        .annotate(**feedback_totals(), last=Max("created_at"))
         .order_by("-last", "session")[:limit]
     )
     traces = ContextTrace.objects.all()
@@ -185,7 +177,7 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
         .values_list("session", "n")
     )
     for row in rows:
-        row["hit_rate"] = (row["used"] or 0) / row["offered"] if row["offered"] else None
+        row["hit_rate"] = hit_rate_of(row["used"], row["offered"])
         row["traces"] = trace_counts.get(row["session"], 0)
     return HitRates(
         overall=hit_rates(tenant=tenant, subject=subject),

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Aggregate, Count, Q, QuerySet, Sum
 
 from core.errors import NotFound
 from episodic.models import Session
@@ -82,8 +82,21 @@ def trace_export_rows(*, tenant: Tenant, since: datetime | None = None) -> Itera
         }
 
 
-def _hit_rate(used: int | None, offered: int | None) -> float | None:
+def hit_rate_of(used: int | None, offered: int | None) -> float | None:
     return (used or 0) / offered if offered else None
+
+
+def feedback_totals() -> dict[str, Aggregate]:
+    """What a set of feedback adds up to, to aggregate or annotate with: items offered and used, how
+    many answers, how many asked to repeat, succeeded and failed."""
+    return {
+        "offered": Sum("offered_count"),
+        "used": Sum("used_count"),
+        "feedback": Count("id"),
+        "repeats": Count("id", filter=Q(asked_to_repeat=True)),
+        "successes": Count("id", filter=Q(outcome="success")),
+        "failures": Count("id", filter=Q(outcome="failure")),
+    }
 
 
 def hit_rates(
@@ -91,16 +104,9 @@ def hit_rates(
 ) -> dict[str, Any]:
     """Memory hit rate: items used over items offered, over the traces that got feedback."""
     qs = _narrowed(ContextFeedback.objects.all(), subject=subject, session=session, since=since)
-    agg = qs.aggregate(
-        offered=Sum("offered_count"),
-        used=Sum("used_count"),
-        feedback=Count("id"),
-        repeats=Count("id", filter=Q(asked_to_repeat=True)),
-        successes=Count("id", filter=Q(outcome="success")),
-        failures=Count("id", filter=Q(outcome="failure")),
-    )
+    agg = qs.aggregate(**feedback_totals())
     return {
-        "hit_rate": _hit_rate(agg["used"], agg["offered"]),
+        "hit_rate": hit_rate_of(agg["used"], agg["offered"]),
         "items_offered": agg["offered"] or 0,
         "items_used": agg["used"] or 0,
         "feedback_count": agg["feedback"],
@@ -120,7 +126,8 @@ def hit_rates_by(*, tenant: Tenant, field: str, limit: int = 20) -> list[dict[st
         .order_by("-feedback", field)[:limit]
     )
     return [
-        {field: r[field], "hit_rate": _hit_rate(r["used"], r["offered"]), "feedback_count": r["feedback"]} for r in rows
+        {field: r[field], "hit_rate": hit_rate_of(r["used"], r["offered"]), "feedback_count": r["feedback"]}
+        for r in rows
     ]
 
 
