@@ -65,6 +65,14 @@ def _active_tenant_ids() -> list[str]:
     return [str(t) for t in Tenant.objects.filter(active=True).values_list("id", flat=True)]
 
 
+def _for_each_active_tenant(task: Any) -> int:
+    """Enqueue a tenant task once per active tenant; returns how many."""
+    tenant_ids = _active_tenant_ids()
+    for tenant_id in tenant_ids:
+        task.delay(tenant_id)
+    return len(tenant_ids)
+
+
 @shared_task(name="consolidation.tasks.consolidation_sweep")
 def consolidation_sweep() -> int:
     """Every few minutes: consolidate each tenant whose backlog hit a trigger (entity threshold) or
@@ -83,9 +91,7 @@ def consolidation_sweep() -> int:
 
 @shared_task(name="consolidation.tasks.decay_and_forget")
 def decay_and_forget() -> int:
-    for tenant_id in _active_tenant_ids():
-        decay_and_forget_tenant.delay(tenant_id)
-    return len(_active_tenant_ids())
+    return _for_each_active_tenant(decay_and_forget_tenant)
 
 
 @shared_task(base=TenantTask, name="consolidation.tasks.decay_and_forget_tenant")
@@ -99,9 +105,7 @@ def decay_and_forget_tenant(tenant: Tenant) -> dict[str, int]:
 
 @shared_task(name="consolidation.tasks.archive_episodes")
 def archive_episodes() -> int:
-    for tenant_id in _active_tenant_ids():
-        archive_episodes_tenant.delay(tenant_id)
-    return len(_active_tenant_ids())
+    return _for_each_active_tenant(archive_episodes_tenant)
 
 
 @shared_task(base=TenantTask, name="consolidation.tasks.archive_episodes_tenant")

@@ -641,11 +641,8 @@ def episode_rows_recent(
     *, tenant: Tenant, session: str, until: datetime | None = None, limit: int = 40
 ) -> list[EpisodeRow]:
     """The latest events of a session, newest first, as rows (the router reads hundreds a request)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _RECENT_SQL, {"tenant": tenant.id, "session": session, "until": until or _FAR_FUTURE, "limit": limit}
-        )
-        return [_row(values, payload) for *values, payload in cursor.fetchall()]
+    found = _fetch(_RECENT_SQL, tenant=tenant, until=until, limit=limit, session=session)
+    return [_row(values, payload) for *values, payload in found]
 
 
 _LATEST_SQL = f"""
@@ -661,11 +658,14 @@ def episode_rows_latest(
     *, tenant: Tenant, subject: str, until: datetime | None = None, limit: int = 5
 ) -> list[EpisodeRow]:
     """The subject's latest events in any session, newest first (index episode_subject_time)."""
+    return [_row(values) for values in _fetch(_LATEST_SQL, tenant=tenant, until=until, limit=limit, subject=subject)]
+
+
+def _fetch(sql: str, *, tenant: Tenant, until: datetime | None, limit: int, **params: Any) -> list[tuple[Any, ...]]:
+    """The rows of one of the latest-events statements: events before `until` (or ever), `limit` of them."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            _LATEST_SQL, {"tenant": tenant.id, "subject": subject, "until": until or _FAR_FUTURE, "limit": limit}
-        )
-        return [_row(values) for values in cursor.fetchall()]
+        cursor.execute(sql, {"tenant": tenant.id, "until": until or _FAR_FUTURE, "limit": limit, **params})
+        return cursor.fetchall()
 
 
 @dataclass(slots=True)
