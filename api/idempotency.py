@@ -96,11 +96,11 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
             raise ValidationProblem.at("/", f"{HEADER} must be at most 255 characters.")
         tenant = request_tenant(request)
         fingerprint = request_fingerprint(request)
-        stored = IdempotencyRecord.objects.for_tenant(tenant).filter(key=key).first()
+        stored = IdempotencyRecord.objects.filter(key=key).first()
         if stored is not None:
             return _replay(stored, fingerprint)
         key_hash = IdempotencyTombstone.hash_key(tenant.id, key)
-        if IdempotencyTombstone.objects.for_tenant(tenant).filter(key_hash=key_hash).exists():
+        if IdempotencyTombstone.objects.filter(key_hash=key_hash).exists():
             raise Conflict(
                 f"This {HEADER} was used by a request whose data has since been erased; it is not run again. "
                 "A new request needs a new key."

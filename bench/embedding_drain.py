@@ -77,7 +77,7 @@ def main() -> None:
             episodes_append(tenant=tenant, items=items)
     with tenant_scope(tenant):
         pending = embedding_backlog(tenant=tenant)
-        passages_pending = Passage.objects.for_tenant(tenant).filter(embedding__isnull=True).count()
+        passages_pending = Passage.objects.filter(embedding__isnull=True).count()
 
     load_started = time.perf_counter()
     embedder.embed(["warm-up"])  # model load is a one-off per worker process, reported apart

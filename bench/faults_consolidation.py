@@ -85,22 +85,18 @@ def check(tenant: Any, n: int) -> dict[str, Any]:
     from tenants.scope import tenant_scope
 
     with tenant_scope(tenant):
-        wm = ConsolidationWatermark.objects.for_tenant(tenant).get()
-        ids = list(Episode.objects.for_tenant(tenant).values_list("id", flat=True))
+        wm = ConsolidationWatermark.objects.get()
+        ids = list(Episode.objects.values_list("id", flat=True))
         skipped = sum(1 for i in ids if not wm.is_done(i))
-        facts = Fact.objects.for_tenant(tenant).count()
+        facts = Fact.objects.count()
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(DISTINCT (entity, attribute, value_key)) FROM semantic_fact WHERE tenant_id = %s",
                 [tenant.id],
             )
             distinct = cursor.fetchone()[0]
-        sources = FactSource.objects.for_tenant(tenant).count()
-        runs = list(
-            ConsolidationRun.objects.for_tenant(tenant).values(
-                "status", "attempts", "episodes_read", "facts_created", "task_id"
-            )
-        )
+        sources = FactSource.objects.count()
+        runs = list(ConsolidationRun.objects.values("status", "attempts", "episodes_read", "facts_created", "task_id"))
     return {
         "episodes": len(ids),
         "skipped": skipped,
@@ -127,7 +123,7 @@ def runs(tenant: Any) -> list[Any]:
     from tenants.scope import tenant_scope
 
     with tenant_scope(tenant):
-        return list(ConsolidationRun.objects.for_tenant(tenant).order_by("id"))
+        return list(ConsolidationRun.objects.order_by("id"))
 
 
 def enqueue(tenant: Any, broker: str | None = None) -> str:

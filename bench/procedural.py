@@ -128,10 +128,10 @@ def measure_matching(tenant, raw_key: str, n_rules: int, runs: int) -> list[dict
     rnd = random.Random(n_rules)
     seed_procedures(tenant=tenant)
     with tenant_scope(tenant):
-        have = Procedure.objects.for_tenant(tenant).filter(is_current=True).count()
+        have = Procedure.objects.filter(is_current=True).count()
         for rule in generated_rules(max(0, n_rules - have), rnd):
             procedure_create(tenant=tenant, created_by="bench", **rule)
-        total = Procedure.objects.for_tenant(tenant).filter(is_current=True).count()
+        total = Procedure.objects.filter(is_current=True).count()
     cases = requests(rnd, runs)
     embeddings = [embed_one(c["message"]) for c in cases]
     rows = []

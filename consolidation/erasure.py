@@ -115,7 +115,7 @@ class Location:
 def _qs(label: str, plan: Plan) -> Any:
     model = _model(label)
     assert model is not None
-    return model.objects.for_tenant(plan.tenant)  # type: ignore[attr-defined]
+    return model.objects.all()  # type: ignore[attr-defined]
 
 
 # --- special locations ---------------------------------------------------------------------------
@@ -221,9 +221,7 @@ def _archive_count(plan: Plan) -> int:
 def _archive_erase(plan: Plan) -> int:
 
     removed = 0
-    for manifest in (
-        ArchiveManifest.objects.for_tenant(plan.tenant).select_for_update().filter(subjects__contains=[plan.subject])
-    ):
+    for manifest in ArchiveManifest.objects.select_for_update().filter(subjects__contains=[plan.subject]):
         rows = read_archive(manifest.path)
         kept = [r for r in rows if r["subject"] != plan.subject]
         removed += len(rows) - len(kept)
@@ -241,9 +239,7 @@ def _runs_touching_episodes(plan: Plan) -> list[int]:
     if not plan.episode_ids:
         return []
     ids = sorted(plan.episode_ids)
-    candidates = ConsolidationRun.objects.for_tenant(plan.tenant).filter(
-        first_episode_id__lte=ids[-1], last_episode_id__gte=ids[0]
-    )
+    candidates = ConsolidationRun.objects.filter(first_episode_id__lte=ids[-1], last_episode_id__gte=ids[0])
     touching = []
     for run_id, first, last in candidates.values_list("id", "first_episode_id", "last_episode_id"):
         if first is None or last is None:
@@ -256,7 +252,7 @@ def _runs_touching_episodes(plan: Plan) -> list[int]:
 
 def _runs_q(plan: Plan) -> Any:
     as_entity = normalise_entity(plan.subject)
-    return ConsolidationRun.objects.for_tenant(plan.tenant).filter(
+    return ConsolidationRun.objects.filter(
         Q(subject=plan.subject)
         | Q(session_external_id__in=plan.session_external_ids)
         | Q(entity__in={plan.subject, as_entity})
@@ -287,7 +283,7 @@ def _runs_erase(plan: Plan) -> int:
 
 
 def _erasure_requests_q(plan: Plan) -> Any:
-    return ErasureRequest.objects.for_tenant(plan.tenant).filter(subject=plan.subject)
+    return ErasureRequest.objects.filter(subject=plan.subject)
 
 
 LOCATIONS: list[Location] = [
@@ -435,23 +431,20 @@ def plan_for(*, tenant: Tenant, subject: str) -> Plan:
     Episode = apps.get_model("episodic.Episode")
     Fact = apps.get_model("semantic.Fact")
     FactSource = apps.get_model("semantic.FactSource")
-    sessions = list(Session.objects.for_tenant(tenant).filter(subject=subject).values_list("id", "external_id"))
-    episode_ids = list(Episode.objects.for_tenant(tenant).filter(subject=subject).values_list("id", flat=True))
+    sessions = list(Session.objects.filter(subject=subject).values_list("id", "external_id"))
+    episode_ids = list(Episode.objects.filter(subject=subject).values_list("id", flat=True))
     # The subject's facts, and facts about the subject as an entity recorded under other subjects
     # (reads serve subject-or-entity as the subject's memory, and the graph serves related entities).
     as_entity = normalise_entity(subject)
     own = set(
-        Fact.objects.for_tenant(tenant)
-        .filter(Q(subject=subject) | Q(entity=as_entity) | Q(object_entity=as_entity))
-        .values_list("id", flat=True)
+        Fact.objects.filter(Q(subject=subject) | Q(entity=as_entity) | Q(object_entity=as_entity)).values_list(
+            "id", flat=True
+        )
     )
     # Facts any writer derived only from this subject's episodes go too; mixed-source facts stay.
-    touched = set(
-        FactSource.objects.for_tenant(tenant).filter(episode_id__in=episode_ids).values_list("fact_id", flat=True)
-    )
+    touched = set(FactSource.objects.filter(episode_id__in=episode_ids).values_list("fact_id", flat=True))
     other_sourced = set(
-        FactSource.objects.for_tenant(tenant)
-        .filter(fact_id__in=touched)
+        FactSource.objects.filter(fact_id__in=touched)
         .exclude(episode_id__in=episode_ids)
         .values_list("fact_id", flat=True)
     )
@@ -495,8 +488,7 @@ def erasure_request_create(*, tenant: Tenant, subject: str, requested_by: str = 
     with tenant_scope(tenant):
         _subject_lock(tenant, digest)
         request = (
-            ErasureRequest.objects.for_tenant(tenant)
-            .filter(subject_hash=digest)
+            ErasureRequest.objects.filter(subject_hash=digest)
             .exclude(status=ErasureStatus.DONE)
             .order_by("created_at")
             .first()
@@ -524,9 +516,7 @@ def erasure_request_create(*, tenant: Tenant, subject: str, requested_by: str = 
 
 def _claim(tenant: Tenant, request_id: str) -> ErasureRequest | None:
     with tenant_scope(tenant):
-        request = (
-            ErasureRequest.objects.for_tenant(tenant).select_for_update(skip_locked=True).filter(pk=request_id).first()
-        )
+        request = ErasureRequest.objects.select_for_update(skip_locked=True).filter(pk=request_id).first()
         if request is None or request.status == ErasureStatus.DONE:
             return None
         request.status = ErasureStatus.EXECUTING
@@ -553,15 +543,13 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
                 if location.available():
                     counts[location.name] = location.erase(plan)
         with tenant_scope(tenant):
-            ErasureRequest.objects.for_tenant(tenant).filter(pk=request.pk).update(
-                status=ErasureStatus.VERIFYING, counts=counts
-            )
+            ErasureRequest.objects.filter(pk=request.pk).update(status=ErasureStatus.VERIFYING, counts=counts)
         remaining = locate(tenant=tenant, subject=subject)
         remaining.pop("erasure_requests", None)
         leftover = {k: v for k, v in remaining.items() if v}
         with tenant_scope(tenant):
             _subject_lock(tenant, request.subject_hash)
-            fresh = ErasureRequest.objects.for_tenant(tenant).select_for_update().get(pk=request.pk)
+            fresh = ErasureRequest.objects.select_for_update().get(pk=request.pk)
             fresh.verification = {"remaining": remaining, "verified_at": timezone.now().isoformat()}
             if leftover:
                 fresh.status = ErasureStatus.FAILED
@@ -579,11 +567,7 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
                 }
                 # Every request about this subject forgets the id now; the hash stays. Open ones (filed
                 # twice before requests coalesced) are settled by this erasure, with its receipt.
-                same = (
-                    ErasureRequest.objects.for_tenant(tenant)
-                    .filter(subject_hash=fresh.subject_hash)
-                    .exclude(pk=fresh.pk)
-                )
+                same = ErasureRequest.objects.filter(subject_hash=fresh.subject_hash).exclude(pk=fresh.pk)
                 same.exclude(status=ErasureStatus.DONE).update(
                     status=ErasureStatus.DONE, completed_at=fresh.completed_at, receipt=fresh.receipt, error=""
                 )
@@ -593,7 +577,7 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
             return fresh
     except Exception as exc:
         with tenant_scope(tenant):
-            ErasureRequest.objects.for_tenant(tenant).filter(pk=request.pk).update(
+            ErasureRequest.objects.filter(pk=request.pk).update(
                 status=ErasureStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000]
             )
         raise
@@ -604,10 +588,9 @@ def _settle_without_subject(tenant: Tenant, request: ErasureRequest) -> ErasureR
     would erase every row written without one. A done erasure of the same subject settles it."""
     with tenant_scope(tenant):
         _subject_lock(tenant, request.subject_hash)
-        fresh = ErasureRequest.objects.for_tenant(tenant).select_for_update().get(pk=request.pk)
+        fresh = ErasureRequest.objects.select_for_update().get(pk=request.pk)
         done = (
-            ErasureRequest.objects.for_tenant(tenant)
-            .filter(subject_hash=fresh.subject_hash, status=ErasureStatus.DONE)
+            ErasureRequest.objects.filter(subject_hash=fresh.subject_hash, status=ErasureStatus.DONE)
             .exclude(pk=fresh.pk)
             .order_by("-completed_at")
             .first()

@@ -94,10 +94,10 @@ def export_totals(*, tenant: Tenant) -> dict[str, int]:
     totals: dict[str, int] = {}
     with tenant_scope(tenant):
         for model in _models():
-            n = model.objects.for_tenant(tenant).count()  # type: ignore[attr-defined]
+            n = model.objects.count()  # type: ignore[attr-defined]
             if n:
                 totals[model._meta.label] = n
-        archived = ArchiveManifest.objects.for_tenant(tenant).aggregate(n=Sum("episode_count"))["n"] or 0
+        archived = ArchiveManifest.objects.aggregate(n=Sum("episode_count"))["n"] or 0
     if archived:
         totals["archived_episode"] = archived
     return totals
@@ -129,7 +129,7 @@ def tenant_export(
                 label = model._meta.label
                 if progress:
                     progress(label, 0)  # the label changes before the first row, not 1000 rows later
-                for instance in model.objects.for_tenant(tenant).order_by("pk").iterator(chunk_size=1000):  # type: ignore[attr-defined]
+                for instance in model.objects.order_by("pk").iterator(chunk_size=1000):  # type: ignore[attr-defined]
                     write({"type": "row", "model": label, "data": _row(instance)})
                     counts[label] += 1
                     if progress and counts[label] % 1000 == 0:
@@ -159,7 +159,7 @@ def read_export(fh: IO[bytes]) -> Iterator[dict[str, Any]]:
 def _assert_empty(tenant: Tenant) -> None:
     with tenant_scope(tenant):
         for model in _models():
-            if model.objects.for_tenant(tenant).exists():  # type: ignore[attr-defined]
+            if model.objects.exists():  # type: ignore[attr-defined]
                 raise Conflict(
                     f"Tenant {tenant.slug} is not empty ({model._meta.label} has rows); import needs an empty tenant."
                 )
@@ -226,7 +226,7 @@ class _Importer:
         for model, pk, attname, old_ref in self.deferred:
             target = self.maps.get(model._meta.label, {}).get(str(old_ref))
             if target is not None:
-                model.objects.for_tenant(self.tenant).filter(pk=pk).update(**{attname: target})  # type: ignore[attr-defined]
+                model.objects.filter(pk=pk).update(**{attname: target})  # type: ignore[attr-defined]
 
     def add_archived(self, rows: list[dict[str, Any]]) -> None:
 
@@ -307,7 +307,7 @@ def tenant_import(
         importer.finish_deferred()
         # Everything imported was consolidated at the source (its facts came along).
 
-        last = Episode.objects.for_tenant(tenant).order_by("-id").values_list("id", flat=True).first() or 0
+        last = Episode.objects.order_by("-id").values_list("id", flat=True).first() or 0
         ConsolidationWatermark.objects.update_or_create(
             tenant=tenant, defaults={"last_episode_id": last, "done_above": []}
         )

@@ -46,24 +46,7 @@ ARCHIVE_CHUNK = 5000
 # A decay smaller than this is not worth a FactChange row.
 MIN_DECAY_STEP = 0.01
 
-EPISODE_FIELDS = (
-    "id",
-    "subject",
-    "agent",
-    "kind",
-    "role",
-    "content",
-    "payload",
-    "entities",
-    "topics",
-    "occurred_at",
-    "created_at",
-    "external_id",
-    "token_count",
-    "content_hash",
-    "outcome",
-    "outcome_signal",
-)
+EPISODE_FIELDS = ("id", *Episode.RECORD_FIELDS)
 
 
 @dataclasses.dataclass
@@ -91,17 +74,14 @@ def facts_decay_and_forget(*, tenant: Tenant, now: datetime | None = None) -> De
     last_id: uuid.UUID | None = None
     while True:
         with tenant_scope(tenant):
-            qs = Fact.objects.for_tenant(tenant).filter(status=FactStatus.ACTIVE).order_by("id")
+            qs = Fact.objects.filter(status=FactStatus.ACTIVE).order_by("id")
             if last_id is not None:
                 qs = qs.filter(id__gt=last_id)
             facts = list(qs.only("id", "category", "confidence", "last_confirmed_at")[:DECAY_CHUNK])
             if not facts:
                 return report
             last_id = facts[-1].id
-            anchors = {
-                a.fact_id: a
-                for a in FactDecayAnchor.objects.for_tenant(tenant).filter(fact_id__in=[f.id for f in facts])
-            }
+            anchors = {a.fact_id: a for a in FactDecayAnchor.objects.filter(fact_id__in=[f.id for f in facts])}
             new_anchors: list[FactDecayAnchor] = []
             moved: list[FactDecayAnchor] = []
             decays: dict[uuid.UUID, float] = {}
@@ -140,9 +120,7 @@ def facts_decay_and_forget(*, tenant: Tenant, now: datetime | None = None) -> De
                 elif fact.confidence - target >= MIN_DECAY_STEP:
                     decays[fact.id] = round(target, 4)
             FactDecayAnchor.objects.bulk_create(new_anchors)
-            FactDecayAnchor.objects.for_tenant(tenant).bulk_update(
-                moved, ["anchor_confidence", "anchor_at", "updated_at"]
-            )
+            FactDecayAnchor.objects.bulk_update(moved, ["anchor_confidence", "anchor_at", "updated_at"])
             report.decayed += facts_decay(
                 tenant=tenant,
                 confidences=decays,
@@ -201,7 +179,7 @@ def read_archive(path: str) -> list[dict[str, Any]]:
 
 def iter_archive_rows(*, tenant: Tenant, subject: str | None = None) -> Iterator[dict[str, Any]]:
     with tenant_scope(tenant):
-        manifests = list(ArchiveManifest.objects.for_tenant(tenant).order_by("month"))
+        manifests = list(ArchiveManifest.objects.order_by("month"))
     for manifest in manifests:
         if subject is not None and subject not in manifest.subjects:
             continue
@@ -253,10 +231,10 @@ def episodes_delete(*, tenant: Tenant, episode_ids: Collection[int]) -> int:
     if not ids:
         return 0
     with allow_episode_deletion():
-        Passage.objects.for_tenant(tenant).filter(episode_id__in=ids).delete()
-        FactSource.objects.for_tenant(tenant).filter(episode_id__in=ids).delete()
-        ProcedureOutcome.objects.for_tenant(tenant).filter(episode_id__in=ids).update(episode=None)
-        deleted, _ = Episode.objects.for_tenant(tenant).filter(id__in=ids).delete()
+        Passage.objects.filter(episode_id__in=ids).delete()
+        FactSource.objects.filter(episode_id__in=ids).delete()
+        ProcedureOutcome.objects.filter(episode_id__in=ids).update(episode=None)
+        deleted, _ = Episode.objects.filter(id__in=ids).delete()
     return int(deleted)
 
 
@@ -268,28 +246,22 @@ def episodes_archive(*, tenant: Tenant, now: datetime | None = None, chunk: int 
     while True:
         with tenant_scope(tenant):
             tenant_xact_lock(tenant.id, "archive")
-            episodes = list(
-                Episode.objects.for_tenant(tenant).filter(occurred_at__lt=cutoff).order_by("occurred_at", "id")[:chunk]
-            )
+            episodes = list(Episode.objects.filter(occurred_at__lt=cutoff).order_by("occurred_at", "id")[:chunk])
             if not episodes:
                 return report
             sessions = dict(
-                Session.objects.for_tenant(tenant)
-                .filter(id__in={e.session_id for e in episodes})
-                .values_list("id", "external_id")
+                Session.objects.filter(id__in={e.session_id for e in episodes}).values_list("id", "external_id")
             )
             sources: dict[int, list[str]] = defaultdict(list)
-            for episode_id, fact_id in (
-                FactSource.objects.for_tenant(tenant)
-                .filter(episode_id__in=[e.id for e in episodes])
-                .values_list("episode_id", "fact_id")
+            for episode_id, fact_id in FactSource.objects.filter(episode_id__in=[e.id for e in episodes]).values_list(
+                "episode_id", "fact_id"
             ):
                 sources[episode_id].append(str(fact_id))
             by_month: dict[str, list[dict[str, Any]]] = defaultdict(list)
             for e in episodes:
                 by_month[_month(e.occurred_at)].append(episode_row(e, sessions[e.session_id], sorted(sources[e.id])))
             for month, rows in by_month.items():
-                manifest = ArchiveManifest.objects.for_tenant(tenant).select_for_update().filter(month=month).first()
+                manifest = ArchiveManifest.objects.select_for_update().filter(month=month).first()
                 existing = read_archive(manifest.path) if manifest else []
                 new_ids = {r["id"] for r in rows}
                 write_archive(
@@ -310,18 +282,13 @@ def archive_restore(*, tenant: Tenant, month: str) -> int:
     facts that still exist) and drop the file. Raise retention first, or the next archiving run moves
     them out again."""
     with tenant_scope(tenant):
-        manifest = ArchiveManifest.objects.for_tenant(tenant).select_for_update().filter(month=month).first()
+        manifest = ArchiveManifest.objects.select_for_update().filter(month=month).first()
         if manifest is None:
             return 0
         rows = read_archive(manifest.path)
-        sessions = {
-            s.external_id: s
-            for s in Session.objects.for_tenant(tenant).filter(external_id__in={r["session"] for r in rows})
-        }
+        sessions = {s.external_id: s for s in Session.objects.filter(external_id__in={r["session"] for r in rows})}
         live_facts = set(
-            Fact.objects.for_tenant(tenant)
-            .filter(id__in={f for r in rows for f in r.get("fact_ids", [])})
-            .values_list("id", flat=True)
+            Fact.objects.filter(id__in={f for r in rows for f in r.get("fact_ids", [])}).values_list("id", flat=True)
         )
         episodes = []
         links = []

@@ -25,7 +25,7 @@ def erasure_request_get(*, tenant: Tenant, request_id: uuid.UUID | str) -> Erasu
     except ValueError as exc:
         raise NotFound(f"No erasure request {request_id}.") from exc
     with tenant_scope(tenant):
-        request = ErasureRequest.objects.for_tenant(tenant).filter(pk=pk).first()
+        request = ErasureRequest.objects.filter(pk=pk).first()
     if request is None:
         raise NotFound(f"No erasure request {request_id}.")
     return request
@@ -33,7 +33,7 @@ def erasure_request_get(*, tenant: Tenant, request_id: uuid.UUID | str) -> Erasu
 
 def run_list(*, tenant: Tenant, limit: int = 50) -> list[ConsolidationRun]:
     with tenant_scope(tenant):
-        return list(ConsolidationRun.objects.for_tenant(tenant).order_by("-created_at", "-id")[:limit])
+        return list(ConsolidationRun.objects.order_by("-created_at", "-id")[:limit])
 
 
 def growth_per_subject_week(*, tenant: Tenant, weeks: int = 4) -> list[dict[str, Any]]:
@@ -64,7 +64,7 @@ def consolidation_stats(*, tenant: Tenant) -> dict[str, Any]:
     """Consolidation ratio (episodes per extracted fact), backlogs, extractor cost, archive and
     erasure figures, and weekly growth per subject: the consolidation part of GET /v1/stats."""
     with tenant_scope(tenant):
-        runs = ConsolidationRun.objects.for_tenant(tenant)
+        runs = ConsolidationRun.objects.all()
         totals = runs.aggregate(
             episodes=Sum("episodes_read"),
             created=Sum("facts_created"),
@@ -79,17 +79,12 @@ def consolidation_stats(*, tenant: Tenant) -> dict[str, Any]:
             last=Max("finished_at"),
         )
         by_status = dict(runs.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
-        extracted = Fact.objects.for_tenant(tenant).filter(origin=FactOrigin.EXTRACTED).count()
-        archive = ArchiveManifest.objects.for_tenant(tenant).aggregate(
+        extracted = Fact.objects.filter(origin=FactOrigin.EXTRACTED).count()
+        archive = ArchiveManifest.objects.aggregate(
             files=Count("id"), episodes=Sum("episode_count"), bytes=Sum("bytes")
         )
-        erasures = dict(
-            ErasureRequest.objects.for_tenant(tenant)
-            .values_list("status")
-            .annotate(n=Count("id"))
-            .values_list("status", "n")
-        )
-        hot_episodes = Episode.objects.for_tenant(tenant).count()
+        erasures = dict(ErasureRequest.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+        hot_episodes = Episode.objects.count()
     episodes_read = totals["episodes"] or 0
     new_facts = (totals["created"] or 0) + (totals["superseded"] or 0) + (totals["pending"] or 0)
     return {
@@ -127,8 +122,7 @@ def sessions_with_stored_summary(*, tenant: Tenant) -> list[int]:
     """Ids of the tenant's sessions that hold a summary written by consolidation, oldest first."""
     with tenant_scope(tenant):
         return list(
-            Episode.objects.for_tenant(tenant)
-            .filter(external_id=SESSION_SUMMARY_EXTERNAL_ID, kind="summary")
+            Episode.objects.filter(external_id=SESSION_SUMMARY_EXTERNAL_ID, kind="summary")
             .order_by("session_id")
             .values_list("session_id", flat=True)
             .distinct()

@@ -74,7 +74,7 @@ def run_start(
     """The run of this task id (a redelivery continues it, counting the attempt) or a new one."""
     with tenant_scope(tenant):
         if task_id:
-            existing = ConsolidationRun.objects.for_tenant(tenant).select_for_update().filter(task_id=task_id).first()
+            existing = ConsolidationRun.objects.select_for_update().filter(task_id=task_id).first()
             if existing is not None:
                 existing.attempts += 1
                 existing.status = RunStatus.RUNNING
@@ -95,7 +95,7 @@ def run_start(
 
 def _watermark(tenant: Tenant) -> ConsolidationWatermark:
     ConsolidationWatermark.objects.get_or_create(tenant=tenant)
-    return ConsolidationWatermark.objects.for_tenant(tenant).select_for_update().get()
+    return ConsolidationWatermark.objects.select_for_update().get()
 
 
 def _promote(tenant: Tenant, wm: ConsolidationWatermark) -> None:
@@ -105,8 +105,7 @@ def _promote(tenant: Tenant, wm: ConsolidationWatermark) -> None:
     if wm.pending_xids and set(wm.pending_xids) & set(_running_xids()):
         return
     undone_below = (
-        Episode.objects.for_tenant(tenant)
-        .filter(id__gt=wm.last_episode_id, id__lte=wm.pending_last_id)
+        Episode.objects.filter(id__gt=wm.last_episode_id, id__lte=wm.pending_last_id)
         .exclude(id__in=wm.done_above)
         .exists()
     )
@@ -119,7 +118,7 @@ def _promote(tenant: Tenant, wm: ConsolidationWatermark) -> None:
 
 
 def backlog_queryset(tenant: Tenant, wm: ConsolidationWatermark) -> Any:
-    qs = Episode.objects.for_tenant(tenant).filter(id__gt=wm.last_episode_id)
+    qs = Episode.objects.filter(id__gt=wm.last_episode_id)
     if wm.done_above:
         qs = qs.exclude(id__in=wm.done_above)
     return qs
@@ -208,7 +207,7 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
 
         run.first_episode_id = min(run.first_episode_id or ids[0], ids[0])
         run.last_episode_id = max(run.last_episode_id or ids[-1], ids[-1])
-        ConsolidationRun.objects.for_tenant(tenant).filter(pk=run.pk).update(
+        ConsolidationRun.objects.filter(pk=run.pk).update(
             episodes_read=F("episodes_read") + len(ids),
             candidates=F("candidates") + counts["candidates"],
             facts_created=F("facts_created") + counts["created"],
@@ -250,7 +249,7 @@ def consolidate(
 
 def run_finish(*, tenant: Tenant, run: ConsolidationRun, status: str, error: str = "") -> ConsolidationRun:
     with tenant_scope(tenant):
-        fresh = ConsolidationRun.objects.for_tenant(tenant).select_for_update().get(pk=run.pk)
+        fresh = ConsolidationRun.objects.select_for_update().get(pk=run.pk)
         fresh.status = status
         fresh.error = error
         fresh.finished_at = timezone.now()
@@ -285,10 +284,10 @@ SUMMARY_EXTERNAL_ID = SESSION_SUMMARY_EXTERNAL_ID
 def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun | None = None) -> Episode | None:
     """Store the summary of an ended session as a `summary` episode, once (its external id is fixed)."""
     with tenant_scope(tenant):
-        session = Session.objects.for_tenant(tenant).filter(pk=session_id).first()
+        session = Session.objects.filter(pk=session_id).first()
         if session is None or session.status == SessionStatus.OPEN:
             return None
-        episodes = list(Episode.objects.for_tenant(tenant).filter(session=session).order_by("occurred_at", "id"))
+        episodes = list(Episode.objects.filter(session=session).order_by("occurred_at", "id"))
         # Only this service's own summary counts: working notes summarised at session end are also
         # `summary` episodes, and they are input here, not a reason to skip.
         written = next((e for e in episodes if e.external_id == SUMMARY_EXTERNAL_ID), None)
@@ -312,7 +311,7 @@ def session_summarise(*, tenant: Tenant, session_id: int, run: ConsolidationRun 
             summariser=extractor.name,
         )
         if run is not None:
-            ConsolidationRun.objects.for_tenant(tenant).filter(pk=run.pk).update(
+            ConsolidationRun.objects.filter(pk=run.pk).update(
                 summaries_written=F("summaries_written") + 1,
                 llm_calls=F("llm_calls") + result.usage.llm_calls,
                 input_tokens=F("input_tokens") + result.usage.input_tokens,
@@ -365,10 +364,10 @@ def session_summary_rebuild(*, tenant: Tenant, session_id: int) -> SummaryRebuil
     under the same external id) and the session's summary follows; when the session has nothing to
     summarise, both go. Idempotent: a second pass finds every summary unchanged."""
     with tenant_scope(tenant), transaction.atomic():
-        session = Session.objects.for_tenant(tenant).select_for_update().filter(pk=session_id).first()
+        session = Session.objects.select_for_update().filter(pk=session_id).first()
         if session is None:
             return SummaryRebuild.MISSING
-        episodes = list(Episode.objects.for_tenant(tenant).filter(session=session).order_by("occurred_at", "id"))
+        episodes = list(Episode.objects.filter(session=session).order_by("occurred_at", "id"))
         written = next((e for e in episodes if e.external_id == SUMMARY_EXTERNAL_ID), None)
         if written is None:
             return SummaryRebuild.MISSING
@@ -401,7 +400,7 @@ def entity_trigger(*, tenant: Tenant) -> tuple[str, str] | None:
     config = tenant.config
     since = timezone.now() - timedelta(days=config.entity_trigger_window_days)
     with tenant_scope(tenant):
-        wm = ConsolidationWatermark.objects.for_tenant(tenant).first()
+        wm = ConsolidationWatermark.objects.first()
         last = wm.last_episode_id if wm else 0
         done = list(wm.done_above) if wm else []
         with connection.cursor() as cursor:
@@ -424,16 +423,16 @@ def entity_trigger(*, tenant: Tenant) -> tuple[str, str] | None:
 
 def backlog_size(*, tenant: Tenant) -> int:
     with tenant_scope(tenant):
-        wm = ConsolidationWatermark.objects.for_tenant(tenant).first()
+        wm = ConsolidationWatermark.objects.first()
         if wm is None:
-            return int(Episode.objects.for_tenant(tenant).count())
+            return int(Episode.objects.count())
         return int(backlog_queryset(tenant, wm).count())
 
 
 def oldest_backlog_at(*, tenant: Tenant) -> datetime | None:
     with tenant_scope(tenant):
-        wm = ConsolidationWatermark.objects.for_tenant(tenant).first()
-        qs = backlog_queryset(tenant, wm) if wm else Episode.objects.for_tenant(tenant)
+        wm = ConsolidationWatermark.objects.first()
+        qs = backlog_queryset(tenant, wm) if wm else Episode.objects.all()
         first = qs.order_by("id").values_list("created_at", flat=True).first()
     return first
 

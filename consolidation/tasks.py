@@ -31,7 +31,7 @@ def consolidate_session(self: Any, tenant: Tenant, session_id: int) -> int | Non
     """A session ended: consolidate the tenant's backlog (which holds the session's episodes), then
     store the session's summary. Returns the run id."""
     with tenant_scope(tenant):
-        session = Session.objects.for_tenant(tenant).filter(pk=session_id).first()
+        session = Session.objects.filter(pk=session_id).first()
         if session is None:
             logger.info("consolidate_session: session %s of %s is gone", session_id, tenant.id)
             return None
@@ -65,6 +65,14 @@ def _active_tenant_ids() -> list[str]:
     return [str(t) for t in Tenant.objects.filter(active=True).values_list("id", flat=True)]
 
 
+def _for_each_active_tenant(task: Any) -> int:
+    """Enqueue a tenant task once per active tenant; returns how many."""
+    tenant_ids = _active_tenant_ids()
+    for tenant_id in tenant_ids:
+        task.delay(tenant_id)
+    return len(tenant_ids)
+
+
 @shared_task(name="consolidation.tasks.consolidation_sweep")
 def consolidation_sweep() -> int:
     """Every few minutes: consolidate each tenant whose backlog hit a trigger (entity threshold) or
@@ -83,9 +91,7 @@ def consolidation_sweep() -> int:
 
 @shared_task(name="consolidation.tasks.decay_and_forget")
 def decay_and_forget() -> int:
-    for tenant_id in _active_tenant_ids():
-        decay_and_forget_tenant.delay(tenant_id)
-    return len(_active_tenant_ids())
+    return _for_each_active_tenant(decay_and_forget_tenant)
 
 
 @shared_task(base=TenantTask, name="consolidation.tasks.decay_and_forget_tenant")
@@ -99,9 +105,7 @@ def decay_and_forget_tenant(tenant: Tenant) -> dict[str, int]:
 
 @shared_task(name="consolidation.tasks.archive_episodes")
 def archive_episodes() -> int:
-    for tenant_id in _active_tenant_ids():
-        archive_episodes_tenant.delay(tenant_id)
-    return len(_active_tenant_ids())
+    return _for_each_active_tenant(archive_episodes_tenant)
 
 
 @shared_task(base=TenantTask, name="consolidation.tasks.archive_episodes_tenant")
@@ -120,15 +124,13 @@ def process_erasure_requests() -> int:
         with tenant_scope(tenant):
             pending += [
                 (str(tenant.id), str(pk))
-                for pk in ErasureRequest.objects.for_tenant(tenant)
-                .filter(
+                for pk in ErasureRequest.objects.filter(
                     Q(
                         status__in=[ErasureStatus.RECEIVED, ErasureStatus.FAILED],
                         attempts__lt=erasure.MAX_ERASURE_ATTEMPTS,
                     )
                     | Q(status__in=[ErasureStatus.EXECUTING, ErasureStatus.VERIFYING], started_at__lt=stale)
-                )
-                .values_list("pk", flat=True)
+                ).values_list("pk", flat=True)
             ]
     for tenant_id, request_id in pending:
         execute_erasure.delay(tenant_id, request_id)

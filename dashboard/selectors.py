@@ -20,7 +20,7 @@ from episodic.selectors import embedding_backlog, episodic_stats
 from procedural.models import Procedure, ProcedureStatus
 from procedural.selectors import procedure_stats
 from router.models import ContextFeedback, ContextTrace
-from router.selectors import context_latency, hit_rates, hit_rates_by
+from router.selectors import context_latency, feedback_totals, hit_rate_of, hit_rates, hit_rates_by
 from semantic.models import Fact, FactChange, FactStatus
 from semantic.selectors import fact_sources, facts_for_subject
 from tenants.models import Tenant
@@ -76,9 +76,9 @@ def memory_growth(*, tenant: Tenant, weeks: int = WEEKS, subject: str | None = N
 
     return Growth(
         weeks=buckets,
-        episodes=per_week(Episode.objects.for_tenant(tenant), "created_at"),
-        sessions=per_week(Session.objects.for_tenant(tenant), "started_at"),
-        facts=per_week(Fact.objects.for_tenant(tenant), "recorded_at"),
+        episodes=per_week(Episode.objects.all(), "created_at"),
+        sessions=per_week(Session.objects.all(), "started_at"),
+        facts=per_week(Fact.objects.all(), "recorded_at"),
     )
 
 
@@ -96,7 +96,7 @@ def consolidation_triggers(*, tenant: Tenant, days: int = DAYS, subject: str | N
     now = timezone.now()
     buckets = _days(now, days)
     since = datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
-    qs = ConsolidationRun.objects.for_tenant(tenant)
+    qs = ConsolidationRun.objects.all()
     if subject:
         qs = qs.filter(subject=subject)
     rows = (
@@ -151,7 +151,7 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
     now = timezone.now()
     buckets = _days(now, days)
     since = datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
-    qs = ContextFeedback.objects.for_tenant(tenant)
+    qs = ContextFeedback.objects.all()
     if subject:
         qs = qs.filter(subject=subject)
     daily_rows = (
@@ -164,18 +164,10 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
     by_day = {_as_date(day): (used or 0) / offered for day, offered, used in daily_rows if offered}
     rows = list(
         qs.values("session", "subject")
-        .annotate(
-            offered=Sum("offered_count"),
-            used=Sum("used_count"),
-            feedback=Count("id"),
-            repeats=Count("id", filter=Q(asked_to_repeat=True)),
-            successes=Count("id", filter=Q(outcome="success")),
-            failures=Count("id", filter=Q(outcome="failure")),
-            last=Max("created_at"),
-        )
+        .annotate(**feedback_totals(), last=Max("created_at"))
         .order_by("-last", "session")[:limit]
     )
-    traces = ContextTrace.objects.for_tenant(tenant)
+    traces = ContextTrace.objects.all()
     if subject:
         traces = traces.filter(subject=subject)
     trace_counts = dict(
@@ -185,7 +177,7 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
         .values_list("session", "n")
     )
     for row in rows:
-        row["hit_rate"] = (row["used"] or 0) / row["offered"] if row["offered"] else None
+        row["hit_rate"] = hit_rate_of(row["used"], row["offered"])
         row["traces"] = trace_counts.get(row["session"], 0)
     return HitRates(
         overall=hit_rates(tenant=tenant, subject=subject),
@@ -199,39 +191,32 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
 def backlogs(*, tenant: Tenant) -> dict[str, int]:
     """Work waiting: embeddings, unconsolidated episodes, facts to review, erasures not yet done."""
 
-    watermark = ConsolidationWatermark.objects.for_tenant(tenant).first() or ConsolidationWatermark(tenant=tenant)
+    watermark = ConsolidationWatermark.objects.first() or ConsolidationWatermark(tenant=tenant)
     return {
         "embedding": embedding_backlog(tenant=tenant),
         "consolidation": backlog_queryset(tenant, watermark).count(),
-        "review": Fact.objects.for_tenant(tenant).filter(status=FactStatus.PENDING_REVIEW).count(),
-        "erasure": ErasureRequest.objects.for_tenant(tenant)
-        .exclude(status__in=[ErasureStatus.DONE, ErasureStatus.FAILED])
-        .count(),
-        "open_sessions": Session.objects.for_tenant(tenant).filter(status=SessionStatus.OPEN).count(),
+        "review": Fact.objects.filter(status=FactStatus.PENDING_REVIEW).count(),
+        "erasure": ErasureRequest.objects.exclude(status__in=[ErasureStatus.DONE, ErasureStatus.FAILED]).count(),
+        "open_sessions": Session.objects.filter(status=SessionStatus.OPEN).count(),
     }
 
 
 def memory_totals(*, tenant: Tenant) -> dict[str, int]:
 
-    facts = Fact.objects.for_tenant(tenant).aggregate(
-        active=Count("id", filter=Q(status=FactStatus.ACTIVE)), all=Count("id")
-    )
+    facts = Fact.objects.aggregate(active=Count("id", filter=Q(status=FactStatus.ACTIVE)), all=Count("id"))
     return {
-        "episodes": Episode.objects.for_tenant(tenant).count(),
-        "sessions": Session.objects.for_tenant(tenant).count(),
+        "episodes": Episode.objects.count(),
+        "sessions": Session.objects.count(),
         "facts_active": facts["active"],
         "facts_all": facts["all"],
-        "procedures_active": Procedure.objects.for_tenant(tenant)
-        .filter(is_current=True, status=ProcedureStatus.ACTIVE)
-        .count(),
+        "procedures_active": Procedure.objects.filter(is_current=True, status=ProcedureStatus.ACTIVE).count(),
     }
 
 
 def recent_subjects(*, tenant: Tenant, limit: int = 25) -> list[dict[str, Any]]:
 
     rows = (
-        Session.objects.for_tenant(tenant)
-        .values("subject")
+        Session.objects.values("subject")
         .annotate(sessions=Count("id"), episode_total=Sum("episode_count"), last=Max("started_at"))
         .order_by("-last", "subject")[:limit]
     )
@@ -252,10 +237,9 @@ def subject_timeline(*, tenant: Tenant, subject: str, sessions: int = SUBJECT_SE
     """The subject's latest sessions, newest first, each with its first episodes in time order (two
     queries, whatever the number of sessions)."""
 
-    rows = list(Session.objects.for_tenant(tenant).filter(subject=subject).order_by("-started_at", "-id")[:sessions])
+    rows = list(Session.objects.filter(subject=subject).order_by("-started_at", "-id")[:sessions])
     episodes = (
-        Episode.objects.for_tenant(tenant)
-        .filter(session_id__in=[s.pk for s in rows])
+        Episode.objects.filter(session_id__in=[s.pk for s in rows])
         .defer("embedding", "search_vector", "payload")
         .annotate(rank=Window(RowNumber(), partition_by=F("session_id"), order_by=(F("occurred_at"), F("id"))))
         .filter(rank__lte=EPISODES_PER_SESSION)
@@ -272,7 +256,7 @@ def subject_timeline(*, tenant: Tenant, subject: str, sessions: int = SUBJECT_SE
 
 def subject_session_count(*, tenant: Tenant, subject: str) -> int:
     """All the subject's sessions, to say how many the timeline leaves out."""
-    return Session.objects.for_tenant(tenant).filter(subject=subject).count()
+    return Session.objects.filter(subject=subject).count()
 
 
 @dataclass
@@ -287,7 +271,7 @@ def subject_facts(*, tenant: Tenant, subject: str) -> dict[str, list[FactRow]]:
     source episodes and the number of changes in its history (three queries in all, plus the lists)."""
 
     current = facts_for_subject(tenant=tenant, subject=subject)
-    base = Fact.objects.for_tenant(tenant).filter(subject=subject).defer("embedding", "search_vector")
+    base = Fact.objects.filter(subject=subject).defer("embedding", "search_vector")
     pending = list(base.filter(status=FactStatus.PENDING_REVIEW).order_by("-recorded_at")[:PAST_FACTS])
     past = list(
         base.filter(status__in=[FactStatus.SUPERSEDED, FactStatus.EXPIRED, FactStatus.RETRACTED]).order_by(
@@ -297,11 +281,7 @@ def subject_facts(*, tenant: Tenant, subject: str) -> dict[str, list[FactRow]]:
     ids = [f.id for f in (*current, *pending, *past)]
     sources = fact_sources(tenant=tenant, fact_ids=ids)
     changes = dict(
-        FactChange.objects.for_tenant(tenant)
-        .filter(fact_id__in=ids)
-        .values("fact_id")
-        .annotate(n=Count("id"))
-        .values_list("fact_id", "n")
+        FactChange.objects.filter(fact_id__in=ids).values("fact_id").annotate(n=Count("id")).values_list("fact_id", "n")
     )
 
     def rows(facts: list[Any]) -> list[FactRow]:
@@ -338,10 +318,8 @@ def stats_get(*, tenant: Tenant) -> dict[str, Any]:
         "procedural": dict(procedure_stats(tenant=tenant)),
         "consolidation": consolidation,
         "growth": {
-            "facts_last_7d": Fact.objects.for_tenant(tenant).filter(recorded_at__gte=now - timedelta(days=7)).count(),
-            "episodes_last_7d": Episode.objects.for_tenant(tenant)
-            .filter(created_at__gte=now - timedelta(days=7))
-            .count(),
+            "facts_last_7d": Fact.objects.filter(recorded_at__gte=now - timedelta(days=7)).count(),
+            "episodes_last_7d": Episode.objects.filter(created_at__gte=now - timedelta(days=7)).count(),
             "per_subject_week": consolidation["growth_per_subject_week"],
         },
     }

@@ -1,14 +1,16 @@
 """The memory dashboard: what a tenant's agents remember, per tenant and per subject.
 
 Staff pages under /dashboard/, linked from the admin index. TenantScopeMiddleware has already entered
-the operator's tenants (so row-level security hides every other tenant); the views also look the
-tenant up among the operator's own and answer 404 otherwise, exactly like another tenant's object in
-the API. Charts are SVG drawn here (dashboard.charts): nothing is fetched from the internet.
+the operator's tenants (so row-level security hides every other tenant); the views look the tenant
+up among the operator's own and answer 404 otherwise, exactly like another tenant's object in the API,
+and read it in its own scope. Charts are SVG drawn here (dashboard.charts): nothing is fetched from the internet.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
+from functools import wraps
 
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
@@ -31,6 +33,7 @@ from dashboard.selectors import (
 )
 from tenants.admin import operator_tenant_ids
 from tenants.models import Tenant
+from tenants.scope import narrowed_to
 
 
 def _tenant_for(request: HttpRequest, slug: str) -> Tenant:
@@ -39,6 +42,19 @@ def _tenant_for(request: HttpRequest, slug: str) -> Tenant:
     if tenant is None:
         raise Http404("No such tenant.")
     return tenant
+
+
+def _in_its_scope(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A page of one tenant runs in that tenant's scope alone (the request's holds every tenant of the
+    operator), so the selectors read its rows without naming it."""
+
+    @wraps(view)
+    def scoped(request: HttpRequest, tenant: str, **kwargs: str) -> HttpResponse:
+        current = _tenant_for(request, tenant)
+        with narrowed_to(current):
+            return view(request, current, **kwargs)
+
+    return scoped
 
 
 def _labels_weeks(weeks: list[date]) -> list[str]:
@@ -59,8 +75,8 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
 
 
 @staff_member_required
-def tenant_dashboard(request: HttpRequest, tenant: str) -> HttpResponse:
-    current = _tenant_for(request, tenant)
+@_in_its_scope
+def tenant_dashboard(request: HttpRequest, current: Tenant) -> HttpResponse:
     subject = (request.GET.get("subject") or "").strip()
     if subject:
         return HttpResponseRedirect(reverse("dashboard:subject", kwargs={"tenant": current.slug, "subject": subject}))
@@ -101,8 +117,8 @@ def tenant_dashboard(request: HttpRequest, tenant: str) -> HttpResponse:
 
 
 @staff_member_required
-def subject_dashboard(request: HttpRequest, tenant: str, subject: str) -> HttpResponse:
-    current = _tenant_for(request, tenant)
+@_in_its_scope
+def subject_dashboard(request: HttpRequest, current: Tenant, subject: str) -> HttpResponse:
     timeline = subject_timeline(tenant=current, subject=subject)
     facts = subject_facts(tenant=current, subject=subject)
     if not timeline and not any(facts.values()):

@@ -4,7 +4,7 @@ full-text search only, no full counts, no dropdown of sessions."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.contrib.postgres.search import SearchQuery
@@ -122,24 +122,11 @@ class EpisodeAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     list_per_page = 50
     raw_id_fields = ("session",)
-    fields = (
+    fields: ClassVar[tuple[str, ...]] = (
         "id",
         "tenant",
         "session_link",
-        "subject",
-        "agent",
-        "kind",
-        "role",
-        "content",
-        "payload",
-        "entities",
-        "topics",
-        "occurred_at",
-        "created_at",
-        "external_id",
-        "token_count",
-        "outcome",
-        "outcome_signal",
+        *(f for f in Episode.RECORD_FIELDS if f != "content_hash"),
         "embedded",
         "drawn_facts",
     )

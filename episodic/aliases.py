@@ -183,7 +183,7 @@ def entity_alias_list(
     subject: str | None = None,
 ) -> QuerySet[EntityAlias]:
     """The tenant's alias rows, newest first; `entity` and `alias` match their normal forms."""
-    qs = EntityAlias.objects.for_tenant(tenant)
+    qs = EntityAlias.objects.all()
     if entity:
         qs = qs.filter(entity=alias_key(entity))
     if alias:
@@ -197,7 +197,7 @@ def entity_alias_list(
 
 def entity_alias_get(*, tenant: Tenant, alias_id: int) -> EntityAlias:
     # A larger id than a bigint holds is simply not found.
-    found = EntityAlias.objects.for_tenant(tenant).filter(id=alias_id).first() if 0 < alias_id < 2**63 else None
+    found = EntityAlias.objects.filter(id=alias_id).first() if 0 < alias_id < 2**63 else None
     if found is None:
         raise NotFound(f"Alias {alias_id} does not exist.")
     return found
@@ -221,7 +221,7 @@ def entity_alias_check(*, tenant: Tenant, alias: str, entity: str) -> tuple[str,
     """The normal forms of an operator's alias and its entity, or the problem with them: an empty
     name or an alias of itself (400), an entity that is itself an operator's alias (409)."""
     key, target = _names(alias, entity)
-    onward = EntityAlias.objects.for_tenant(tenant).filter(alias=target, source=AliasSource.OPERATOR).first()
+    onward = EntityAlias.objects.filter(alias=target, source=AliasSource.OPERATOR).first()
     if onward is not None:
         raise Conflict(f"{target!r} is itself an alias of {onward.entity!r}; name that entity instead.")
     return key, target
@@ -240,7 +240,7 @@ def entity_alias_put(
     at its entity (one that would name itself is dropped)."""
     tenant_xact_lock(tenant.id, "entity_alias")
     key, target = entity_alias_check(tenant=tenant, alias=alias, entity=entity)
-    rows = EntityAlias.objects.for_tenant(tenant)
+    rows = EntityAlias.objects.all()
     now = timezone.now()
     existing = rows.filter(alias=key, source=AliasSource.OPERATOR).first()
     action: AliasAction
@@ -311,8 +311,8 @@ def entity_alias_delete(*, tenant: Tenant, alias_id: int) -> EntityAlias:
     """Remove an alias (an operator's or a learned one); facts already merged under its entity stay
     there. A learned alias may be learned again from later conversations."""
     row = entity_alias_get(tenant=tenant, alias_id=alias_id)
-    EntityAlias.objects.for_tenant(tenant).filter(id=row.id).delete()
-    if not EntityAlias.objects.for_tenant(tenant).exists():
+    EntityAlias.objects.filter(id=row.id).delete()
+    if not EntityAlias.objects.exists():
         Tenant.objects.filter(pk=tenant.pk).update(has_entity_aliases=False)
         tenant.has_entity_aliases = False
     return row

@@ -210,6 +210,13 @@ class Episode(TenantModel):
 
     objects: ClassVar[EpisodeManager] = EpisodeManager()
 
+    # What an episode records, in the order it is shown: every column but its id, tenant, session,
+    # embedding and search vector. The API's shape, the admin, the archive and the bulk insert follow it.
+    RECORD_FIELDS = (
+        "subject", "agent", "kind", "role", "content", "payload", "entities", "topics", "occurred_at", "created_at",
+        "external_id", "token_count", "content_hash", "outcome", "outcome_signal",
+    )  # fmt: skip
+
     class Meta:
         constraints = [
             models.UniqueConstraint(

@@ -220,7 +220,7 @@ def passages_backfill(*, tenant: Tenant, batch_size: int = 500, progress: Callab
                 ids = [row[0] for row in cursor.fetchall()]
             if not ids:
                 return done
-            passages_create(tenant=tenant, episodes=list(Episode.objects.for_tenant(tenant).filter(id__in=ids)))
+            passages_create(tenant=tenant, episodes=list(Episode.objects.filter(id__in=ids)))
         after = ids[-1]
         done += len(ids)
         if progress is not None:
@@ -242,7 +242,7 @@ def _passage_texts(tenant: Tenant, batch: Sequence[Passage]) -> list[str]:
     bare = [p.episode_id for p in batch if not p.content.strip()]
     payloads = {}
     if bare:
-        events = Episode.objects.for_tenant(tenant).filter(id__in=bare).only("id", "kind", "payload", "content")
+        events = Episode.objects.filter(id__in=bare).only("id", "kind", "payload", "content")
         payloads = {e.id: embedding_text(e) for e in events}
     return [p.content if p.content.strip() else payloads.get(p.episode_id, "") for p in batch]
 
@@ -301,8 +301,7 @@ def passages_embed_inline(*, tenant: Tenant, episode_ids: Sequence[int], max_pas
     if max_passages <= 0 or not episode_ids:
         return 0
     pending = list(
-        Passage.objects.for_tenant(tenant)
-        .filter(episode_id__in=list(episode_ids), embedding__isnull=True)
+        Passage.objects.filter(episode_id__in=list(episode_ids), embedding__isnull=True)
         .order_by("id")
         .only("id", "episode_id", "content")[: max_passages + 1]
     )

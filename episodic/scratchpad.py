@@ -147,7 +147,7 @@ def _decode(raw: Mapping[bytes | str, bytes | str], session: str) -> Scratchpad 
 
 def _require_session(tenant: Tenant, session_external_id: str) -> Session:
     check_session_id(session_external_id)
-    session = Session.objects.for_tenant(tenant).filter(external_id=session_external_id).first()
+    session = Session.objects.filter(external_id=session_external_id).first()
     if session is None:
         raise NotFound(f"No session {session_external_id!r}.")
     return session
@@ -412,7 +412,7 @@ def _summarise_expired(member: str, raw: Mapping[Any, Any]) -> str:
     if pad is None or tenant is None:
         return "dropped"
     with tenant_scope(tenant):
-        session = Session.objects.for_tenant(tenant).filter(external_id=session_external_id).first()
+        session = Session.objects.filter(external_id=session_external_id).first()
         if session is None:  # erased meanwhile: its working memory goes with it
             return "dropped"
         _append_summary(

@@ -84,7 +84,7 @@ def episode_list(
 ) -> QuerySet[Episode]:
     """The tenant's episodes matching every given filter, newest first (by occurred_at, then id).
     `session` is the session's external id (or a Session); `since` is inclusive, `until` exclusive."""
-    qs = Episode.objects.for_tenant(tenant)
+    qs = Episode.objects.all()
     if subject is not None:
         qs = qs.filter(subject=subject)
     if isinstance(session, Session):
@@ -111,7 +111,7 @@ def episode_list(
 
 def session_get(*, tenant: Tenant, external_id: str) -> Session:
     check_session_id(external_id)
-    session = Session.objects.for_tenant(tenant).filter(external_id=external_id).first()
+    session = Session.objects.filter(external_id=external_id).first()
     if session is None:
         raise NotFound(f"No session {external_id!r}.")
     return session
@@ -130,13 +130,12 @@ def session_detail(*, tenant: Tenant, external_id: str) -> SessionDetail:
     """The session with its counts: episodes by kind, tokens, episodes still waiting for an embedding."""
     session = session_get(tenant=tenant, external_id=external_id)
     rows = (
-        Episode.objects.for_tenant(tenant)
-        .filter(session_id=session.pk)
+        Episode.objects.filter(session_id=session.pk)
         .values("kind")
         .annotate(n=Count("id"), tokens=Sum("token_count"), first=Min("occurred_at"))
         .order_by("kind")
     )
-    pending = Episode.objects.for_tenant(tenant).filter(session_id=session.pk, embedding__isnull=True).count()
+    pending = Episode.objects.filter(session_id=session.pk, embedding__isnull=True).count()
     firsts = [r["first"] for r in rows if r["first"] is not None]
     return SessionDetail(
         session=session,
@@ -149,7 +148,7 @@ def session_detail(*, tenant: Tenant, external_id: str) -> SessionDetail:
 
 def embedding_backlog(*, tenant: Tenant) -> int:
     """Episodes still waiting for an embedding (an index-only count on the partial backlog index)."""
-    return Episode.objects.for_tenant(tenant).filter(embedding__isnull=True).count()
+    return Episode.objects.filter(embedding__isnull=True).count()
 
 
 @dataclass(frozen=True)
@@ -163,13 +162,11 @@ class EpisodicStats:
 
 def episodic_stats(*, tenant: Tenant) -> EpisodicStats:
     """Counts for /v1/stats and the admin: volume, open sessions, embedding backlog and its lag."""
-    backlog = Episode.objects.for_tenant(tenant).filter(embedding__isnull=True)
+    backlog = Episode.objects.filter(embedding__isnull=True)
     oldest = backlog.order_by("id").values_list("created_at", flat=True).first()
-    sessions = Session.objects.for_tenant(tenant).aggregate(
-        total=Count("id"), open=Count("id", filter=~Q(status=SessionStatus.ENDED))
-    )
+    sessions = Session.objects.aggregate(total=Count("id"), open=Count("id", filter=~Q(status=SessionStatus.ENDED)))
     return EpisodicStats(
-        episodes=Episode.objects.for_tenant(tenant).count(),
+        episodes=Episode.objects.count(),
         sessions=sessions["total"],
         open_sessions=sessions["open"],
         embedding_backlog=backlog.count(),
@@ -329,7 +326,7 @@ class _PassageScope:
 
     def queryset(self) -> QuerySet[Passage]:
         """The same passages as a queryset, for the channels that are rare enough to leave to the ORM."""
-        qs = Passage.objects.for_tenant(self.tenant)
+        qs = Passage.objects.all()
         if self.subject is not None:
             qs = qs.filter(subject=self.subject)
         if self.until is not None:
@@ -565,8 +562,7 @@ def episode_search(
     )
     # The vectors stay in the database: parsing 384 floats a row costs more than the rest of the row.
     rows = ranking.annotate(
-        Episode.objects.for_tenant(tenant)
-        .filter(id__in=ranking.ids, session__tenant_id=tenant.id)
+        Episode.objects.filter(id__in=ranking.ids, session__tenant_id=tenant.id)
         .select_related("session")
         .defer("embedding", "search_vector")
         .annotate(has_embedding=ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField()))
@@ -645,11 +641,8 @@ def episode_rows_recent(
     *, tenant: Tenant, session: str, until: datetime | None = None, limit: int = 40
 ) -> list[EpisodeRow]:
     """The latest events of a session, newest first, as rows (the router reads hundreds a request)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _RECENT_SQL, {"tenant": tenant.id, "session": session, "until": until or _FAR_FUTURE, "limit": limit}
-        )
-        return [_row(values, payload) for *values, payload in cursor.fetchall()]
+    found = _fetch(_RECENT_SQL, tenant=tenant, until=until, limit=limit, session=session)
+    return [_row(values, payload) for *values, payload in found]
 
 
 _LATEST_SQL = f"""
@@ -665,11 +658,14 @@ def episode_rows_latest(
     *, tenant: Tenant, subject: str, until: datetime | None = None, limit: int = 5
 ) -> list[EpisodeRow]:
     """The subject's latest events in any session, newest first (index episode_subject_time)."""
+    return [_row(values) for values in _fetch(_LATEST_SQL, tenant=tenant, until=until, limit=limit, subject=subject)]
+
+
+def _fetch(sql: str, *, tenant: Tenant, until: datetime | None, limit: int, **params: Any) -> list[tuple[Any, ...]]:
+    """The rows of one of the latest-events statements: events before `until` (or ever), `limit` of them."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            _LATEST_SQL, {"tenant": tenant.id, "subject": subject, "until": until or _FAR_FUTURE, "limit": limit}
-        )
-        return [_row(values) for values in cursor.fetchall()]
+        cursor.execute(sql, {"tenant": tenant.id, "until": until or _FAR_FUTURE, "limit": limit, **params})
+        return cursor.fetchall()
 
 
 @dataclass(slots=True)
@@ -779,15 +775,11 @@ def passage_first_mention(*, tenant: Tenant, subject: str, word: str, until: dat
     """When the subject's history first mentions `word`, before `until`: the earliest passage whose
     full-text vector matches it under the English stemmer ("move" finds "moved" and "moving"); None
     when none does or the word is a stop word."""
-    return (
-        Passage.objects.for_tenant(tenant)
-        .filter(
-            subject=subject,
-            occurred_at__lt=until,
-            search_vector=SearchQuery(word, config="english", search_type="plain"),
-        )
-        .aggregate(first=Min("occurred_at"))["first"]
-    )
+    return Passage.objects.filter(
+        subject=subject,
+        occurred_at__lt=until,
+        search_vector=SearchQuery(word, config="english", search_type="plain"),
+    ).aggregate(first=Min("occurred_at"))["first"]
 
 
 _PASSAGE_NEIGHBOURS_SQL = f"""

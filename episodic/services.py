@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -50,7 +50,7 @@ def _resolve_sessions(*, tenant: Tenant, drafts: Sequence[EpisodeDraft], now: da
         when = draft.occurred_at or now
         if draft.session not in earliest or when < earliest[draft.session]:
             earliest[draft.session] = when
-    sessions = {s.external_id: s for s in Session.objects.for_tenant(tenant).filter(external_id__in=list(first))}
+    sessions = {s.external_id: s for s in Session.objects.filter(external_id__in=list(first))}
     errors = _session_subject_errors(drafts, sessions, first)
     if errors:
         raise ValidationProblem(errors[0]["detail"], errors=errors)
@@ -71,7 +71,7 @@ def _resolve_sessions(*, tenant: Tenant, drafts: Sequence[EpisodeDraft], now: da
             ],
             ignore_conflicts=True,
         )
-        sessions.update({s.external_id: s for s in Session.objects.for_tenant(tenant).filter(external_id__in=missing)})
+        sessions.update({s.external_id: s for s in Session.objects.filter(external_id__in=missing)})
         errors = _session_subject_errors(drafts, sessions, first)
         if errors:
             raise ValidationProblem(errors[0]["detail"], errors=errors)
@@ -84,11 +84,9 @@ def _known_external_ids(
     wanted = {(sessions[d.session].pk, d.external_id) for d in drafts if d.external_id}
     if not wanted:
         return set()
-    rows = (
-        Episode.objects.for_tenant(tenant)
-        .filter(session_id__in={s for s, _ in wanted}, external_id__in={e for _, e in wanted})
-        .values_list("session_id", "external_id")
-    )
+    rows = Episode.objects.filter(
+        session_id__in={s for s, _ in wanted}, external_id__in={e for _, e in wanted}
+    ).values_list("session_id", "external_id")
     return {(s, e) for s, e in rows if e is not None and (s, e) in wanted}
 
 
@@ -114,21 +112,44 @@ def _bump_session_counters(*, tenant: Tenant, episodes: Sequence[Episode]) -> No
         )
 
 
-_INSERT_SQL = """
-INSERT INTO episodic_episode (tenant_id, session_id, subject, agent, kind, role, content, payload, entities, topics,
-    occurred_at, created_at, external_id, token_count, content_hash, outcome, outcome_signal, embedding)
-SELECT %s::uuid, v.session_id, v.subject, v.agent, v.kind, v.role, v.content, v.payload::jsonb,
-    ARRAY(SELECT jsonb_array_elements_text(v.entities::jsonb))::varchar(200)[],
-    ARRAY(SELECT jsonb_array_elements_text(v.topics::jsonb))::varchar(100)[],
-    v.occurred_at, %s::timestamptz, v.external_id, v.token_count, v.content_hash, v.outcome, v.outcome_signal,
-    v.embedding::vector
-FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-    %s::text[], %s::timestamptz[], %s::text[], %s::integer[], %s::text[], %s::text[], %s::float8[], %s::text[])
-    WITH ORDINALITY AS v(session_id, subject, agent, kind, role, content, payload, entities, topics, occurred_at,
-    external_id, token_count, content_hash, outcome, outcome_signal, embedding, ord)
+# A draft's fields of the episode's own names; the time of the write fills the two times it may lack.
+_DRAFTED = tuple(f for f in Episode.RECORD_FIELDS if f not in ("occurred_at", "created_at"))
+
+
+def _vector(embedding: Sequence[float] | None) -> str | None:
+    return None if embedding is None else "[" + ",".join(repr(float(x)) for x in embedding) + "]"
+
+
+# The bulk insert's columns: the episode's own (Episode.RECORD_FIELDS) but created_at, one value for the
+# whole batch, between the session and the embedding. Each travels as an array of text unless named in
+# _ARRAY_TYPE, is encoded by _ENCODE on the way, and is stored as v.<column> unless named in _STORED.
+_INSERTED = ("session_id", *(f for f in Episode.RECORD_FIELDS if f != "created_at"), "embedding")
+_ARRAY_TYPE = {
+    "session_id": "bigint",
+    "occurred_at": "timestamptz",
+    "token_count": "integer",
+    "outcome_signal": "float8",
+}
+_ENCODE: dict[str, Callable[[Any], Any]] = {
+    "payload": lambda payload: json.dumps(payload, separators=(",", ":"), default=str),
+    "entities": json.dumps,
+    "topics": json.dumps,
+    "embedding": _vector,
+}
+_STORED = {
+    "payload": "v.payload::jsonb",
+    "entities": "ARRAY(SELECT jsonb_array_elements_text(v.entities::jsonb))::varchar(200)[]",
+    "topics": "ARRAY(SELECT jsonb_array_elements_text(v.topics::jsonb))::varchar(100)[]",
+    "embedding": "v.embedding::vector",
+}
+_INSERT_SQL = f"""
+INSERT INTO episodic_episode (tenant_id, created_at, {", ".join(_INSERTED)})
+SELECT %s::uuid, %s::timestamptz, {", ".join(_STORED.get(c, f"v.{c}") for c in _INSERTED)}
+FROM unnest({", ".join(f"%s::{_ARRAY_TYPE.get(c, 'text')}[]" for c in _INSERTED)})
+    WITH ORDINALITY AS v({", ".join(_INSERTED)}, ord)
 ORDER BY v.ord
 RETURNING id
-"""
+"""  # noqa: S608 - the column names are the model's own, never input
 
 
 def _insert(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:
@@ -136,30 +157,13 @@ def _insert(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:
     parameter per cell, which is what makes 1,000 episodes per call cheap (bulk_create spends most of
     its time building and quoting 18 x 1,000 placeholders). Ids come back in insertion order, as
     bulk_create relies on too."""
-    columns: list[list[Any]] = [[] for _ in range(16)]
-    for e in episodes:
-        row = (
-            e.session_id,
-            e.subject,
-            e.agent,
-            e.kind,
-            e.role,
-            e.content,
-            json.dumps(e.payload, separators=(",", ":"), default=str),
-            json.dumps(e.entities),
-            json.dumps(e.topics),
-            e.occurred_at,
-            e.external_id,
-            e.token_count,
-            e.content_hash,
-            e.outcome,
-            e.outcome_signal,
-            None if e.embedding is None else "[" + ",".join(repr(float(x)) for x in e.embedding) + "]",
-        )
-        for column, value in zip(columns, row, strict=True):
-            column.append(value)
+    columns: list[list[Any]] = []
+    for name in _INSERTED:
+        values = [getattr(e, name) for e in episodes]
+        encode = _ENCODE.get(name)
+        columns.append(values if encode is None else [encode(v) for v in values])
     connection.ensure_connection()
-    # Server-side binding: the 16 arrays travel as parameters, not quoted into the statement by Python.
+    # Server-side binding: the arrays travel as parameters, not quoted into the statement by Python.
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(_INSERT_SQL, [tenant.id, episodes[0].created_at, *columns])
         ids = [row[0] for row in cursor.fetchall()]
@@ -236,21 +240,9 @@ def episodes_append(
         Episode(
             tenant=tenant,
             session=sessions[d.session],
-            subject=d.subject,
-            agent=d.agent,
-            kind=d.kind,
-            role=d.role,
-            content=d.content,
-            payload=d.payload,
-            entities=d.entities,
-            topics=d.topics,
+            **{name: getattr(d, name) for name in _DRAFTED},
             occurred_at=d.occurred_at or now,
             created_at=now,
-            external_id=d.external_id,
-            token_count=d.token_count,
-            content_hash=d.content_hash,
-            outcome=d.outcome,
-            outcome_signal=d.outcome_signal,
             embedding=d.embedding,
         )
         for d in drafts
@@ -291,7 +283,7 @@ def session_lock_for_end(
     transaction (consolidation.sessions.session_close is the one caller that orchestrates the end)."""
     _check_outcome(outcome, outcome_signal)
     check_session_id(external_id)
-    session = Session.objects.for_tenant(tenant).select_for_update().filter(external_id=external_id).first()
+    session = Session.objects.select_for_update().filter(external_id=external_id).first()
     if session is None:
         raise NotFound(f"No session {external_id!r}.")
     if session.status == SessionStatus.ENDED:
@@ -321,4 +313,4 @@ def session_mark_ended(
 def session_summary_set(*, tenant: Tenant, session_id: int, summary: str) -> None:
     """Record the session's summary (written by consolidation as a `summary` episode) on the session,
     where the API, the dashboard and the router read it."""
-    Session.objects.for_tenant(tenant).filter(pk=session_id).update(summary=summary)
+    Session.objects.filter(pk=session_id).update(summary=summary)

@@ -59,7 +59,7 @@ def _ensure_passages(tenant: Tenant, limit: int) -> int:
         cursor.execute(_WITHOUT_PASSAGES_SQL, [tenant.id, limit])
         ids = [row[0] for row in cursor.fetchall()]
     if ids:
-        passages_create(tenant=tenant, episodes=list(Episode.objects.for_tenant(tenant).filter(id__in=ids)))
+        passages_create(tenant=tenant, episodes=list(Episode.objects.filter(id__in=ids)))
     return len(ids)
 
 
@@ -74,8 +74,7 @@ def embed_pending(
         with tenant_scope(tenant):
             # Claim the batch: SKIP LOCKED lets two workers drain one tenant without doing a row twice.
             batch = list(
-                Passage.objects.for_tenant(tenant)
-                .filter(embedding__isnull=True)
+                Passage.objects.filter(embedding__isnull=True)
                 .order_by("id")
                 .select_for_update(skip_locked=True)
                 .only("id", "episode_id", "content")[:batch_size]
@@ -102,7 +101,7 @@ def embed_pending(
 
 
 def _backlog(tenant: Tenant) -> QuerySet[Passage]:
-    return Passage.objects.for_tenant(tenant).filter(embedding__isnull=True)
+    return Passage.objects.filter(embedding__isnull=True)
 
 
 @shared_task(base=TenantTask, name="episodic.tasks.embed_backlog_for_tenant")

@@ -112,7 +112,7 @@ def conversations_write(
             report.drain_seconds = time.perf_counter() - started
     finally:
         with tenant_scope(tenant):
-            ApiKey.objects.for_tenant(tenant).filter(id=issued.api_key.id).update(revoked_at=timezone.now())
+            ApiKey.objects.filter(id=issued.api_key.id).update(revoked_at=timezone.now())
     _measure(tenant, report)
     return report
 
@@ -127,11 +127,11 @@ def _session_write(
     report: WriteReport,
 ) -> None:
     with tenant_scope(tenant):
-        stored = Session.objects.for_tenant(tenant).filter(external_id=session).first()
+        stored = Session.objects.filter(external_id=session).first()
         if stored is not None and stored.status != SessionStatus.OPEN:
             return
         known = (
-            set(Episode.objects.for_tenant(tenant).filter(session=stored).values_list("external_id", flat=True))
+            set(Episode.objects.filter(session=stored).values_list("external_id", flat=True))
             if stored is not None
             else set()
         )
@@ -186,17 +186,17 @@ def backlogs_drain(
 def _embedding_backlog(tenant: Tenant) -> int:
     with tenant_scope(tenant):
         return (
-            Passage.objects.for_tenant(tenant).filter(embedding__isnull=True).count()
-            + Episode.objects.for_tenant(tenant).filter(embedding__isnull=True).count()
+            Passage.objects.filter(embedding__isnull=True).count()
+            + Episode.objects.filter(embedding__isnull=True).count()
         )
 
 
 def _measure(tenant: Tenant, report: WriteReport) -> None:
     with tenant_scope(tenant):
-        report.episodes = Episode.objects.for_tenant(tenant).count()
-        report.summaries = Episode.objects.for_tenant(tenant).filter(kind=EpisodeKind.SUMMARY).count()
-        report.facts = Fact.objects.for_tenant(tenant).filter(status=FactStatus.ACTIVE).count()
-        report.open_sessions = Session.objects.for_tenant(tenant).filter(status=SessionStatus.OPEN).count()
-        report.runs_failed = ConsolidationRun.objects.for_tenant(tenant).filter(status=RunStatus.FAILED).count()
+        report.episodes = Episode.objects.count()
+        report.summaries = Episode.objects.filter(kind=EpisodeKind.SUMMARY).count()
+        report.facts = Fact.objects.filter(status=FactStatus.ACTIVE).count()
+        report.open_sessions = Session.objects.filter(status=SessionStatus.OPEN).count()
+        report.runs_failed = ConsolidationRun.objects.filter(status=RunStatus.FAILED).count()
     report.consolidation_backlog = consolidation_services.backlog_size(tenant=tenant) if report.consolidation else 0
     report.embedding_backlog = _embedding_backlog(tenant)

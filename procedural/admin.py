@@ -18,6 +18,7 @@ from core.errors import DomainError
 from procedural.models import Procedure, ProcedureEvent, ProcedureOutcome, ProcedureStatus
 from procedural.services import procedure_approve, procedure_deprecate, procedure_reactivate
 from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin
+from tenants.scope import tenant_scope
 
 RECENT_OUTCOMES = 20
 
@@ -124,7 +125,7 @@ class ProcedureAdmin(TenantOwnedAdmin):
 
     @admin.display(description="recent outcomes")
     def recent_outcomes(self, obj: Procedure) -> str:
-        outcomes = (ProcedureOutcome.objects.for_tenant(obj.tenant_id).filter(procedure=obj).order_by("-recorded_at"))[
+        outcomes = (ProcedureOutcome.objects.filter(tenant_id=obj.tenant_id, procedure=obj).order_by("-recorded_at"))[
             :RECENT_OUTCOMES
         ]
         rows = format_html_join(
@@ -148,7 +149,9 @@ class ProcedureAdmin(TenantOwnedAdmin):
         ok = 0
         for procedure in queryset:
             try:
-                fn(tenant=procedure.tenant, procedure_id=procedure.pk, actor=_actor(request), reason="in the admin")
+                # The admin's scope may hold several tenants: each call runs in its procedure's.
+                with tenant_scope(procedure.tenant_id):
+                    fn(tenant=procedure.tenant, procedure_id=procedure.pk, actor=_actor(request), reason="in the admin")
             except DomainError as exc:
                 messages.error(request, f"{procedure.name}: {exc.detail}")
             else:

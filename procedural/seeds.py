@@ -87,8 +87,7 @@ def seed_procedures(*, tenant: Tenant) -> list[Procedure]:
         for seed in SEEDS:
             lineage = seed_lineage(tenant=tenant, slug=seed["slug"])
             existing = (
-                Procedure.objects.for_tenant(tenant)
-                .filter(lineage=lineage)
+                Procedure.objects.filter(lineage=lineage)
                 .defer("trigger_embedding")
                 .order_by("-is_current", "-version")
                 .first()

@@ -40,7 +40,7 @@ def procedure_get(*, tenant: Tenant, procedure_id: int | str) -> Procedure:
         raise NotFound(f"No procedure {procedure_id}.") from exc
     if not 0 < pk <= MAX_ID:
         raise NotFound(f"No procedure {procedure_id}.")
-    procedure = Procedure.objects.for_tenant(tenant).filter(pk=pk).defer("trigger_embedding").first()
+    procedure = Procedure.objects.filter(pk=pk).defer("trigger_embedding").first()
     if procedure is None:
         raise NotFound(f"No procedure {procedure_id}.")
     return procedure
@@ -56,7 +56,7 @@ def procedure_list(
     all_versions: bool = False,
 ) -> QuerySet[Procedure]:
     """Current versions unless `all_versions` (or a lineage, whose every version is listed)."""
-    qs = Procedure.objects.for_tenant(tenant).defer("trigger_embedding")
+    qs = Procedure.objects.defer("trigger_embedding")
     if lineage is not None:
         qs = qs.filter(lineage=lineage)
     elif not all_versions:
@@ -73,16 +73,11 @@ def procedure_list(
 def procedure_versions(*, tenant: Tenant, procedure_id: int | str) -> list[Procedure]:
     """Every version of the procedure's lineage, oldest first."""
     procedure = procedure_get(tenant=tenant, procedure_id=procedure_id)
-    return list(
-        Procedure.objects.for_tenant(tenant)
-        .filter(lineage=procedure.lineage)
-        .defer("trigger_embedding")
-        .order_by("version")
-    )
+    return list(Procedure.objects.filter(lineage=procedure.lineage).defer("trigger_embedding").order_by("version"))
 
 
 def procedure_events(*, tenant: Tenant, lineage: uuid.UUID) -> list[ProcedureEvent]:
-    return list(ProcedureEvent.objects.for_tenant(tenant).filter(lineage=lineage).order_by("created_at", "id"))
+    return list(ProcedureEvent.objects.filter(lineage=lineage).order_by("created_at", "id"))
 
 
 def procedure_match(
@@ -113,8 +108,7 @@ def procedure_match(
     agents = ["", agent] if agent else [""]
     semantic = bool(message.strip())
     qs = (
-        Procedure.objects.for_tenant(tenant)
-        .filter(is_current=True, status=ProcedureStatus.ACTIVE, agent__in=agents)
+        Procedure.objects.filter(is_current=True, status=ProcedureStatus.ACTIVE, agent__in=agents)
         .annotate(
             trigger_json=Cast("trigger", TextField()),
             has_text=~Q(trigger_text=""),
@@ -146,7 +140,7 @@ def procedure_match(
             scored.append((pk, round(strength * confidence, 6), round(strength, 6), confidence, hits, scope))
     scored.sort(key=lambda m: (-m[1], -m[2], m[0]))
     scored = scored[:limit]
-    procedures = Procedure.objects.for_tenant(tenant).defer("trigger_embedding").in_bulk([m[0] for m in scored])
+    procedures = Procedure.objects.defer("trigger_embedding").in_bulk([m[0] for m in scored])
     matches: list[ProcedureMatch] = []
     for pk, score, strength, confidence, hits, scope in scored:
         why = [h.why for h in hits]
@@ -172,8 +166,7 @@ def _similarities(*, tenant: Tenant, ids: list[int], message: str) -> dict[int, 
     vector = embed_one(message)
     # A handful of rows per tenant: exact distances on the candidates' ids, no vector index needed.
     rows = (
-        Procedure.objects.for_tenant(tenant)
-        .filter(pk__in=ids, trigger_embedding__isnull=False)
+        Procedure.objects.filter(pk__in=ids, trigger_embedding__isnull=False)
         .annotate(distance=CosineDistance("trigger_embedding", vector))
         .values_list("pk", "distance")
     )
@@ -194,13 +187,12 @@ class ProcedureStats(TypedDict):
 def procedure_stats(*, tenant: Tenant) -> ProcedureStats:
     """Figures for GET /v1/stats: current procedures by status, and the outcomes of all versions."""
     by_status = dict(
-        Procedure.objects.for_tenant(tenant)
-        .filter(is_current=True)
+        Procedure.objects.filter(is_current=True)
         .values_list("status")
         .annotate(n=Count("id"))
         .values_list("status", "n")
     )
-    totals = ProcedureOutcome.objects.for_tenant(tenant).aggregate(
+    totals = ProcedureOutcome.objects.aggregate(
         n_outcomes=Count("id"),
         n_applied=Count("id", filter=Q(applied=True)),
         n_successes=Count("id", filter=Q(applied=True, success=True)),
@@ -224,13 +216,9 @@ def outcome_subject(*, tenant: Tenant, outcome: ProcedureOutcome) -> str:
 
     found: QuerySet[Any, str]
     if outcome.episode_id is not None:
-        found = Episode.objects.for_tenant(tenant).filter(pk=outcome.episode_id).values_list("subject", flat=True)
+        found = Episode.objects.filter(pk=outcome.episode_id).values_list("subject", flat=True)
     elif outcome.session_external_id:
-        found = (
-            Session.objects.for_tenant(tenant)
-            .filter(external_id=outcome.session_external_id)
-            .values_list("subject", flat=True)
-        )
+        found = Session.objects.filter(external_id=outcome.session_external_id).values_list("subject", flat=True)
     else:
         return ""
     return str(found.first() or "")

@@ -241,7 +241,7 @@ def procedure_create(
 
 def _locked(*, tenant: Tenant, procedure_id: int | str) -> Procedure:
     procedure_get(tenant=tenant, procedure_id=procedure_id)  # the 404 for missing and foreign ids alike
-    return Procedure.objects.for_tenant(tenant).select_for_update().defer("trigger_embedding").get(pk=int(procedure_id))
+    return Procedure.objects.select_for_update().defer("trigger_embedding").get(pk=int(procedure_id))
 
 
 @transaction.atomic
@@ -292,10 +292,7 @@ def _new_version(
         return procedure
     if not procedure.is_current:
         current_id = (
-            Procedure.objects.for_tenant(tenant)
-            .filter(lineage=procedure.lineage, is_current=True)
-            .values_list("pk", flat=True)
-            .first()
+            Procedure.objects.filter(lineage=procedure.lineage, is_current=True).values_list("pk", flat=True).first()
         )
         raise Conflict(
             f"Procedure {procedure.pk} is version {procedure.version}, not the current one; edit procedure {current_id}.",
@@ -308,9 +305,7 @@ def _new_version(
     embedding: Any = None
     if content.trigger_text:
         if content.trigger_text == procedure.trigger_text:
-            embedding = (
-                Procedure.objects.for_tenant(tenant).values_list("trigger_embedding", flat=True).get(pk=procedure.pk)
-            )
+            embedding = Procedure.objects.values_list("trigger_embedding", flat=True).get(pk=procedure.pk)
         else:
             embedding = embed_one(content.trigger_text)
     new = Procedure.objects.create(
@@ -442,12 +437,7 @@ def procedure_outcome_record(
         raise ValidationProblem.at("/session", "At most 255 characters.")
     episode: Episode | None = None
     if episode_id is not None:
-        episode = (
-            Episode.objects.for_tenant(tenant)
-            .filter(pk=episode_id, session__tenant_id=tenant.id)
-            .select_related("session")
-            .first()
-        )
+        episode = Episode.objects.filter(pk=episode_id, session__tenant_id=tenant.id).select_related("session").first()
         if episode is None:
             raise ValidationProblem.at("/episode", f"No episode {episode_id}.")
         if session_external_id and episode.session.external_id != session_external_id:
@@ -458,7 +448,7 @@ def procedure_outcome_record(
     # computed on what the previous outcome left, and the episode check below cannot race.
     procedure = _locked(tenant=tenant, procedure_id=procedure_id)
     if episode is not None:
-        existing = ProcedureOutcome.objects.for_tenant(tenant).filter(procedure=procedure, episode=episode).first()
+        existing = ProcedureOutcome.objects.filter(procedure=procedure, episode=episode).first()
         if existing is not None:
             same = (existing.applied, existing.success, existing.signal) == (applied, success, signal)
             if not same:
@@ -559,8 +549,7 @@ def _session_success(outcome: str | None, signal: float | None) -> bool | None:
 def discovery_sequences(*, tenant: Tenant, since: datetime) -> list[SessionSequence]:
     """Ended sessions with a known outcome since `since` (most recent first, capped), as tokens."""
     sessions = list(
-        Session.objects.for_tenant(tenant)
-        .filter(status=SessionStatus.ENDED, ended_at__gte=since)
+        Session.objects.filter(status=SessionStatus.ENDED, ended_at__gte=since)
         .filter(Q(outcome__in=(Outcome.SUCCESS, Outcome.FAILURE)) | Q(outcome_signal__isnull=False))
         .order_by("-ended_at", "-id")
         .values_list("id", "external_id", "outcome", "outcome_signal")[:DISCOVERY_MAX_SESSIONS]
@@ -571,8 +560,7 @@ def discovery_sequences(*, tenant: Tenant, since: datetime) -> list[SessionSeque
     # Only the payload keys tokens are made of leave the database: payloads may hold whole tool outputs.
     keys = {f"p_{key}": KeyTextTransform(key, "payload") for key in TOKEN_PAYLOAD_KEYS}
     rows = (
-        Episode.objects.for_tenant(tenant)
-        .filter(session_id__in=list(labelled))
+        Episode.objects.filter(session_id__in=list(labelled))
         .exclude(kind__in=(EpisodeKind.OUTCOME, EpisodeKind.SUMMARY))
         .annotate(**keys)
         .order_by("session_id", "occurred_at", "id")
@@ -643,8 +631,7 @@ def procedures_discover(*, tenant: Tenant, now: datetime | None = None) -> Disco
         }
         report.patterns.append(evidence)
         existing = (
-            Procedure.objects.for_tenant(tenant)
-            .filter(discovery_key=pattern.key)
+            Procedure.objects.filter(discovery_key=pattern.key)
             .defer("trigger_embedding")
             .order_by("-is_current", "-version")
             .first()

@@ -101,7 +101,7 @@ class ContextTraceAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
     @admin.display(description="feedback")
     def feedback_link(self, obj: ContextTrace) -> str:
-        fb = ContextFeedback.objects.for_tenant(obj.tenant_id).filter(trace=obj).first()
+        fb = ContextFeedback.objects.filter(tenant_id=obj.tenant_id, trace=obj).first()
         if fb is None:
             return "none yet"
         return format_html(

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Aggregate, Count, Q, QuerySet, Sum
 
 from core.errors import NotFound
 from episodic.models import Session
@@ -24,8 +24,7 @@ def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, t
     if not sessions:
         return {}
     rows = (
-        Session.objects.for_tenant(tenant)
-        .filter(external_id__in=list(sessions))
+        Session.objects.filter(external_id__in=list(sessions))
         .exclude(summary="")
         .order_by("external_id")
         .values_list("external_id", "summary", "started_at")
@@ -46,7 +45,7 @@ def _narrowed(qs: QuerySet[M], *, subject: str | None, session: str | None, sinc
 
 
 def trace_get(*, tenant: Tenant, trace_id: uuid.UUID) -> ContextTrace:
-    trace = ContextTrace.objects.for_tenant(tenant).filter(id=trace_id).first()
+    trace = ContextTrace.objects.filter(id=trace_id).first()
     if trace is None:
         raise NotFound("No such context trace.")
     return trace
@@ -55,7 +54,7 @@ def trace_get(*, tenant: Tenant, trace_id: uuid.UUID) -> ContextTrace:
 def trace_list(
     *, tenant: Tenant, subject: str | None = None, session: str | None = None, since: datetime | None = None
 ) -> QuerySet[ContextTrace]:
-    qs = _narrowed(ContextTrace.objects.for_tenant(tenant), subject=subject, session=session, since=since)
+    qs = _narrowed(ContextTrace.objects.all(), subject=subject, session=session, since=since)
     return qs.order_by("-created_at", "-id")
 
 
@@ -63,7 +62,7 @@ def trace_export_rows(*, tenant: Tenant, since: datetime | None = None) -> Itera
     """Trajectories for training a memory policy: state (the request), items offered, items considered
     and left out, items used, outcome. Oldest first."""
     qs = trace_list(tenant=tenant, since=since).order_by("created_at", "id")
-    feedback = {f.trace_id: f for f in ContextFeedback.objects.for_tenant(tenant).filter(trace__in=qs.values("id"))}
+    feedback = {f.trace_id: f for f in ContextFeedback.objects.filter(trace__in=qs.values("id"))}
     for trace in qs.iterator(chunk_size=500):
         fb = feedback.get(trace.id)
         yield {
@@ -83,25 +82,31 @@ def trace_export_rows(*, tenant: Tenant, since: datetime | None = None) -> Itera
         }
 
 
-def _hit_rate(used: int | None, offered: int | None) -> float | None:
+def hit_rate_of(used: int | None, offered: int | None) -> float | None:
     return (used or 0) / offered if offered else None
+
+
+def feedback_totals() -> dict[str, Aggregate]:
+    """What a set of feedback adds up to, to aggregate or annotate with: items offered and used, how
+    many answers, how many asked to repeat, succeeded and failed."""
+    return {
+        "offered": Sum("offered_count"),
+        "used": Sum("used_count"),
+        "feedback": Count("id"),
+        "repeats": Count("id", filter=Q(asked_to_repeat=True)),
+        "successes": Count("id", filter=Q(outcome="success")),
+        "failures": Count("id", filter=Q(outcome="failure")),
+    }
 
 
 def hit_rates(
     *, tenant: Tenant, subject: str | None = None, session: str | None = None, since: datetime | None = None
 ) -> dict[str, Any]:
     """Memory hit rate: items used over items offered, over the traces that got feedback."""
-    qs = _narrowed(ContextFeedback.objects.for_tenant(tenant), subject=subject, session=session, since=since)
-    agg = qs.aggregate(
-        offered=Sum("offered_count"),
-        used=Sum("used_count"),
-        feedback=Count("id"),
-        repeats=Count("id", filter=Q(asked_to_repeat=True)),
-        successes=Count("id", filter=Q(outcome="success")),
-        failures=Count("id", filter=Q(outcome="failure")),
-    )
+    qs = _narrowed(ContextFeedback.objects.all(), subject=subject, session=session, since=since)
+    agg = qs.aggregate(**feedback_totals())
     return {
-        "hit_rate": _hit_rate(agg["used"], agg["offered"]),
+        "hit_rate": hit_rate_of(agg["used"], agg["offered"]),
         "items_offered": agg["offered"] or 0,
         "items_used": agg["used"] or 0,
         "feedback_count": agg["feedback"],
@@ -116,18 +121,18 @@ def hit_rates_by(*, tenant: Tenant, field: str, limit: int = 20) -> list[dict[st
     if field not in ("subject", "session"):
         raise ValueError(field)
     rows = (
-        ContextFeedback.objects.for_tenant(tenant)
-        .values(field)
+        ContextFeedback.objects.values(field)
         .annotate(offered=Sum("offered_count"), used=Sum("used_count"), feedback=Count("id"))
         .order_by("-feedback", field)[:limit]
     )
     return [
-        {field: r[field], "hit_rate": _hit_rate(r["used"], r["offered"]), "feedback_count": r["feedback"]} for r in rows
+        {field: r[field], "hit_rate": hit_rate_of(r["used"], r["offered"]), "feedback_count": r["feedback"]}
+        for r in rows
     ]
 
 
 def context_latency(*, tenant: Tenant, since: datetime) -> dict[str, Any]:
-    qs = ContextTrace.objects.for_tenant(tenant).filter(created_at__gte=since)
+    qs = ContextTrace.objects.filter(created_at__gte=since)
     with connection.cursor() as cursor:
         sql, params = qs.values("latency_ms", "total_tokens").query.sql_with_params()
         cursor.execute(

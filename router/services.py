@@ -122,7 +122,7 @@ def trace_items_record(
 ) -> None:
     """The items of a trace: those offered as the answer showed them, and the best of those left out."""
     _bookkeeping_commit()
-    ContextTrace.objects.for_tenant(tenant).filter(id=trace_id).update(
+    ContextTrace.objects.filter(id=trace_id).update(
         offered=offered, considered=[considered_dict(item) for item in considered]
     )
 

@@ -44,6 +44,7 @@ from semantic.services import (
 from semantic.types import Actor
 from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
 from tenants.models import Tenant, TenantSettings
+from tenants.scope import tenant_scope
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 EDITABLE_FIELDS = ("value", "statement", "category", "confidence")
@@ -85,12 +86,14 @@ def _short(text: str | None, n: int = 60) -> str:
 
 
 def apply_each(request: HttpRequest, items: Iterable[Any], fn: Callable[[Any], object], done: str) -> tuple[int, int]:
-    """Run one service call per item, each in its own savepoint (the services are atomic), so that one
-    refusal (a Conflict, say) is reported and the others still go through."""
+    """Run one service call per item, each in its own savepoint and in the scope of the item's tenant
+    alone (the admin's holds every tenant of the operator), so that one refusal (a Conflict, say) is
+    reported and the others still go through."""
     ok = failed = 0
     for item in items:
         try:
-            fn(item)
+            with tenant_scope(item.tenant_id):
+                fn(item)
         except DomainError as exc:
             failed += 1
             messages.error(request, f"{item}: {exc.detail}")
@@ -282,8 +285,7 @@ class FactAdmin(TenantOwnedAdmin):
     @admin.display(description="source episodes")
     def source_episodes_list(self, obj: Fact) -> str:
         sources = (
-            FactSource.objects.for_tenant(obj.tenant_id)
-            .filter(fact=obj)
+            FactSource.objects.filter(tenant_id=obj.tenant_id, fact=obj)
             .select_related("episode__session")
             .defer("episode__embedding", "episode__search_vector")
             .order_by("episode__occurred_at", "episode_id")
@@ -307,7 +309,8 @@ class FactAdmin(TenantOwnedAdmin):
     @admin.display(description="history")
     def history(self, obj: Fact) -> str:
         changes = (
-            FactChange.objects.for_tenant(obj.tenant_id)
+            # The admin's scope may hold several tenants: name the fact's own.
+            FactChange.objects.filter(tenant_id=obj.tenant_id)
             # A revert is logged once, on the reinstated fact; the displaced one shows it too.
             .filter(Q(fact=obj) | Q(related_fact=obj, kind=FactChangeKind.REVERTED))
             .order_by("created_at", "id")
@@ -336,7 +339,8 @@ class FactAdmin(TenantOwnedAdmin):
         if not changed:
             return
         try:
-            fact_edit(tenant=obj.tenant, fact_id=obj.id, actor=operator_actor(request, "admin edit"), **changed)
+            with tenant_scope(obj.tenant_id):
+                fact_edit(tenant=obj.tenant, fact_id=obj.id, actor=operator_actor(request, "admin edit"), **changed)
         except DomainError as exc:
             request._engram_edit_error = exc.detail  # type: ignore[attr-defined]
 
@@ -683,7 +687,8 @@ class EntityAliasForm(forms.ModelForm):
         tenant = data.get("tenant") or getattr(self.instance, "tenant", None)
         if tenant is not None and data.get("alias") and data.get("entity"):
             try:
-                entity_alias_check(tenant=tenant, alias=data["alias"], entity=data["entity"])
+                with tenant_scope(tenant):
+                    entity_alias_check(tenant=tenant, alias=data["alias"], entity=data["entity"])
             except DomainError as exc:
                 raise forms.ValidationError(exc.detail) from exc
         return data
@@ -720,16 +725,19 @@ class EntityAliasAdmin(TenantOwnedAdmin):
         return (*fixed, *self.readonly_fields)
 
     def save_model(self, request: HttpRequest, obj: EntityAlias, form: Any, change: bool) -> None:
-        result = entity_alias_set(
-            tenant=obj.tenant, alias=obj.alias, entity=obj.entity, actor=operator_actor(request, "admin alias")
-        )
+        with tenant_scope(obj.tenant_id):
+            result = entity_alias_set(
+                tenant=obj.tenant, alias=obj.alias, entity=obj.entity, actor=operator_actor(request, "admin alias")
+            )
         obj.pk, obj.alias, obj.entity = result.alias.pk, result.alias.alias, result.alias.entity
         if result.facts_moved:
             messages.info(request, f"{result.facts_moved} fact(s) filed under {obj.alias!r} moved to {obj.entity!r}.")
 
     def delete_model(self, request: HttpRequest, obj: EntityAlias) -> None:
-        entity_alias_delete(tenant=obj.tenant, alias_id=obj.pk)
+        with tenant_scope(obj.tenant_id):
+            entity_alias_delete(tenant=obj.tenant, alias_id=obj.pk)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[EntityAlias]) -> None:
         for row in queryset:
-            entity_alias_delete(tenant=row.tenant, alias_id=row.pk)
+            with tenant_scope(row.tenant_id):
+                entity_alias_delete(tenant=row.tenant, alias_id=row.pk)

@@ -60,8 +60,7 @@ def facts_rehome(*, tenant: Tenant, alias: str, entity: str, actor: Actor, subje
     """Move the live facts filed under `alias` to `entity` (only `subject`'s, when given); returns how
     many moved. Observation times, confidence and confirmations go with each fact."""
     ids = list(
-        Fact.objects.for_tenant(tenant)
-        .filter(entity=alias, status__in=LIVE, **({"subject": subject} if subject is not None else {}))
+        Fact.objects.filter(entity=alias, status__in=LIVE, **({"subject": subject} if subject is not None else {}))
         .order_by("valid_from", "recorded_at", "id")
         .values_list("id", flat=True)
     )
@@ -75,8 +74,7 @@ def _rehome(*, tenant: Tenant, fact_id: object, entity: str, actor: Actor, reaso
         return False
     episodes = [
         s.episode
-        for s in FactSource.objects.for_tenant(tenant)
-        .filter(fact=old, episode__tenant_id=tenant.id)
+        for s in FactSource.objects.filter(fact=old, episode__tenant_id=tenant.id)
         .select_related("episode")
         .defer("episode__embedding", "episode__search_vector")
     ]
@@ -88,9 +86,9 @@ def _rehome(*, tenant: Tenant, fact_id: object, entity: str, actor: Actor, reaso
         else max(old.confidence, threshold)
     )
     last_confirmed: dict[object, datetime] = dict(
-        Fact.objects.for_tenant(tenant)
-        .filter(entity=entity, attribute=old.attribute, status__in=LIVE)
-        .values_list("id", "last_confirmed_at")
+        Fact.objects.filter(entity=entity, attribute=old.attribute, status__in=LIVE).values_list(
+            "id", "last_confirmed_at"
+        )
     )
     try:
         with transaction.atomic():

@@ -8,8 +8,6 @@ import dataclasses
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.utils import timezone
-
 from episodic.models import Episode
 from semantic.models import Fact, FactChange, FactSource
 from semantic.types import Actor
@@ -60,10 +58,13 @@ def change_log(
     observed_at: datetime | None = None,
     at: datetime | None = None,
 ) -> FactChange:
-    return FactChange.objects.create(
-        tenant=tenant,
+    change = FactChange.record(
         fact=fact,
         kind=kind,
+        actor=actor,
+        reason=reason,
+        source_episode_ids=source_episode_ids,
+        at=at,
         old_value=old_value,
         new_value=new_value,
         old_status=old_status,
@@ -71,13 +72,10 @@ def change_log(
         old_confidence=old_confidence,
         new_confidence=new_confidence,
         related_fact=related_fact,
-        reason=" ".join(p for p in (reason, actor.reason) if p),
-        actor_type=actor.type,
-        actor_id=actor.id,
-        source_episode_ids=sorted(set(source_episode_ids)),
         observed_at=observed_at,
-        created_at=at or timezone.now(),
     )
+    change.save(force_insert=True)
+    return change
 
 
 def sources_add(*, tenant: Tenant, fact: Fact, episodes: Iterable[Episode]) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -14,6 +17,9 @@ from pgvector.django import HnswIndex, VectorField
 from core.embedding import EMBEDDING_DIM
 from episodic.models import Episode
 from tenants.models import TenantModel
+
+if TYPE_CHECKING:
+    from semantic.types import Actor
 
 
 class FactCategory(models.TextChoices):
@@ -116,8 +122,25 @@ class Fact(TenantModel):
             ),
         ]
 
+    # What a fact says, how sure it is and where it came from: a candidate's fields of the same names
+    # make a new fact (semantic.services), a fact's make its copy.
+    STATEMENT_FIELDS = (
+        "subject", "entity", "attribute", "value", "value_key", "statement", "category", "confidence", "origin",
+    )  # fmt: skip
+    # What else a copy keeps: its place in the timeline, its links and its embedding. Use and
+    # confirmation counts start afresh.
+    COPIED_FIELDS = (
+        "cardinality", "status", "valid_from", "valid_to", "recorded_at", "last_confirmed_at", "superseded_by_id",
+        "object_entity", "embedding", "updated_at",
+    )  # fmt: skip
+
     def __str__(self) -> str:
         return f"{self.entity}.{self.attribute} = {self.value}"
+
+    def copy(self, **fields: Any) -> Fact:
+        """An unsaved fact of the same tenant saying the same, with `fields` changed."""
+        kept = {name: getattr(self, name) for name in (*self.STATEMENT_FIELDS, *self.COPIED_FIELDS)}
+        return Fact(tenant_id=self.tenant_id, **{**kept, **fields})
 
 
 class FactSource(TenantModel):
@@ -190,3 +213,29 @@ class FactChange(TenantModel):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.fact_id}"
+
+    @classmethod
+    def record(
+        cls,
+        *,
+        fact: Fact,
+        kind: str,
+        actor: Actor,
+        reason: str = "",
+        source_episode_ids: Iterable[int] = (),
+        at: datetime | None = None,
+        **values: Any,
+    ) -> FactChange:
+        """An unsaved entry of the audit: `values` are the old_/new_ fields, related_fact and
+        observed_at; the actor's own reason follows `reason`."""
+        return cls(
+            tenant_id=fact.tenant_id,
+            fact=fact,
+            kind=kind,
+            reason=" ".join(p for p in (reason, actor.reason) if p),
+            actor_type=actor.type,
+            actor_id=actor.id,
+            source_episode_ids=sorted(set(source_episode_ids)),
+            created_at=at or timezone.now(),
+            **values,
+        )

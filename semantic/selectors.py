@@ -69,7 +69,7 @@ def believed_at(as_of: datetime | None) -> Q:
 
 
 def fact_get(*, tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
-    fact = Fact.objects.for_tenant(tenant).filter(id=_parse_id(fact_id)).first()
+    fact = Fact.objects.filter(id=_parse_id(fact_id)).first()
     if fact is None:
         raise NotFound(f"Fact {fact_id} does not exist.")
     return fact
@@ -110,7 +110,7 @@ def fact_list(
     to put to the subject again: active ones not confirmed within their category's horizon (its
     decay half-life in the tenant's settings) and, unless a status is given, those waiting in
     pending_review because the evidence conflicted."""
-    qs = Fact.objects.for_tenant(tenant)
+    qs = Fact.objects.all()
     if needs_confirmation:
         qs = qs.filter(needs_confirmation_q(horizons=tenant.config.decay_half_life_days, now=now or timezone.now()))
         if status is None and as_of is None:
@@ -138,11 +138,11 @@ def fact_history(*, tenant: Tenant, fact_id: uuid.UUID | str) -> list[FactChange
     """The fact's changes, oldest first (404 for a missing or another tenant's fact)."""
     fact = fact_get(tenant=tenant, fact_id=fact_id)
     return list(
-        FactChange.objects.for_tenant(tenant)
+        FactChange.objects.all()
         # A revert is logged once, on the fact it reinstated; the fact it displaced shows it too.
         .filter(Q(fact=fact) | Q(related_fact=fact, kind=FactChangeKind.REVERTED))
         # Fetched by a second statement that names the tenant, not joined on the fact id alone.
-        .prefetch_related(Prefetch("related_fact", queryset=Fact.objects.for_tenant(tenant)))
+        .prefetch_related(Prefetch("related_fact", queryset=Fact.objects.all()))
         .order_by("created_at", "id")
     )
 
@@ -187,8 +187,7 @@ def facts_for_subject(*, tenant: Tenant, subject: str, as_of: datetime | None = 
     """What is believed about a subject: facts from its memory or about it as an entity, most
     confident first."""
     return list(
-        Fact.objects.for_tenant(tenant)
-        .filter(Q(subject=subject) | Q(entity=normalise_entity(subject)))
+        Fact.objects.filter(Q(subject=subject) | Q(entity=normalise_entity(subject)))
         .filter(believed_at(as_of))
         .defer("embedding", "search_vector")
         .order_by("-confidence", "-last_confirmed_at", "id")
@@ -245,8 +244,7 @@ def entity_graph(
         if not frontier:
             break
         rows = list(
-            Fact.objects.for_tenant(tenant)
-            .filter(status=FactStatus.ACTIVE)
+            Fact.objects.filter(status=FactStatus.ACTIVE)
             .filter(Q(entity__in=frontier) | Q(object_entity__in=frontier))
             .exclude(id__in=list(facts))
             .defer("embedding", "search_vector")
@@ -638,7 +636,7 @@ def fact_search(
         as_of=as_of,
         query_embedding=query_embedding,
     )
-    facts = Fact.objects.for_tenant(tenant).defer("embedding", "search_vector").in_bulk([r[1] for r in top])
+    facts = Fact.objects.defer("embedding", "search_vector").in_bulk([r[1] for r in top])
     return [
         ScoredFact(fact=facts[fact_id], score=score, score_parts=parts)
         for score, fact_id, parts, _ in top

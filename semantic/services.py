@@ -81,7 +81,7 @@ def _get_for_update(tenant: Tenant, fact_id: uuid.UUID | str, *, lock: bool = Tr
         key = fact_id if isinstance(fact_id, uuid.UUID) else uuid.UUID(str(fact_id))
     except ValueError:
         raise NotFound(f"Fact {fact_id} does not exist.") from None
-    facts = Fact.objects.for_tenant(tenant)
+    facts = Fact.objects.all()
     fact = (facts.select_for_update() if lock else facts).filter(id=key).first()
     if fact is None:
         raise NotFound(f"Fact {fact_id} does not exist.")
@@ -125,7 +125,7 @@ def _object_entity(tenant: Tenant, c: PreparedFact) -> str | None:
     if not name or name == c.entity or name.replace(".", "").isdigit():
         return None
     dictionary = {normalise_entity(e) for e in tenant.config.entity_dictionary if isinstance(e, str)}
-    if name in dictionary or Fact.objects.for_tenant(tenant).filter(entity=name).exists():
+    if name in dictionary or Fact.objects.filter(entity=name).exists():
         return name
     return None
 
@@ -197,11 +197,7 @@ def fact_upsert(
     now = timezone.now()
     config = tenant.config
 
-    live = list(
-        Fact.objects.for_tenant(tenant)
-        .filter(entity=c.entity, attribute=c.attribute, status__in=LIVE)
-        .order_by("recorded_at")
-    )
+    live = list(Fact.objects.filter(entity=c.entity, attribute=c.attribute, status__in=LIVE).order_by("recorded_at"))
     cardinality = _resolve_cardinality(c, live)
     pending = [f for f in live if f.status == FactStatus.PENDING_REVIEW]
     timeline: list[Fact] = []
@@ -271,19 +267,11 @@ def _insert(
     Returns the changes the placement made to other facts; the caller logs the new fact's own entry."""
     fact = Fact(
         tenant=tenant,
-        subject=c.subject,
-        entity=c.entity,
-        attribute=c.attribute,
-        value=c.value,
-        value_key=c.value_key,
-        statement=c.statement,
-        category=c.category,
+        **{name: getattr(c, name) for name in Fact.STATEMENT_FIELDS},
         cardinality=cardinality,
-        confidence=c.confidence,
         valid_from=c.observed_at,
         recorded_at=now,
         last_confirmed_at=now,
-        origin=c.origin,
         object_entity=_object_entity(tenant, c),
         embedding=list(vector),
         updated_at=now,
@@ -430,12 +418,7 @@ def facts_decay(*, tenant: Tenant, confidences: Mapping[uuid.UUID, float], actor
     if not confidences:
         return 0
     now = timezone.now()
-    facts = list(
-        Fact.objects.for_tenant(tenant)
-        .select_for_update()
-        .filter(id__in=list(confidences), status__in=LIVE)
-        .order_by("id")
-    )
+    facts = list(Fact.objects.select_for_update().filter(id__in=list(confidences), status__in=LIVE).order_by("id"))
     changed: list[Fact] = []
     changes: list[FactChange] = []
     for fact in facts:
@@ -443,26 +426,23 @@ def facts_decay(*, tenant: Tenant, confidences: Mapping[uuid.UUID, float], actor
         if new == fact.confidence:
             continue
         changes.append(
-            FactChange(
-                tenant=tenant,
+            FactChange.record(
                 fact=fact,
                 kind=FactChangeKind.DECAYED,
+                actor=actor,
+                at=now,
                 old_value=fact.value,
                 new_value=fact.value,
                 old_status=fact.status,
                 new_status=fact.status,
                 old_confidence=fact.confidence,
                 new_confidence=new,
-                reason=actor.reason,
-                actor_type=actor.type,
-                actor_id=actor.id,
-                created_at=now,
             )
         )
         fact.confidence = new
         fact.updated_at = now
         changed.append(fact)
-    Fact.objects.for_tenant(tenant).bulk_update(changed, ["confidence", "updated_at"])
+    Fact.objects.bulk_update(changed, ["confidence", "updated_at"])
     FactChange.objects.bulk_create(changes)
     return len(changed)
 
@@ -546,8 +526,7 @@ def _edit(
     if value is not None and value.strip() != fact.value:
         key = value_key(value)
         clash = (
-            Fact.objects.for_tenant(tenant)
-            .filter(entity=fact.entity, attribute=fact.attribute, value_key=key, status__in=LIVE)
+            Fact.objects.filter(entity=fact.entity, attribute=fact.attribute, value_key=key, status__in=LIVE)
             .exclude(id=fact.id)
             .first()
         )
@@ -646,7 +625,7 @@ def _accept_pending(
     correcting it. It enters its timeline as if it had just been upserted with enough confidence (at
     least the review threshold): it may supersede the active value (newer wins, logged on the closed
     fact), or become history if an even newer value is known. Logged as `kind` on the fact."""
-    episode_ids = list(FactSource.objects.for_tenant(tenant).filter(fact=fact).values_list("episode_id", flat=True))
+    episode_ids = list(FactSource.objects.filter(fact=fact).values_list("episode_id", flat=True))
     old_confidence = fact.confidence
     fact.confidence = max(confidence, tenant.config.fact_review_threshold)
     fact.updated_at = now
@@ -691,18 +670,18 @@ def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult
     its timeline (so the one-active-value rule and the history hold). One action, one FactChange: a
     `reverted` entry on the reinstated fact naming the fact it displaced (whose history shows it too).
     A revert already carried out (a second click, a concurrent request) changes and logs nothing."""
-    change = FactChange.objects.for_tenant(tenant).filter(id=change_id).first()
+    change = FactChange.objects.filter(id=change_id).first()
     if change is None:
         raise NotFound(f"Change {change_id} does not exist.")
     if change.kind != FactChangeKind.SUPERSEDED:
         raise Conflict(f"Change {change_id} is a '{change.kind}' change; only a supersession can be reverted.")
     # Read apart rather than joined: Django's join would compare the ids alone, not the tenants.
-    loser = Fact.objects.for_tenant(tenant).get(id=change.fact_id)
+    loser = Fact.objects.get(id=change.fact_id)
     _lock(tenant, loser.entity, loser.attribute)
     loser.refresh_from_db(fields=["status"])
     if loser.status != FactStatus.SUPERSEDED:
         raise Conflict(f"Fact {loser.id} is {loser.status}, no longer superseded.")
-    episode_ids = list(FactSource.objects.for_tenant(tenant).filter(fact=loser).values_list("episode_id", flat=True))
+    episode_ids = list(FactSource.objects.filter(fact=loser).values_list("episode_id", flat=True))
     origin = FactOrigin.OPERATOR if actor.type == ActorType.OPERATOR else FactOrigin.API
     c = fact_prepare(
         tenant=tenant,
@@ -722,11 +701,7 @@ def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult
         ),
     )
     now = timezone.now()
-    live = list(
-        Fact.objects.for_tenant(tenant)
-        .filter(entity=c.entity, attribute=c.attribute, status__in=LIVE)
-        .order_by("recorded_at")
-    )
+    live = list(Fact.objects.filter(entity=c.entity, attribute=c.attribute, status__in=LIVE).order_by("recorded_at"))
     same = next((f for f in live if _same_value(f, c)), None)
     if same is not None and same.status == FactStatus.ACTIVE:
         return UpsertResult(fact=same, action="confirmed", previous=None)
@@ -772,8 +747,4 @@ def fact_mark_used(*, tenant: Tenant, fact_ids: Iterable[uuid.UUID | str]) -> in
             continue
     if not ids:
         return 0
-    return (
-        Fact.objects.for_tenant(tenant)
-        .filter(id__in=ids)
-        .update(use_count=F("use_count") + 1, last_used_at=timezone.now())
-    )
+    return Fact.objects.filter(id__in=ids).update(use_count=F("use_count") + 1, last_used_at=timezone.now())

@@ -20,9 +20,7 @@ TIMELINE = (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
 
 def timeline_of(tenant: Tenant, entity: str, attribute: str, exclude: uuid.UUID | None = None) -> list[Fact]:
     """The values of a single-valued attribute through time: contiguous intervals, the last one open."""
-    qs = Fact.objects.for_tenant(tenant).filter(
-        entity=entity, attribute=attribute, cardinality=Cardinality.SINGLE, status__in=TIMELINE
-    )
+    qs = Fact.objects.filter(entity=entity, attribute=attribute, cardinality=Cardinality.SINGLE, status__in=TIMELINE)
     if exclude is not None:
         qs = qs.exclude(id=exclude)
     return list(qs.order_by("valid_from", "recorded_at"))
@@ -47,7 +45,7 @@ def covers(fact: Fact, at: datetime) -> bool:
 def seen_again(tenant: Tenant, prev: Fact, after: datetime) -> datetime | None:
     """The first observation of prev's value after `after` and before prev's interval ends: a value
     observed at `after` only holds until then."""
-    qs = FactChange.objects.for_tenant(tenant).filter(
+    qs = FactChange.objects.filter(
         fact__tenant_id=tenant.id,
         fact__entity=prev.entity,
         fact__attribute=prev.attribute,
@@ -95,28 +93,7 @@ def place_single(
     changes: list[ChangeDraft] = []
 
     if resume is not None and prev is not None:
-        tail = Fact(
-            tenant=tenant,
-            subject=prev.subject,
-            entity=prev.entity,
-            attribute=prev.attribute,
-            value=prev.value,
-            value_key=prev.value_key,
-            statement=prev.statement,
-            category=prev.category,
-            cardinality=prev.cardinality,
-            confidence=prev.confidence,
-            status=prev.status,
-            valid_from=resume,
-            valid_to=prev.valid_to,
-            recorded_at=now,
-            last_confirmed_at=prev.last_confirmed_at,
-            origin=prev.origin,
-            superseded_by_id=prev.superseded_by_id,
-            object_entity=prev.object_entity,
-            embedding=prev.embedding,
-            updated_at=now,
-        )
+        tail = prev.copy(valid_from=resume, recorded_at=now, updated_at=now)
         old_status = close(prev, at=at, by=fact, now=now)
         fact.status = FactStatus.SUPERSEDED
         fact.valid_to = resume
@@ -137,15 +114,11 @@ def place_single(
             )
         )
         changes.append(
-            ChangeDraft(
-                fact=prev,
-                kind=FactChangeKind.SUPERSEDED,
-                reason=f"another value was observed at {at.isoformat()}, before this one was seen again.",
-                old_value=prev.value,
-                new_value=fact.value,
+            _superseded(
+                prev,
+                by=fact,
                 old_status=old_status,
-                new_status=prev.status,
-                related_fact=fact,
+                reason=f"another value was observed at {at.isoformat()}, before this one was seen again.",
             )
         )
         action: UpsertAction = "superseded"
@@ -160,15 +133,8 @@ def place_single(
             # Close the loser before the winner is written: at most one active value at any instant.
             old_status = close(prev, at=at, by=fact, now=now)
             changes.append(
-                ChangeDraft(
-                    fact=prev,
-                    kind=FactChangeKind.SUPERSEDED,
-                    reason=f"a newer value was observed at {at.isoformat()}.",
-                    old_value=prev.value,
-                    new_value=fact.value,
-                    old_status=old_status,
-                    new_status=prev.status,
-                    related_fact=fact,
+                _superseded(
+                    prev, by=fact, old_status=old_status, reason=f"a newer value was observed at {at.isoformat()}."
                 )
             )
             action, previous = "superseded", prev
@@ -185,15 +151,11 @@ def place_single(
             prev.updated_at = now
             prev.save(update_fields=["valid_to", "superseded_by", "updated_at"])
             changes.append(
-                ChangeDraft(
-                    fact=prev,
-                    kind=FactChangeKind.SUPERSEDED,
-                    reason=f"an out-of-order value observed at {at.isoformat()} came in between.",
-                    old_value=prev.value,
-                    new_value=fact.value,
+                _superseded(
+                    prev,
+                    by=fact,
                     old_status=prev.status,
-                    new_status=prev.status,
-                    related_fact=fact,
+                    reason=f"an out-of-order value observed at {at.isoformat()} came in between.",
                 )
             )
         action, previous = "superseded", None
@@ -216,3 +178,17 @@ def place_single(
             )
         )
     return action, previous, changes
+
+
+def _superseded(prev: Fact, *, by: Fact, old_status: str, reason: str) -> ChangeDraft:
+    """The entry of `prev` closed by the value of `by`."""
+    return ChangeDraft(
+        fact=prev,
+        kind=FactChangeKind.SUPERSEDED,
+        reason=reason,
+        old_value=prev.value,
+        new_value=by.value,
+        old_status=old_status,
+        new_status=prev.status,
+        related_fact=by,
+    )

@@ -156,9 +156,9 @@ def fact_prepare(*, tenant: Tenant, candidate: FactCandidate) -> PreparedFact:
     if ids:
         found = {
             e.id: e
-            for e in Episode.objects.for_tenant(tenant)
-            .filter(id__in=[i for i in ids if isinstance(i, int)])
-            .only("id", "subject", "occurred_at")
+            for e in Episode.objects.filter(id__in=[i for i in ids if isinstance(i, int)]).only(
+                "id", "subject", "occurred_at"
+            )
         }
         subjects = {e.subject for e in found.values()}
         if not subject and len(subjects) == 1:

@@ -3,7 +3,7 @@
 Django keeps `id` as each model's primary key; the database's primary key is `(tenant_id, id)`, and a
 foreign key between two tenant tables is `(tenant_id, x_id) -> (tenant_id, id)`, written here in SQL
 (the Django field says `db_constraint=False` and `on_delete=DO_NOTHING`: Django's cascades select and
-delete by foreign key id alone, so the code deletes dependents itself through `.for_tenant()`).
+delete by foreign key id alone, so the code deletes dependents itself, in the tenant's scope).
 
 The checks read the catalog and return one message per violation, naming the table and the rule, so
 that a table added later without these keys fails the catalog tests (tests/tenants/test_citus_readiness.py)

@@ -27,6 +27,8 @@ SETTING = "app.tenant_id"
 
 _active: ContextVar[frozenset[uuid.UUID] | None] = ContextVar("engram_tenant_scope", default=None)
 _disabled: ContextVar[bool] = ContextVar("engram_scope_disabled", default=False)
+# What the default connection's setting names: the Python scope's tenants, or more inside narrowed_to().
+_granted: ContextVar[frozenset[uuid.UUID] | None] = ContextVar("engram_scope_granted", default=None)
 
 
 class ScopeError(RuntimeError):
@@ -72,6 +74,8 @@ def check_within_scope(model_label: str, tenant_id: uuid.UUID) -> None:
 def _set_db(ids: frozenset[uuid.UUID] | None, using: str = "default") -> None:
     value = ",".join(sorted(str(i) for i in ids)) if ids else ""
     set_local(SETTING, value, using=using)
+    if using == "default":
+        _granted.set(ids)
 
 
 def clear_db_setting(using: str = "default") -> None:
@@ -92,6 +96,7 @@ def activate(tenants: Iterable[Tenant | uuid.UUID | str], using: str = "default"
 
 def deactivate() -> None:
     _active.set(None)
+    _granted.set(None)
 
 
 @contextmanager
@@ -99,6 +104,9 @@ def tenant_scope(*tenants: Tenant | uuid.UUID | str, using: str = "default") -> 
     """Run the block inside a transaction scoped to the given tenants (tasks, commands, tests)."""
     ids = _ids(tenants)
     outer = _active.get()
+    # Inside narrowed_to() the database setting names more tenants than the Python scope: put that back.
+    granted = _granted.get() if using == "default" else None
+    outer_db = granted if outer is not None and granted is not None and outer <= granted else outer
     with transaction.atomic(using=using):
         _set_db(ids, using)
         token = _active.set(ids)
@@ -109,7 +117,25 @@ def tenant_scope(*tenants: Tenant | uuid.UUID | str, using: str = "default") -> 
             # When this block is nested in a longer transaction the setting would outlive it; put the
             # outer value back. After an error the savepoint rollback has already restored it.
             if not connections[using].needs_rollback:
-                _set_db(outer, using)
+                _set_db(outer_db, using)
+            elif using == "default":
+                _granted.set(outer_db)
+
+
+@contextmanager
+def narrowed_to(tenant: Tenant | uuid.UUID | str) -> Iterator[None]:
+    """Limit the Python scope to one of the active tenants for the block: an admin or dashboard page of
+    one tenant, whose request scope holds every tenant of the operator. The database setting already
+    admits that tenant and stays as it is, so this costs no statement and opens no transaction."""
+    ids = _ids([tenant])
+    active = _active.get()
+    if active is None or not ids <= active:
+        raise ScopeError(f"tenant {next(iter(ids))} is outside the active scope")
+    token = _active.set(ids)
+    try:
+        yield
+    finally:
+        _active.reset(token)
 
 
 @contextmanager

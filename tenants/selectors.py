@@ -22,4 +22,4 @@ def tenant_get_by_slug(*, slug: str) -> Tenant:
 
 
 def api_key_list(*, tenant: Tenant) -> list[ApiKey]:
-    return list(ApiKey.objects.for_tenant(tenant).order_by("-created_at"))
+    return list(ApiKey.objects.order_by("-created_at"))

@@ -53,7 +53,7 @@ def api_key_create(
 @transaction.atomic
 def api_key_revoke(*, tenant: Tenant, prefix: str) -> ApiKey:
     with tenant_scope(tenant):
-        api_key = ApiKey.objects.for_tenant(tenant).select_for_update().get(prefix=prefix)
+        api_key = ApiKey.objects.select_for_update().get(prefix=prefix)
         if api_key.revoked_at is None:
             api_key.revoked_at = timezone.now()
             api_key.save(update_fields=["revoked_at"])
@@ -73,15 +73,15 @@ def idempotency_records_purge(*, tenant: Tenant, now: datetime | None = None) ->
     times; returns how many rows went."""
     cutoff = (now or timezone.now()) - timedelta(hours=int(settings.ENGRAM["IDEMPOTENCY_TTL_HOURS"]))
     with tenant_scope(tenant):
-        deleted, _ = IdempotencyRecord.objects.for_tenant(tenant).filter(created_at__lt=cutoff).delete()
-        buried, _ = IdempotencyTombstone.objects.for_tenant(tenant).filter(created_at__lt=cutoff).delete()
+        deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()
+        buried, _ = IdempotencyTombstone.objects.filter(created_at__lt=cutoff).delete()
     return int(deleted) + int(buried)
 
 
 def idempotency_records_erase(*, tenant: Tenant, subject: str) -> int:
     """Delete the stored answers about `subject`, leaving a tombstone (a hash of the key) for each, so
     that a replay inside the TTL is refused rather than run again. Call inside the tenant's scope."""
-    records = IdempotencyRecord.objects.for_tenant(tenant).filter(subjects__contains=[subject])
+    records = IdempotencyRecord.objects.filter(subjects__contains=[subject])
     graves = [
         IdempotencyTombstone(tenant=tenant, key_hash=IdempotencyTombstone.hash_key(tenant.id, key), created_at=at)
         for key, at in records.values_list("key", "created_at")

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         tenant = resolve_tenant(options["tenant"])
         if options["all"]:
             with tenant_scope(tenant):
-                months = list(ArchiveManifest.objects.for_tenant(tenant).values_list("month", flat=True))
+                months = list(ArchiveManifest.objects.values_list("month", flat=True))
         elif options["month"]:
             months = [options["month"]]
         else:

@@ -331,7 +331,7 @@ def stored_vectors(tenant: Tenant, subject: str) -> dict[str, list[float]]:
     """The vectors the episodic layer stored for a subject's episodes, by external_id (dense baseline)."""
 
     with tenant_scope(tenant):
-        rows = Episode.objects.for_tenant(tenant).filter(subject=subject, embedding__isnull=False)
+        rows = Episode.objects.filter(subject=subject, embedding__isnull=False)
         return {
             str(ext): list(vec) for ext, vec in rows.values_list("external_id", "embedding") if ext and vec is not None
         }
@@ -359,7 +359,7 @@ class _Asker:
 
     def close(self) -> None:
         with tenant_scope(self.tenant):
-            ApiKey.objects.for_tenant(self.tenant).filter(id=self.issued.api_key.id).update(revoked_at=timezone.now())
+            ApiKey.objects.filter(id=self.issued.api_key.id).update(revoked_at=timezone.now())
 
     def engram(
         self, q: Question, budget: int, layers: Sequence[str] | None = None

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, Generic, ParamSpec, Self, TypeVar, overload
 
 import anyio
 import httpx
@@ -28,6 +28,7 @@ from engram_client.errors import TransportError
 
 P = ParamSpec("P")
 T = TypeVar("T")
+C = TypeVar("C", bound="_Client")
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 USER_AGENT = "engram-client-python/0.1.0"
@@ -45,111 +46,161 @@ def _headers(api_key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}", "Accept": "application/json", "User-Agent": USER_AGENT}
 
 
-# Sync -----------------------------------------------------------------------------------------
+# Resources --------------------------------------------------------------------------------------
+# One table of operations serves both clients: an attribute is an operation, a call of it one request,
+# sent by the sync client as it is and by the async client awaited.
 
 
-class _SyncResource:
-    def __init__(self, client: EngramClient) -> None:
+class _Resource(Generic[C]):
+    def __init__(self, client: C) -> None:
         self._client = client
 
 
-def _sync(builder: Callable[P, Call[T]]) -> Callable[Concatenate[Any, P], T]:
-    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        client: EngramClient = self if isinstance(self, EngramClient) else self._client
-        return client.request(builder(*args, **kwargs))
-
-    method.__doc__ = builder.__doc__
-    return method
+def _client_of(obj: Any) -> _Client:
+    return obj if isinstance(obj, _Client) else obj._client
 
 
-def _sync_iter(builder: Callable[P, Call[Page[T]]]) -> Callable[Concatenate[Any, P], Iterator[T]]:
-    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
-        client: EngramClient = self._client
-        params: dict[str, Any] = dict(kwargs)
-        while True:
-            page = client.request(builder(*args, **params))
-            yield from page.results
-            if not page.next_cursor:
-                return
-            params["cursor"] = page.next_cursor
+class _Op(Generic[P, T]):
+    """One operation: a method that sends `builder(...)` through the owning client."""
 
-    return method
+    def __init__(self, builder: Callable[P, Call[T]]) -> None:
+        self.builder = builder
+        self.__doc__ = builder.__doc__
 
-
-class Episodes(_SyncResource):
-    append = _sync(ops.episodes_append)
-    list = _sync(ops.episodes_list)
-    iter = _sync_iter(ops.episodes_list)
-    search = _sync(ops.episodes_search)
+    @overload
+    def __get__(self, obj: None, owner: Any) -> Self: ...
+    @overload
+    def __get__(self, obj: _Resource[EngramClient] | EngramClient, owner: Any) -> Callable[P, T]: ...
+    @overload
+    def __get__(
+        self, obj: _Resource[AsyncEngramClient] | AsyncEngramClient, owner: Any
+    ) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    def __get__(self, obj: Any, owner: Any) -> Any:
+        return self if obj is None else _client_of(obj)._bind(self.builder)
 
 
-class Sessions(_SyncResource):
-    get = _sync(ops.session_get)
-    end = _sync(ops.session_end)
+class _Pages(Generic[P, T]):
+    """An `iter_*` operation: every item of every page, following the cursor."""
+
+    def __init__(self, builder: Callable[P, Call[Page[T]]]) -> None:
+        self.builder = builder
+
+    @overload
+    def __get__(self, obj: None, owner: Any) -> Self: ...
+    @overload
+    def __get__(self, obj: _Resource[EngramClient], owner: Any) -> Callable[P, Iterator[T]]: ...
+    @overload
+    def __get__(self, obj: _Resource[AsyncEngramClient], owner: Any) -> Callable[P, AsyncIterator[T]]: ...
+    def __get__(self, obj: Any, owner: Any) -> Any:
+        return self if obj is None else _client_of(obj)._walk(self.builder)
 
 
-class Scratchpads(_SyncResource):
-    get = _sync(ops.scratchpad_get)
-    put = _sync(ops.scratchpad_put)
-    patch = _sync(ops.scratchpad_patch)
-    delete = _sync(ops.scratchpad_delete)
+class Episodes(_Resource[C]):
+    append = _Op(ops.episodes_append)
+    list = _Op(ops.episodes_list)
+    iter = _Pages(ops.episodes_list)
+    search = _Op(ops.episodes_search)
 
 
-class Facts(_SyncResource):
-    upsert = _sync(ops.fact_upsert)
-    list = _sync(ops.facts_list)
-    iter = _sync_iter(ops.facts_list)
-    get = _sync(ops.fact_get)
-    edit = _sync(ops.fact_edit)
-    retract = _sync(ops.fact_retract)
-    confirm = _sync(ops.fact_confirm)
-    history = _sync(ops.fact_history)
-    review = _sync(ops.fact_review)
-    revert_change = _sync(ops.fact_change_revert)
-    search = _sync(ops.facts_search)
-    graph = _sync(ops.entity_graph)
+class Sessions(_Resource[C]):
+    get = _Op(ops.session_get)
+    end = _Op(ops.session_end)
 
 
-class Aliases(_SyncResource):
+class Scratchpads(_Resource[C]):
+    get = _Op(ops.scratchpad_get)
+    put = _Op(ops.scratchpad_put)
+    patch = _Op(ops.scratchpad_patch)
+    delete = _Op(ops.scratchpad_delete)
+
+
+class Facts(_Resource[C]):
+    upsert = _Op(ops.fact_upsert)
+    list = _Op(ops.facts_list)
+    iter = _Pages(ops.facts_list)
+    get = _Op(ops.fact_get)
+    edit = _Op(ops.fact_edit)
+    retract = _Op(ops.fact_retract)
+    confirm = _Op(ops.fact_confirm)
+    history = _Op(ops.fact_history)
+    review = _Op(ops.fact_review)
+    revert_change = _Op(ops.fact_change_revert)
+    search = _Op(ops.facts_search)
+    graph = _Op(ops.entity_graph)
+
+
+class Aliases(_Resource[C]):
     """Entity aliases: `list`, `iter`, `set(alias, entity)` (admin scope), `delete(alias_id)`."""
 
-    list = _sync(ops.entity_aliases_list)
-    iter = _sync_iter(ops.entity_aliases_list)
-    set = _sync(ops.entity_alias_set)
-    delete = _sync(ops.entity_alias_delete)
+    list = _Op(ops.entity_aliases_list)
+    iter = _Pages(ops.entity_aliases_list)
+    set = _Op(ops.entity_alias_set)
+    delete = _Op(ops.entity_alias_delete)
 
 
-class Procedures(_SyncResource):
-    list = _sync(ops.procedures_list)
-    iter = _sync_iter(ops.procedures_list)
-    create = _sync(ops.procedure_create)
-    get = _sync(ops.procedure_get)
-    history = _sync(ops.procedure_history)
-    update = _sync(ops.procedure_update)
-    deprecate = _sync(ops.procedure_deprecate)
-    match = _sync(ops.procedures_match)
-    record_outcome = _sync(ops.procedure_outcome_record)
+class Procedures(_Resource[C]):
+    list = _Op(ops.procedures_list)
+    iter = _Pages(ops.procedures_list)
+    create = _Op(ops.procedure_create)
+    get = _Op(ops.procedure_get)
+    history = _Op(ops.procedure_history)
+    update = _Op(ops.procedure_update)
+    deprecate = _Op(ops.procedure_deprecate)
+    match = _Op(ops.procedures_match)
+    record_outcome = _Op(ops.procedure_outcome_record)
 
 
-class Traces(_SyncResource):
-    list = _sync(ops.traces_list)
-    iter = _sync_iter(ops.traces_list)
-    get = _sync(ops.trace_get)
+class Traces(_Resource[C]):
+    list = _Op(ops.traces_list)
+    iter = _Pages(ops.traces_list)
+    get = _Op(ops.trace_get)
 
 
-class Subjects(_SyncResource):
-    erase = _sync(ops.subject_erase)
-    erasure_status = _sync(ops.erasure_request_get)
-    export = _sync(ops.subject_export)
+class Subjects(_Resource[C]):
+    erase = _Op(ops.subject_erase)
+    erasure_status = _Op(ops.erasure_request_get)
+    export = _Op(ops.subject_export)
 
 
-class EngramClient:
+class _Client:
+    """What both clients have: the operations on the client itself, and one of each resource."""
+
+    context = _Op(ops.context_get)
+    feedback = _Op(ops.context_feedback)
+    stats = _Op(ops.stats_get)
+    tenant = _Op(ops.tenant_get)
+
+    episodes: Episodes[Self]
+    sessions: Sessions[Self]
+    scratchpads: Scratchpads[Self]
+    facts: Facts[Self]
+    aliases: Aliases[Self]
+    procedures: Procedures[Self]
+    traces: Traces[Self]
+    subjects: Subjects[Self]
+
+    def _bind(self, builder: Callable[P, Call[T]]) -> Callable[P, Any]:
+        raise NotImplementedError
+
+    def _walk(self, builder: Callable[P, Call[Page[T]]]) -> Callable[P, Any]:
+        raise NotImplementedError
+
+    def _resources(self: Self) -> None:
+        self.episodes = Episodes(self)
+        self.sessions = Sessions(self)
+        self.scratchpads = Scratchpads(self)
+        self.facts = Facts(self)
+        self.aliases = Aliases(self)
+        self.procedures = Procedures(self)
+        self.traces = Traces(self)
+        self.subjects = Subjects(self)
+
+
+# Sync -----------------------------------------------------------------------------------------
+
+
+class EngramClient(_Client):
     """A synchronous Engram client. Thread-safe (one httpx connection pool); close it, or use `with`."""
-
-    context = _sync(ops.context_get)
-    feedback = _sync(ops.context_feedback)
-    stats = _sync(ops.stats_get)
-    tenant = _sync(ops.tenant_get)
 
     def __init__(
         self,
@@ -167,14 +218,26 @@ class EngramClient:
         self._http = httpx.Client(
             base_url=self.base_url, headers=_headers(api_key), timeout=timeout, transport=transport
         )
-        self.episodes = Episodes(self)
-        self.sessions = Sessions(self)
-        self.scratchpads = Scratchpads(self)
-        self.facts = Facts(self)
-        self.aliases = Aliases(self)
-        self.procedures = Procedures(self)
-        self.traces = Traces(self)
-        self.subjects = Subjects(self)
+        self._resources()
+
+    def _bind(self, builder: Callable[P, Call[T]]) -> Callable[P, T]:
+        def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            return self.request(builder(*args, **kwargs))
+
+        method.__doc__ = builder.__doc__
+        return method
+
+    def _walk(self, builder: Callable[P, Call[Page[T]]]) -> Callable[P, Iterator[T]]:
+        def method(*args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+            params: dict[str, Any] = dict(kwargs)
+            while True:
+                page = self.request(builder(*args, **params))
+                yield from page.results
+                if not page.next_cursor:
+                    return
+                params["cursor"] = page.next_cursor
+
+        return method
 
     def request(self, call: Call[T]) -> T:
         """Run one described call with retries; every attempt of a POST carries the same Idempotency-Key."""
@@ -207,111 +270,12 @@ class EngramClient:
 # Async ----------------------------------------------------------------------------------------
 
 
-class _AsyncResource:
-    def __init__(self, client: AsyncEngramClient) -> None:
-        self._client = client
-
-
-def _async(builder: Callable[P, Call[T]]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]:
-    async def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        client: AsyncEngramClient = self if isinstance(self, AsyncEngramClient) else self._client
-        return await client.request(builder(*args, **kwargs))
-
-    method.__doc__ = builder.__doc__
-    return method
-
-
-def _async_iter(builder: Callable[P, Call[Page[T]]]) -> Callable[Concatenate[Any, P], AsyncIterator[T]]:
-    async def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
-        client: AsyncEngramClient = self._client
-        params: dict[str, Any] = dict(kwargs)
-        while True:
-            page = await client.request(builder(*args, **params))
-            for item in page.results:
-                yield item
-            if not page.next_cursor:
-                return
-            params["cursor"] = page.next_cursor
-
-    return method
-
-
-class AsyncEpisodes(_AsyncResource):
-    append = _async(ops.episodes_append)
-    list = _async(ops.episodes_list)
-    iter = _async_iter(ops.episodes_list)
-    search = _async(ops.episodes_search)
-
-
-class AsyncSessions(_AsyncResource):
-    get = _async(ops.session_get)
-    end = _async(ops.session_end)
-
-
-class AsyncScratchpads(_AsyncResource):
-    get = _async(ops.scratchpad_get)
-    put = _async(ops.scratchpad_put)
-    patch = _async(ops.scratchpad_patch)
-    delete = _async(ops.scratchpad_delete)
-
-
-class AsyncFacts(_AsyncResource):
-    upsert = _async(ops.fact_upsert)
-    list = _async(ops.facts_list)
-    iter = _async_iter(ops.facts_list)
-    get = _async(ops.fact_get)
-    edit = _async(ops.fact_edit)
-    retract = _async(ops.fact_retract)
-    confirm = _async(ops.fact_confirm)
-    history = _async(ops.fact_history)
-    review = _async(ops.fact_review)
-    revert_change = _async(ops.fact_change_revert)
-    search = _async(ops.facts_search)
-    graph = _async(ops.entity_graph)
-
-
-class AsyncAliases(_AsyncResource):
-    list = _async(ops.entity_aliases_list)
-    iter = _async_iter(ops.entity_aliases_list)
-    set = _async(ops.entity_alias_set)
-    delete = _async(ops.entity_alias_delete)
-
-
-class AsyncProcedures(_AsyncResource):
-    list = _async(ops.procedures_list)
-    iter = _async_iter(ops.procedures_list)
-    create = _async(ops.procedure_create)
-    get = _async(ops.procedure_get)
-    history = _async(ops.procedure_history)
-    update = _async(ops.procedure_update)
-    deprecate = _async(ops.procedure_deprecate)
-    match = _async(ops.procedures_match)
-    record_outcome = _async(ops.procedure_outcome_record)
-
-
-class AsyncTraces(_AsyncResource):
-    list = _async(ops.traces_list)
-    iter = _async_iter(ops.traces_list)
-    get = _async(ops.trace_get)
-
-
-class AsyncSubjects(_AsyncResource):
-    erase = _async(ops.subject_erase)
-    erasure_status = _async(ops.erasure_request_get)
-    export = _async(ops.subject_export)
-
-
 async def _anyio_sleep(seconds: float) -> None:
     await anyio.sleep(seconds)
 
 
-class AsyncEngramClient:
+class AsyncEngramClient(_Client):
     """The asyncio/trio twin of `EngramClient`: the same resources and methods, awaited."""
-
-    context = _async(ops.context_get)
-    feedback = _async(ops.context_feedback)
-    stats = _async(ops.stats_get)
-    tenant = _async(ops.tenant_get)
 
     def __init__(
         self,
@@ -329,14 +293,27 @@ class AsyncEngramClient:
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=_headers(api_key), timeout=timeout, transport=transport
         )
-        self.episodes = AsyncEpisodes(self)
-        self.sessions = AsyncSessions(self)
-        self.scratchpads = AsyncScratchpads(self)
-        self.facts = AsyncFacts(self)
-        self.aliases = AsyncAliases(self)
-        self.procedures = AsyncProcedures(self)
-        self.traces = AsyncTraces(self)
-        self.subjects = AsyncSubjects(self)
+        self._resources()
+
+    def _bind(self, builder: Callable[P, Call[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        async def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            return await self.request(builder(*args, **kwargs))
+
+        method.__doc__ = builder.__doc__
+        return method
+
+    def _walk(self, builder: Callable[P, Call[Page[T]]]) -> Callable[P, AsyncIterator[T]]:
+        async def method(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
+            params: dict[str, Any] = dict(kwargs)
+            while True:
+                page = await self.request(builder(*args, **params))
+                for item in page.results:
+                    yield item
+                if not page.next_cursor:
+                    return
+                params["cursor"] = page.next_cursor
+
+        return method
 
     async def request(self, call: Call[T]) -> T:
         key = idempotency_key_for(call)
