@@ -10,9 +10,9 @@ from collections.abc import Callable
 import pytest
 
 from core import embedding, tokens
+from core import terms as terms_module
 from core.embedding import EmbeddingCache, HashingEmbedder
 from core.lru import ByteLRU
-from router import rerank
 
 HUGE = 32_000
 MB = 1024 * 1024
@@ -92,20 +92,20 @@ def test_a_flood_of_huge_words_leaves_nothing_behind_in_the_reranker() -> None:
 
     def flood() -> None:
         for i in range(600):
-            rerank.terms(word + f"{i:04d}".translate(str.maketrans("0123456789", "abcdefghij")))
+            terms_module.terms(word + f"{i:04d}".translate(str.maketrans("0123456789", "abcdefghij")))
 
     # 600 distinct words of 32 KB: kept, any of them would show.
     assert retained(flood) < sys.getsizeof(word)
 
 
 def test_the_rerank_term_cache_holds_short_words_only_and_at_most_its_count() -> None:
-    rerank._TERMS.clear()
-    assert rerank.terms("Running dogs ran") == ["runn", "dogs", "ran"]
-    assert rerank.terms("the runnings") == ["running"]  # a stopword is no term; -s is stripped first
-    assert set(rerank._TERMS) == {"running", "dogs", "ran", "the", "runnings"}
-    rerank.terms("x" * (rerank.TERM_CACHE_WORD_CHARS + 1))
-    assert len(rerank._TERMS) == 5
-    many = " ".join(f"w{i}" for i in range(rerank.TERM_CACHE_WORDS + 10))
-    assert len(rerank.terms(many)) == rerank.TERM_CACHE_WORDS + 10
-    assert len(rerank._TERMS) == rerank.TERM_CACHE_WORDS
-    rerank._TERMS.clear()
+    terms_module._TERMS.clear()
+    assert terms_module.terms("Running dogs ran") == ["runn", "dogs", "ran"]
+    assert terms_module.terms("the runnings") == ["running"]  # a stopword is no term; -s is stripped first
+    assert set(terms_module._TERMS) == {"running", "dogs", "ran", "the", "runnings"}
+    terms_module.terms("x" * (terms_module.TERM_CACHE_WORD_CHARS + 1))
+    assert len(terms_module._TERMS) == 5
+    many = " ".join(f"w{i}" for i in range(terms_module.TERM_CACHE_WORDS + 10))
+    assert len(terms_module.terms(many)) == terms_module.TERM_CACHE_WORDS + 10
+    assert len(terms_module._TERMS) == terms_module.TERM_CACHE_WORDS
+    terms_module._TERMS.clear()
