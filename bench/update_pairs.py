@@ -104,6 +104,15 @@ SAID_UPDATES: tuple[Said, ...] = (
     Said("preference", "Please contact me by email.", "Please contact me by phone.", "email", "phone", "How should you contact me?"),
 )
 
+# A value the user says they left, in a statement that is not itself read as a fact of the new value:
+# the older fact that names the old value expires, and the newer turn is served above the older.
+LEFT_BEHIND: tuple[Said, ...] = (
+    Said("left", "The storefront is built on Rails 6.1.", "We migrated the storefront to Rails 7.1 over the summer.", "Rails 6.1", "Rails 7.1", "Which Rails version is the storefront on?"),
+    Said("left", "Our mobile app is written in Kotlin 1.9.", "The mobile app is on Kotlin 2.0 now, we left Kotlin 1.9 behind.", "Kotlin 1.9", "Kotlin 2.0", "Which Kotlin version is our mobile app in?"),
+    Said("left", "My teammate Oskar reviews my pull requests.", "Code reviews moved from Oskar to Hana.", "Oskar", "Hana", "Who reviews my pull requests?"),
+    Said("left", "I mostly write Go 1.21 at work.", "We replaced Go 1.21 with Rust for the new services.", "Go 1.21", "Rust", "Which language do I write at work?"),
+)
+
 SAID_PARAPHRASES: tuple[Said, ...] = (
     Said("city", "I live in Lisbon.", "I'm based in Lisbon.", "Lisbon", "Lisbon", "Where do I live?"),
     Said("city", "I live in New York.", "We are located in new york.", "New York", "new york", "Where do I live?"),

@@ -37,7 +37,7 @@ from core.errors import DomainError
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode, EpisodeKind, Session, SessionStatus
 from episodic.services import episodes_append, session_summary_set
 from semantic.models import ActorType
-from semantic.services import embed_statements, fact_upsert
+from semantic.services import embed_statements, fact_upsert, facts_expire_left
 from semantic.types import Actor, FactCandidate
 from semantic.validation import fact_value_is_fragment
 from tenants.locks import tenant_xact_lock
@@ -194,6 +194,20 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
             counts["candidates"] += len(result.candidates)
             for key, value in _merge(tenant=tenant, run=run, candidates=result.candidates, batch_ids=batch_ids).items():
                 counts[key] += value
+            # After the merge, so that a fact said earlier in this batch is among those a later
+            # statement leaves behind ("we moved from A to B" expires "the web app is built on A").
+            for left in result.replacements:
+                if left.source_episode_id in batch_ids and left.subject == subject:
+                    facts_expire_left(
+                        tenant=tenant,
+                        subject=subject,
+                        value=left.value,
+                        version=left.version,
+                        context=left.context,
+                        before=left.observed_at,
+                        source_episode_id=left.source_episode_id,
+                        actor=_actor(run),
+                    )
 
         ids = sorted(batch_ids)
         wm.done_above = sorted(set(wm.done_above) | set(ids))

@@ -16,6 +16,7 @@ semantic.timeline, and the change log in semantic.history; the public `fact_*` w
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from core.embedding import embedding_cache
 from core.errors import Conflict, NotFound, ValidationProblem
+from core.terms import terms
 from semantic.history import ChangeDraft, change_log, sources_add
 from semantic.models import (
     ActorType,
@@ -350,7 +352,16 @@ def fact_confirm(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
 
 
 def _withdraw(
-    *, tenant: Tenant, fact: Fact, status: str, kind: str, actor: Actor, valid_to: datetime, now: datetime
+    *,
+    tenant: Tenant,
+    fact: Fact,
+    status: str,
+    kind: str,
+    actor: Actor,
+    valid_to: datetime,
+    now: datetime,
+    reason: str = "",
+    source_episode_ids: Sequence[int] = (),
 ) -> Fact:
     """Take a locked fact out of service with `status`, valid until `valid_to`, and log it as `kind`."""
     old_status = fact.status
@@ -368,6 +379,8 @@ def _withdraw(
         new_status=status,
         old_confidence=fact.confidence,
         new_confidence=fact.confidence,
+        reason=reason,
+        source_episode_ids=source_episode_ids,
         at=now,
     )
     return fact
@@ -409,6 +422,72 @@ def fact_expire(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor, at: d
         valid_to=max(at or now, fact.valid_from),
         now=now,
     )
+
+
+# Facts of what happened stay true when the subject leaves a value behind ("switched from Vim to Emacs").
+KEPT_WHEN_LEFT = frozenset({"experiences"})
+
+
+def _names_left(fact: Fact, *, value: str, version: str | None, context: frozenset[str], subject: str) -> bool:
+    """Whether `fact` holds what the subject said they left: the value named as a whole phrase (a single
+    word without digits only when the fact shares a word of the statement's context, so that "reviews
+    moved from Sam to Ines" expires "Sam reviews my pull requests" and not "Sam is my brother"), or with
+    `version`, the name said with another version."""
+    if version is not None:
+        found = re.search(rf"(?<![\w.]){re.escape(value)} (v?\d+(?:\.\d+)*)(?![\w.]*\d)", fact.value)
+        return found is not None and found.group(1) != version
+    if not re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", fact.value, re.IGNORECASE):
+        return False
+    if " " in value or any(ch.isdigit() for ch in value):
+        return True
+    said = set(terms(fact.statement)) - set(terms(value)) - set(terms(subject))
+    return bool(said & context)
+
+
+@transaction.atomic
+def facts_expire_left(
+    *,
+    tenant: Tenant,
+    subject: str,
+    value: str,
+    context: frozenset[str],
+    before: datetime,
+    source_episode_id: int,
+    actor: Actor,
+    version: str | None = None,
+) -> int:
+    """The subject said they left `value` behind (at `before`, in episode `source_episode_id`): their live
+    facts that hold it (_names_left), none of whose sources was said at or after that moment, expire
+    then, each with an audited 'expired' change citing the statement. Returns how many expired."""
+    live = (
+        Fact.objects.filter(subject=subject, status__in=LIVE, valid_from__lt=before)
+        .exclude(attribute__in=KEPT_WHEN_LEFT)
+        # Said again at or after the statement (or by it): still held.
+        .exclude(sources__episode__occurred_at__gte=before)
+        .exclude(sources__episode_id=source_episode_id)
+        .order_by("valid_from", "id")
+    )
+    expired = 0
+    for fact in live:
+        if not _names_left(fact, value=value, version=version, context=context, subject=subject):
+            continue
+        fact = lock_fact(tenant, fact.id)
+        if fact.status not in LIVE:
+            continue
+        left = value if version is None else f"{value} other than {version}"
+        _withdraw(
+            tenant=tenant,
+            fact=fact,
+            status=FactStatus.EXPIRED,
+            kind=FactChangeKind.EXPIRED,
+            actor=actor,
+            valid_to=max(before, fact.valid_from),
+            now=timezone.now(),
+            reason=f"the subject left {left}"[:255],
+            source_episode_ids=[source_episode_id],
+        )
+        expired += 1
+    return expired
 
 
 @transaction.atomic

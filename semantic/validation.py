@@ -47,8 +47,10 @@ def is_fragment(value: str, *, predicate: bool = False) -> bool:
         return True
     if words[0] in _POINTING:
         return True
-    # A capitalised single word is a name ("Go", "Will"), not the function word it spells.
-    if words[0] in _FUNCTION - {"a", "an", "the"} and not predicate and not (len(words) == 1 and text[:1].isupper()):
+    # A capitalised single word is a name ("Go", "Will"), not the function word it spells; so is one
+    # with a version ("Go 1.21").
+    named = text[:1].isupper() and (len(words) == 1 or re.match(r"^\S+\s+v?\d+(?:\.\d+)*$", text) is not None)
+    if words[0] in _FUNCTION - {"a", "an", "the"} and not predicate and not named:
         return True
     if words[-1] in _FUNCTION - {"in", "on", "out", "up"} and len(words) > 1:
         return True

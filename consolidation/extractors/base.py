@@ -40,9 +40,24 @@ class Usage:
         self.cost_usd += other.cost_usd
 
 
+@dataclasses.dataclass(frozen=True)
+class Replacement:
+    """A statement that names a value the subject no longer holds ("we moved from Django 4.2 to 5.0",
+    "use pytest from now on, not unittest"): the older facts that name `value` (or, with `version`, that
+    name `value` with another version) and share a word of the statement's context are expired."""
+
+    subject: str
+    value: str
+    context: frozenset[str]
+    observed_at: Any
+    source_episode_id: int
+    version: str | None = None
+
+
 @dataclasses.dataclass
 class ExtractionResult:
     candidates: list[FactCandidate] = dataclasses.field(default_factory=list)
+    replacements: list[Replacement] = dataclasses.field(default_factory=list)
     usage: Usage = dataclasses.field(default_factory=Usage)
     problems: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 

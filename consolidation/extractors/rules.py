@@ -13,13 +13,14 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
+from core.terms import terms
 from episodic.models import Episode
 from semantic.models import Cardinality, FactCategory
 from semantic.types import FactCandidate
 from semantic.validation import STATE_PHRASES, is_fragment
 from tenants.models import Tenant
 
-from .base import ExtractionResult, SummaryResult, extractable
+from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .disclosure import disclose
 from .durable import constraints, statement_is_durable, value_is_complete
 from .summary import extractive_summary, lines_outside_code
@@ -969,12 +970,28 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
                 or disclose(sentence, name=speaker, said_at=said_at)
             ]
         facts = durable_only(with_tool_slots(facts, tool_slots(sentence, speaker)), sentence=sentence, speaker=speaker)
+        facts = [f for f in facts if not _holds_only_left(f.value, sentence, speaker)]
         for fact in facts:
             key = (fact.attribute, fact.value.lower())
             if key not in seen:
                 seen.add(key)
                 found.append(fact)
     return found
+
+
+def _holds_only_left(value: str, sentence: str, speaker: str) -> bool:
+    """A statement of leaving a value is no fact of holding it: "we left Kotlin 1.9 behind" gives no
+    fact that names Kotlin 1.9 and nothing else ("switched from Vim to Emacs" names both and stays)."""
+    for left, version, _ in replacements(sentence, speaker):
+        if version is not None:
+            continue
+        found = re.search(rf"(?<![\w.]){re.escape(left)}(?![\w]|\.\d)", value, re.IGNORECASE)
+        if found and not _NAMED_TOKEN.search(value[: found.start()] + " " + value[found.end() :]):
+            return True
+    return False
+
+
+_NAMED_TOKEN = re.compile(r"(?<![\w.])(?:(?-i:[A-Z])[\w.+-]*|\d[\w.]*)")
 
 
 def durable_only(facts: list[Found], *, sentence: str, speaker: str) -> list[Found]:
@@ -990,6 +1007,71 @@ def durable_only(facts: list[Found], *, sentence: str, speaker: str) -> list[Fou
     ]
 
 
+# What a statement marks as the value it leaves: "from A to B" (with a verb of change), "replaced A with
+# B", "B instead of / rather than A", "no longer A", "..., not A", "left A behind", "since A left".
+_CHANGE_VERB = re.compile(
+    r"\b(?:mov|migrat|switch|upgrad|chang|went|go|push|replac|reinstall|transferr|shift)\w*\b", re.IGNORECASE
+)
+# A phrase of up to 40 characters; a dot inside a word ("3.12", "Fly.io") does not end it.
+_PHRASE = r"(?:[^,;!?.]|\.(?=\w)){1,40}"
+_LEFT_VALUE = (
+    re.compile(rf"\bfrom (?:the |our |my )?(?P<old>{_PHRASE}?) to ", re.IGNORECASE),
+    re.compile(rf"\breplaced (?:the |our |my )?(?P<old>{_PHRASE}?) with ", re.IGNORECASE),
+    re.compile(
+        rf"\b(?:instead of|rather than|no longer|, not) (?:the |our |my |on |using |with )?(?P<old>{_PHRASE})",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"\bleft (?:the |our |my )?(?P<old>{_PHRASE}?) behind\b", re.IGNORECASE),
+    re.compile(r"\bsince (?P<old>(?-i:[A-Z][\w-]+(?: [A-Z][\w-]+)?)) left\b"),
+)
+# Another person's doing or thing ("my sister moved", "Dana's team", "their database"); "it's" is no one's.
+_ANOTHER_PERSON = re.compile(
+    r"\b(?!(?:it|that|here|there|what|he|she|who|let)'s)\w+'s\b|\b(?:his|her|their|they|he|she)\b|"
+    + _SOMEONE_ELSES_WORDS,
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|my|our|me|us)\b", re.IGNORECASE)
+# A name with a version: "Django 5.0", "Python 3.12", "Node 20".
+_VERSIONED = re.compile(
+    rf"(?<![\w.])(?!(?i:{MONTHS})\b)(?P<name>(?-i:[A-Z][\w+#-]*)) (?P<ver>v?\d+(?:\.\d+){{0,2}})(?![\w.]*\d)"
+)
+
+
+def replacements(sentence: str, speaker: str) -> list[tuple[str, str | None, frozenset[str]]]:
+    """The values the speaker's own statement says they have left, each with the words of what it is
+    about: (value, None, context) for a value named as the old one ("not unittest"), (name, version,
+    context) for a name said with a new version after a verb of change ("we migrated the web app to
+    Django 5.0"), so that older facts naming another version of it are expired. Someone else's
+    statement, a question and a hypothesis leave nothing."""
+    changed = bool(_CHANGE_VERB.search(sentence))
+    if _QUESTION_OR_HYPOTHETICAL.search(sentence) or not (changed or _FIRST_PERSON.search(sentence)):
+        return []
+    if _ANOTHER_PERSON.search(sentence):
+        return []
+    named: list[tuple[str, str | None, int, int]] = []
+    for pattern in _LEFT_VALUE:
+        if pattern is _LEFT_VALUE[0] and not changed:
+            continue
+        for m in pattern.finditer(sentence):
+            value = _clean_value(m.group("old"), max_words=4, literal=True)
+            if (
+                value
+                and not is_fragment(value)
+                and (value[:1].isupper() or any(c.isdigit() for c in value) or value.lower() in TOOL_ATTRIBUTES)
+            ):
+                named.append((value, None, m.start("old"), m.end("old")))
+    if changed or re.search(r"\bnow\b", sentence, re.IGNORECASE):
+        for m in _VERSIONED.finditer(sentence):
+            if not any(start <= m.start() < end for _, _, start, end in named):
+                named.append((m.group("name"), m.group("ver"), m.start(), m.end()))
+    if not named:
+        return []
+    spans = [(start, end) for _, _, start, end in named]
+    rest = "".join(ch if not any(a <= i < b for a, b in spans) else " " for i, ch in enumerate(sentence))
+    context = frozenset(terms(rest)) - {speaker.lower()}
+    return [(value, version, context) for value, version, _, _ in named]
+
+
 class RuleBasedExtractor:
     name = "rules"
 
@@ -999,6 +1081,11 @@ class RuleBasedExtractor:
             speaker = speaker_of(episode.role, subject) if episode.kind == "message" else None
             if speaker is None:
                 continue
+            for sentence in sentences(episode.content):
+                for value, version, context in replacements(sentence, speaker):
+                    result.replacements.append(
+                        Replacement(subject, value, context, episode.occurred_at, episode.id, version=version)
+                    )
             for found in extract_with_disclosures(episode.content, speaker, episode.occurred_at):
                 result.candidates.append(
                     FactCandidate(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench.update_pairs import (
+    LEFT_BEHIND,
     SAID_PARAPHRASES,
     SAID_UPDATES,
     WRITTEN_PARAPHRASES,
@@ -57,6 +58,14 @@ def _id(pair: Any) -> str:
 def test_a_value_said_later_replaces_the_earlier_one(api_a, end_session, pair) -> None:
     outcome = probe_said(api_a, pair, "u-said", end_session)
     assert outcome.updated, outcome.describe()
+    assert outcome.served and not outcome.stale_only, outcome.describe()
+
+
+@pytest.mark.parametrize("pair", LEFT_BEHIND, ids=_id)
+def test_a_value_said_to_be_left_behind_is_no_longer_held(api_a, end_session, pair) -> None:
+    outcome = probe_said(api_a, pair, "u-left", end_session)
+    # A fact of the change itself ("replaced A with B") names both and stays; none holds the old alone.
+    assert not any(mentions(v, pair.old) >= 0 and mentions(v, pair.new) < 0 for v in outcome.active), outcome.describe()
     assert outcome.served and not outcome.stale_only, outcome.describe()
 
 
