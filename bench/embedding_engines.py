@@ -97,14 +97,17 @@ def main() -> None:
 
     django.setup()
     import torch
+    from django.conf import settings
 
-    from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, load_tokenizer, onnx_model_path
+    from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, load_tokenizer
     from core.embedding_export import model_dir
     from episodic.passages import split_passages
     from evaluation.recall import build_long, load_locomo
 
-    if not onnx_model_path().is_file():
-        sys.exit(f"no ONNX file at {onnx_model_path()}: run `.venv/bin/python manage.py export_embedding_model`")
+    # The float file against torch, whichever file the services read (the int8 one is set against it below).
+    float_path = Path(settings.ENGRAM["EMBEDDING_ONNX_FLOAT"])
+    if not float_path.is_file():
+        sys.exit(f"no ONNX file at {float_path}: run `.venv/bin/python manage.py export_embedding_model --no-int8`")
     load_before = os.getloadavg()[0]
     conversations = load_locomo(LOCOMO)
     questions = [q.text for conv in conversations for q in conv.questions]
@@ -124,11 +127,11 @@ def main() -> None:
     # One thread for the single texts, as in the web process; two for the batches, as in the worker.
     os.environ["ENGRAM_EMBED_THREADS"] = "1"
     torch_engine = MiniLMEmbedder()
-    onnx_one = OnnxMiniLMEmbedder()
+    onnx_one = OnnxMiniLMEmbedder(path=float_path)
     torch_engine.embed(["warm up"])
     onnx_one.embed(["warm up"])
     os.environ["ENGRAM_EMBED_THREADS"] = "2"
-    onnx_two = OnnxMiniLMEmbedder()
+    onnx_two = OnnxMiniLMEmbedder(path=float_path)
     onnx_two.embed(["warm up", "warm up again"])
     assert onnx_one.fallback is None and onnx_two.fallback is None
 
@@ -293,8 +296,8 @@ def main() -> None:
         "more than this core's share of the last-level cache, so short queries are bound by memory as much as by "
         "arithmetic.",
         "- Beyond float32: the int8 file (below) reads a quarter of the bytes and runs the products on 8-bit "
-        "lanes; it changes the vectors, so it is a separate, opt-in choice whose recall is measured by "
-        "`bench/locomo.py` run with `ENGRAM_EMBEDDING_INT8=true` (docs/benchmarks/locomo.md).",
+        "lanes; it changes the vectors, so its recall was measured on the four sets through the real write "
+        "path before it became the default (docs/benchmarks/int8.md).",
     ]
     lines += _int8_section(args, onnx_one, queries, turn_sample, passage_sample, long_texts, ceiling)
     text = "\n".join(lines) + "\n"
@@ -324,12 +327,14 @@ def _int8_section(
     long_texts: list[str],
     ceiling: float,
 ) -> list[str]:
-    """The opt-in int8 file against the float ONNX file: CPU per query (interleaved, one thread), CPU
+    """The int8 file (the default) against the float ONNX file: CPU per query (interleaved, one thread), CPU
     per text in batches (two threads, alternating runs), and the cosine of its vectors to the float ones."""
-    from core.embedding import OnnxMiniLMEmbedder, onnx_model_path
+    from django.conf import settings
+
+    from core.embedding import OnnxMiniLMEmbedder
     from core.embedding_export import export_onnx_model
 
-    float_path = onnx_model_path()
+    float_path = Path(settings.ENGRAM["EMBEDDING_ONNX_FLOAT"])
     int8_path = float_path.with_name(float_path.name.removesuffix(".onnx") + ".int8.onnx")
     export_onnx_model(int8_path, int8=True)
     os.environ["ENGRAM_EMBED_THREADS"] = "1"
@@ -364,7 +369,7 @@ def _int8_section(
     }
     lines = [
         "",
-        "## The int8 file (opt-in: ENGRAM_EMBEDDING_INT8)",
+        "## The int8 file (the default; ENGRAM_EMBEDDING_INT8=false reads the float one)",
         "",
         "Weights quantized to int8 per output channel, activations quantized on the fly "
         "(core/embedding_export.py), from the same fused float graph. Against the float ONNX file, runs "

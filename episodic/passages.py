@@ -293,6 +293,48 @@ def passages_embed(*, tenant: Tenant, passages: Sequence[Passage]) -> None:
         _store_vectors(tenant=tenant, passages=passages, vectors=vectors)
 
 
+# After a change of embedding file: every episode of the batch takes the mean of its passages' vectors
+# again, whether it had one or not (once its last passage is done, the mean is of new vectors only).
+_REFRESH_SQL = """
+UPDATE episodic_episode e SET embedding = p.v
+FROM (
+    SELECT episode_id, avg(embedding) AS v FROM episodic_passage
+    WHERE tenant_id = %(tenant)s AND episode_id = ANY(%(ids)s::bigint[])
+    GROUP BY episode_id HAVING count(*) = count(embedding)
+) p
+WHERE e.tenant_id = %(tenant)s AND e.id = p.episode_id
+"""
+
+
+def passages_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[int], None] | None = None) -> int:
+    """Embed again, with today's embedder, every passage of the tenant that has a vector, batch by
+    batch in id order, each batch its own transaction (safe to stop and run again), and refresh the
+    vectors of their episodes. Vectors of two embedding files do not compare: a deployment that changes
+    file (ENGRAM_EMBEDDING_INT8) runs this once. Passages without a vector are the backlog's. Returns
+    how many passages were embedded."""
+    done = 0
+    after = 0
+    while True:
+        with tenant_scope(tenant):
+            batch = list(
+                Passage.objects.for_tenant(tenant)
+                .filter(id__gt=after, embedding__isnull=False)
+                .order_by("id")
+                .only("id", "episode_id", "content")[:batch_size]
+            )
+            if not batch:
+                return done
+            vectors = get_embedder().embed(_passage_texts(tenant, batch))
+            literals = [_vector_literal(vector) for vector in vectors]
+            with connection.cursor() as cursor:
+                cursor.execute(_STORE_SQL, [[p.pk for p in batch], literals, tenant.id])
+                cursor.execute(_REFRESH_SQL, {"tenant": tenant.id, "ids": sorted({p.episode_id for p in batch})})
+        after = batch[-1].pk
+        done += len(batch)
+        if progress is not None:
+            progress(len(batch))
+
+
 def passages_embed_inline(*, tenant: Tenant, episode_ids: Sequence[int], max_passages: int) -> int:
     """Read-your-writes: embed the passages of a small write in the request that stores it, so that it
     is found by meaning as soon as it is committed. A write of more than `max_passages` passages (an

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
-from core.embedding import embed_one
+from core.embedding import embed_one, embedding_cache
 from core.errors import Conflict, ValidationProblem
 from episodic.models import Episode, EpisodeKind, Outcome, Session, SessionStatus
 from procedural.confidence import DeprecationVerdict, confidence_for, deprecation_verdict
@@ -39,6 +39,7 @@ from procedural.models import (
 from procedural.selectors import procedure_get
 from procedural.triggers import Trigger, trigger_parse
 from tenants.models import Tenant
+from tenants.scope import tenant_scope
 
 ACTOR_AUTO_DEPRECATION = "system:auto-deprecation"
 ACTOR_DISCOVERY = "system:discovery"
@@ -242,6 +243,32 @@ def procedure_create(
 def _locked(*, tenant: Tenant, procedure_id: int | str) -> Procedure:
     procedure_get(tenant=tenant, procedure_id=procedure_id)  # the 404 for missing and foreign ids alike
     return Procedure.objects.select_for_update().defer("trigger_embedding").get(pk=int(procedure_id))
+
+
+def procedures_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[int], None] | None = None) -> int:
+    """Embed again, with today's embedder, the trigger text of every procedure version of the tenant
+    that has a vector, batch by batch, each batch its own transaction. After a change of embedding file
+    (episodic.passages.passages_reembed says why). Returns how many."""
+    done = 0
+    after = 0
+    while True:
+        with tenant_scope(tenant):
+            batch = list(
+                Procedure.objects.for_tenant(tenant)
+                .filter(id__gt=after, trigger_embedding__isnull=False)
+                .order_by("id")
+                .only("id", "trigger_text")[:batch_size]
+            )
+            if not batch:
+                return done
+            vectors = embedding_cache.embed([p.trigger_text for p in batch])
+            for procedure, vector in zip(batch, vectors, strict=True):
+                procedure.trigger_embedding = vector
+            Procedure.objects.for_tenant(tenant).bulk_update(batch, ["trigger_embedding"])
+        after = batch[-1].pk
+        done += len(batch)
+        if progress is not None:
+            progress(len(batch))
 
 
 @transaction.atomic

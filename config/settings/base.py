@@ -178,7 +178,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-_EMBEDDING_INT8 = env.bool("ENGRAM_EMBEDDING_INT8", default=False)
+_EMBEDDING_INT8 = env.bool("ENGRAM_EMBEDDING_INT8", default=True)
 _EMBEDDING_ONNX = env.str("ENGRAM_EMBEDDING_ONNX", default="") or str(
     BASE_DIR / ".data" / "models" / "all-MiniLM-L6-v2.onnx"
 )
@@ -197,11 +197,14 @@ ENGRAM: dict[str, Any] = {
     # Pluggable parts, named by dotted path.
     "EMBEDDER": env.str("ENGRAM_EMBEDDER", default="core.embedding.OnnxMiniLMEmbedder"),
     # The ONNX file that `manage.py export_embedding_model` writes and OnnxMiniLMEmbedder reads
-    # (ENGRAM_EMBEDDING_ONNX names the float file). With ENGRAM_EMBEDDING_INT8 (opt-in), the int8 file
-    # beside it: half the CPU a text, cosine 0.99 to the float vectors
-    # (docs/benchmarks/embedding_engines.md); set it on every process of a deployment alike.
+    # (ENGRAM_EMBEDDING_ONNX names the float file): by default the int8 file beside it, half the CPU a
+    # text and recall within 0.01 of float32 on every set (docs/benchmarks/int8.md);
+    # ENGRAM_EMBEDDING_INT8=false reads the float file. Set it on every process of a deployment alike,
+    # and after a switch run `manage.py reembed --all` (docs/production.md).
     "EMBEDDING_INT8": _EMBEDDING_INT8,
     "EMBEDDING_ONNX": _EMBEDDING_ONNX.removesuffix(".onnx") + ".int8.onnx" if _EMBEDDING_INT8 else _EMBEDDING_ONNX,
+    # The float file, whichever one is read (the tests and benches compare the two).
+    "EMBEDDING_ONNX_FLOAT": _EMBEDDING_ONNX,
     # Read-your-writes: an API write of at most this many passages is embedded before it commits, so
     # that it is found by meaning at once; bigger writes (imports) wait for the worker. 0: always wait.
     "INLINE_EMBED_MAX_PASSAGES": env.int("ENGRAM_INLINE_EMBED_MAX_PASSAGES", default=32),

