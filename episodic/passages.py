@@ -317,7 +317,7 @@ def passages_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callabl
     while True:
         with tenant_scope(tenant):
             batch = list(
-                Passage.objects.for_tenant(tenant)
+                Passage.objects.all()
                 .filter(id__gt=after, embedding__isnull=False)
                 .order_by("id")
                 .only("id", "episode_id", "content")[:batch_size]

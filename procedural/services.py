@@ -254,7 +254,7 @@ def procedures_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Calla
     while True:
         with tenant_scope(tenant):
             batch = list(
-                Procedure.objects.for_tenant(tenant)
+                Procedure.objects.all()
                 .filter(id__gt=after, trigger_embedding__isnull=False)
                 .order_by("id")
                 .only("id", "trigger_text")[:batch_size]
@@ -264,7 +264,7 @@ def procedures_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Calla
             vectors = embedding_cache.embed([p.trigger_text for p in batch])
             for procedure, vector in zip(batch, vectors, strict=True):
                 procedure.trigger_embedding = vector
-            Procedure.objects.for_tenant(tenant).bulk_update(batch, ["trigger_embedding"])
+            Procedure.objects.bulk_update(batch, ["trigger_embedding"])
         after = batch[-1].pk
         done += len(batch)
         if progress is not None:

@@ -79,7 +79,7 @@ def facts_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[
     after: uuid.UUID | None = None
     while True:
         with tenant_scope(tenant):
-            rows = Fact.objects.for_tenant(tenant).filter(embedding__isnull=False)
+            rows = Fact.objects.filter(embedding__isnull=False)
             if after is not None:
                 rows = rows.filter(id__gt=after)
             batch = list(rows.order_by("id").only("id", "statement")[:batch_size])
@@ -89,7 +89,7 @@ def facts_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[
             vectors = embed_statements([" ".join(f.statement.split()) or "-" for f in batch])
             for fact, vector in zip(batch, vectors, strict=True):
                 fact.embedding = vector
-            Fact.objects.for_tenant(tenant).bulk_update(batch, ["embedding"])
+            Fact.objects.bulk_update(batch, ["embedding"])
         after = batch[-1].pk
         done += len(batch)
         if progress is not None:
