@@ -249,15 +249,15 @@ def _passage_texts(tenant: Tenant, batch: Sequence[Passage]) -> list[str]:
 
 # An episode's vector is the mean of its passages' (the passage's own for a one-passage episode), once
 # every passage has one; cosine search does not need it normalised.
-_FINISH_SQL = """
+_MEAN_SQL = """
 UPDATE episodic_episode e SET embedding = p.v
 FROM (
     SELECT episode_id, avg(embedding) AS v FROM episodic_passage
     WHERE tenant_id = %(tenant)s AND episode_id = ANY(%(ids)s::bigint[])
     GROUP BY episode_id HAVING count(*) = count(embedding)
 ) p
-WHERE e.tenant_id = %(tenant)s AND e.id = p.episode_id AND e.embedding IS NULL
-"""
+WHERE e.tenant_id = %(tenant)s AND e.id = p.episode_id"""
+_FINISH_SQL = _MEAN_SQL + " AND e.embedding IS NULL"
 
 
 def episodes_finish_embedding(*, tenant: Tenant, episode_ids: Sequence[int]) -> int:
@@ -295,15 +295,7 @@ def passages_embed(*, tenant: Tenant, passages: Sequence[Passage]) -> None:
 
 # After a change of embedding file: every episode of the batch takes the mean of its passages' vectors
 # again, whether it had one or not (once its last passage is done, the mean is of new vectors only).
-_REFRESH_SQL = """
-UPDATE episodic_episode e SET embedding = p.v
-FROM (
-    SELECT episode_id, avg(embedding) AS v FROM episodic_passage
-    WHERE tenant_id = %(tenant)s AND episode_id = ANY(%(ids)s::bigint[])
-    GROUP BY episode_id HAVING count(*) = count(embedding)
-) p
-WHERE e.tenant_id = %(tenant)s AND e.id = p.episode_id
-"""
+_REFRESH_SQL = _MEAN_SQL
 
 
 def passages_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[int], None] | None = None) -> int:
