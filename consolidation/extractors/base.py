@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -49,7 +50,7 @@ class Replacement:
     subject: str
     value: str
     context: frozenset[str]
-    observed_at: Any
+    observed_at: datetime
     source_episode_id: int
     version: str | None = None
 

@@ -970,7 +970,8 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
                 or disclose(sentence, name=speaker, said_at=said_at)
             ]
         facts = durable_only(with_tool_slots(facts, tool_slots(sentence, speaker)), sentence=sentence, speaker=speaker)
-        facts = [f for f in facts if not _holds_only_left(f.value, sentence, speaker)]
+        if facts and (left := [v for v, version, _ in replacements(sentence, speaker) if version is None]):
+            facts = [f for f in facts if not _holds_only_left(f.value, left)]
         for fact in facts:
             key = (fact.attribute, fact.value.lower())
             if key not in seen:
@@ -979,13 +980,11 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
     return found
 
 
-def _holds_only_left(value: str, sentence: str, speaker: str) -> bool:
+def _holds_only_left(value: str, left: Sequence[str]) -> bool:
     """A statement of leaving a value is no fact of holding it: "we left Kotlin 1.9 behind" gives no
     fact that names Kotlin 1.9 and nothing else ("switched from Vim to Emacs" names both and stays)."""
-    for left, version, _ in replacements(sentence, speaker):
-        if version is not None:
-            continue
-        found = re.search(rf"(?<![\w.]){re.escape(left)}(?![\w]|\.\d)", value, re.IGNORECASE)
+    for name in left:
+        found = re.search(rf"(?<![\w.]){re.escape(name)}(?![\w]|\.\d)", value, re.IGNORECASE)
         if found and not _NAMED_TOKEN.search(value[: found.start()] + " " + value[found.end() :]):
             return True
     return False
