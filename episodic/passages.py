@@ -136,10 +136,11 @@ INSERT INTO episodic_passage (tenant_id, episode_id, session_id, subject, occurr
 SELECT %s::uuid, v.episode_id, v.session_id, v.subject, v.occurred_at, v.position, v.char_start, v.char_end, v.last,
     v.content, v.token_count, e.entities, e.topics, v.embedding::vector
 FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::timestamptz[], %s::integer[], %s::integer[],
-    %s::integer[], %s::boolean[], %s::text[], %s::integer[], %s::text[])
+    %s::integer[], %s::boolean[], %s::text[], %s::integer[], %s::text[]) WITH ORDINALITY
     AS v(episode_id, session_id, subject, occurred_at, position, char_start, char_end, last, content, token_count,
-        embedding)
+        embedding, n)
 JOIN episodic_episode e ON e.tenant_id = %s::uuid AND e.id = v.episode_id
+ORDER BY v.n
 ON CONFLICT (tenant_id, episode_id, position) DO NOTHING
 """
 
@@ -174,7 +175,10 @@ def passage_rows(episodes: Iterable[Episode]) -> Iterator[tuple[Any, ...]]:
 
 def passages_create(*, tenant: Tenant, episodes: Sequence[Episode]) -> int:
     """Store the passages of stored episodes (one INSERT for the batch; a passage already there is
-    left as it is, so that this is safe to repeat). Returns how many rows the batch had."""
+    left as it is, so that this is safe to repeat). Ids are given in the order of `episodes` and their
+    positions, whichever join the planner picks (a hash join reads the episodes in heap order): the
+    search breaks ties between equal scores by id, as it does for episodes. Returns how many rows the
+    batch had."""
     columns: list[list[Any]] = [[] for _ in range(11)]
     for row in passage_rows(episodes):
         for column, value in zip(columns, row, strict=True):
