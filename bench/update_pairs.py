@@ -102,6 +102,19 @@ SAID_UPDATES: tuple[Said, ...] = (
     Said("preference", "Please reply in Spanish.", "Please reply in German from now on.", "Spanish", "German", "Which language should replies use?"),
     Said("preference", "My favourite color is blue.", "My favourite color is green.", "blue", "green", "What is my favourite color?"),
     Said("preference", "Please contact me by email.", "Please contact me by phone.", "email", "phone", "How should you contact me?"),
+    # Slots a later statement replaces: a person the speaker has one of, a typed time zone, the date an
+    # event is due, a choice for a purpose, the speaker's systems named without a pronoun.
+    Said("person", "My boss is Karen Holt.", "Karen left, my new manager is Idris Bello.", "Karen Holt", "Idris Bello", "Who is my manager?"),
+    Said("person", "I report to Olu Adeyemi.", "Since the reorg I have a new team lead, Sofia Marsh.", "Olu Adeyemi", "Sofia Marsh", "Whom do I report to?"),
+    Said("person", "My doctor is Hana Novak.", "My new doctor is Pavel Dvorak.", "Hana Novak", "Pavel Dvorak", "Who is my doctor?"),
+    Said("timezone", "I'm in the JST time zone.", "After the move I'm on AEST now.", "JST", "AEST", "Which time zone am I in?"),
+    Said("timezone", "My hours are in US Central.", "My time zone moved from US Central to Europe/Berlin.", "US Central", "Europe/Berlin", "Which time zone do I work in?"),
+    Said("date", "The launch is due on May 5.", "They postponed the launch from May 5 to May 19.", "May 5", "May 19", "When is the launch?"),
+    Said("date", "Our migration is scheduled for June 12.", "The migration was moved to July 3.", "June 12", "July 3", "When is the migration?"),
+    Said("purpose", "I prefer Poetry for packaging.", "I've switched to uv for packaging.", "Poetry", "uv", "What do I use for packaging?"),
+    Said("purpose", "I always use Jest for unit tests.", "Please use Vitest for unit tests from now on.", "Jest", "Vitest", "Which framework should unit tests use?"),
+    Said("product", "Staging is hosted on Azure.", "Staging is on Hetzner since the migration.", "Azure", "Hetzner", "Where is staging hosted?"),
+    Said("product", "The pipelines run on Jenkins.", "CI moved to Buildkite last sprint.", "Jenkins", "Buildkite", "Which CI runs the pipelines?"),
 )
 
 # A value the user says they left, in a statement that is not itself read as a fact of the new value:
@@ -111,6 +124,7 @@ LEFT_BEHIND: tuple[Said, ...] = (
     Said("left", "Our mobile app is written in Kotlin 1.9.", "The mobile app is on Kotlin 2.0 now, we left Kotlin 1.9 behind.", "Kotlin 1.9", "Kotlin 2.0", "Which Kotlin version is our mobile app in?"),
     Said("left", "My teammate Oskar reviews my pull requests.", "Code reviews moved from Oskar to Hana.", "Oskar", "Hana", "Who reviews my pull requests?"),
     Said("left", "I mostly write Go 1.21 at work.", "We replaced Go 1.21 with Rust for the new services.", "Go 1.21", "Rust", "Which language do I write at work?"),
+    Said("left", "Our services run on Node 18.", "All the services run on Node 22 now.", "Node 18", "Node 22", "Which Node version do the services run on?"),
 )
 
 SAID_PARAPHRASES: tuple[Said, ...] = (

@@ -95,14 +95,14 @@ _ADVERB_TAIL = re.compile(r"\b([a-z]{3,}ly)$")
 _GERUND_HEAD = re.compile(r"^[a-z]+ing\b")
 _NAMED = re.compile(r"[A-Z]|\d")
 # Pattern values free of the speaker's words; these attributes take typed values or fixed templates.
-_LITERAL = frozenset({"email", "phone", "birthday", "name", "preferred_name", "timezone"})
+LITERAL_ATTRIBUTES = frozenset({"email", "phone", "birthday", "name", "preferred_name", "timezone"})
 _CLAUSE_ATTRIBUTES = frozenset(
     {"about", "experiences", "plans", "preferences", "relations", "possessions", "constraints"}
 )
 
 
 def value_is_complete(attribute: str, value: str) -> bool:
-    if attribute in _LITERAL or attribute.endswith("_date"):
+    if attribute in LITERAL_ATTRIBUTES or attribute.endswith("_date"):
         return True
     if "`" in value or _VALUE_LEAD.match(value):
         return False

@@ -22,7 +22,7 @@ from tenants.models import Tenant
 
 from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .disclosure import disclose
-from .durable import constraints, statement_is_durable, value_is_complete
+from .durable import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
 from .summary import extractive_summary, lines_outside_code
 
 SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
@@ -566,6 +566,122 @@ def _issue_with_subject(m: re.Match[str], subject: str) -> list[Found]:
     ]
 
 
+# The people a speaker has one of at a time: "my manager is X" then "my new manager is Y" is an update.
+# Several words name one role; the first of each group is the attribute.
+_ROLES: dict[str, tuple[str, ...]] = {
+    "manager": ("manager", "boss", "line manager", "supervisor", "team lead", "tech lead"),
+    "partner": ("partner", "wife", "husband", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee"),
+    "mentor": ("mentor",),
+    "landlord": ("landlord", "landlady"),
+    "doctor": ("doctor", "gp", "family doctor"),
+    "therapist": ("therapist",),
+}
+ROLE_ATTRIBUTES = {word: attribute for attribute, words in _ROLES.items() for word in words}
+_ROLE = r"(?P<role>" + "|".join(sorted(map(re.escape, ROLE_ATTRIBUTES), key=len, reverse=True)) + r")"
+# A person's name: capitalised words (a particle may sit between: "Ana de Souza").
+_PERSON = r"(?P<v>(?-i:[A-Z][\w'-]+(?:\s+(?:(?:de|da|van|von|del|la|le|bin|al)\s+)?[A-Z][\w'-]+){0,2}))"
+_PERSON_END = (
+    r"(?=\s*(?:\.(?!\w)|[,;!?)]|\s(?:now|since|from|as|and|but|because|who|after|is|was|has|had|will|says|said)\b|$))"
+)
+
+
+def _role(m: re.Match[str], subject: str) -> list[Found]:
+    """A person the speaker has one of (manager, partner, doctor...): single-valued, so that a new one
+    replaces the old."""
+    value = _clean_value(m.group("v"), max_words=4)
+    words = m.groupdict().get("role")
+    attribute = ROLE_ATTRIBUTES.get((words or "manager").lower())
+    if not value or attribute is None or value.lower() in _NOT_A_PERSON:
+        return []
+    label = (words or "manager").lower()
+    return [
+        Found(
+            attribute,
+            value,
+            FactCategory.BUSINESS_CONTEXT if attribute in {"manager", "mentor"} else FactCategory.OTHER,
+            0.8,
+            f"{subject}'s {label} is {value}.",
+            cardinality=Cardinality.SINGLE,
+        )
+    ]
+
+
+_NOT_A_PERSON = frozenset({"i", "we", "he", "she", "they", "it", "this", "that", "the", "my", "our", "a", "an"})
+
+# A time zone is a typed value: an abbreviation, an offset, a region's zone or an IANA name.
+TIME_ZONES = (
+    r"(?P<v>(?-i:(?:UTC|GMT)\s?[+-−]\s?\d{1,2}(?::?\d\d)?|UTC|GMT|Z|"
+    r"[ECWM]ES?T|[ECWM]ET|BST|IST|JST|KST|SGT|HKT|AE[SD]T|AC[SD]T|AW[SD]T|NZ[SD]T|[PMCEAH][SD]T|AKST|AKDT|"
+    r"(?:US |U\.S\. )?(?:Eastern|Pacific|Central|Mountain)(?: (?:Standard |Daylight )?Time)?|"
+    r"[A-Z][a-z]+/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?))"
+    r"(?![\w/])"
+)
+
+
+def _timezone(m: re.Match[str], subject: str) -> list[Found]:
+    value = m.group("v")
+    return [
+        Found(
+            "timezone",
+            value,
+            FactCategory.CONTACT_INFO,
+            0.8,
+            f"{subject}'s time zone is {value}.",
+            cardinality=Cardinality.SINGLE,
+        )
+    ]
+
+
+def _due(m: re.Match[str], subject: str) -> list[Found]:
+    """The date a named event of the speaker's is due on; a later date for the same event replaces it."""
+    what = (m.group("what") or m.group("what2") or m.group("what3")).lower()
+    value = _clean_value(m.group("v"), max_words=5, keep_time=True, literal=True)
+    if not value:
+        return []
+    return [
+        Found(
+            f"{re.sub(r'[^a-z]+', '_', what)}_date",
+            value,
+            FactCategory.BUSINESS_CONTEXT,
+            0.8,
+            f"{subject}'s {what} is due {value}.",
+            cardinality=Cardinality.SINGLE,
+        )
+    ]
+
+
+# "pytest for tests", "uv for packaging": a preference for a purpose. The purpose names the slot, so
+# that a new choice for the same purpose replaces the old; its word's stem keys it (test, tests, testing).
+_PURPOSE = (
+    r"(?P<purpose>(?:the |my |our |all )?[a-z][a-z-]+"
+    r"(?: (?!(?:from|now|instead|going|too|on|in|at|with|and|or|but|then|please)\b)[a-z][a-z-]+)?)"
+)
+
+
+def _purpose_slot(purpose: str) -> str:
+    words = [w for w in re.findall(r"[a-z]+", purpose.lower()) if w not in {"the", "my", "our", "all"}]
+    stems = [re.sub(r"(?:ing|ings|es|s)$", "", w) if len(w) > 4 else w for w in words]
+    return "_".join(stems)
+
+
+def _prefers_for(m: re.Match[str], subject: str) -> list[Found]:
+    value = _clean_value(m.group("v"), max_words=4)
+    purpose = m.group("purpose").strip()
+    slot = _purpose_slot(purpose)
+    if not value or not slot or _LEANING.search(value) or _LEANING.search(purpose):
+        return []
+    return [
+        Found(
+            f"prefers_for_{slot}",
+            value,
+            FactCategory.PREFERENCES,
+            0.75,
+            f"{subject} prefers {value} for {purpose}.",
+            cardinality=Cardinality.SINGLE,
+        )
+    ]
+
+
 RULES: list[Rule] = [
     # --- contact details
     (
@@ -603,6 +719,35 @@ RULES: list[Rule] = [
         "timezone",
         _p(r"\b(?:my|our) time ?zone is " + _V + _END),
         _simple("timezone", FactCategory.CONTACT_INFO, 0.8, "{s}'s time zone is {v}.", words=3),
+    ),
+    (
+        # "I'm in the CET time zone", "I'm on UTC now", "my working hours are in US Eastern", "my time
+        # zone changed from CET to JST", "schedule things in IST for me": the value is a zone's name.
+        "timezone_typed",
+        _p(
+            r"(?:\b(?:i|we)(?:'m|'re| am| are)(?: now| currently)? (?:in|on|using)(?: the)?|"
+            r"\b(?:my|our) (?:working hours|hours|time ?zone)(?: are| is| changed| moved)?(?: now)?(?: from [^,.;]{1,30}?)?"
+            r" (?:in|to|on|is)(?: the)?|\bschedule (?:things|meetings|calls|everything) (?:in|for)(?: the)?)\s+"
+            + TIME_ZONES
+        ),
+        _timezone,
+    ),
+    (
+        # "My manager is Priya Raman", "I have a new manager, Jonas Berg", "Idris is my boss now".
+        "role_mine",
+        _p(r"\bmy (?:new |current )?" + _ROLE + r"(?: is| has been)?(?: now)?,?\s+" + _PERSON + _PERSON_END),
+        _role,
+    ),
+    ("role_new", _p(r"\bi have a new " + _ROLE + r"(?: now)?[,:]?\s+" + _PERSON + _PERSON_END), _role),
+    (
+        "role_named",
+        _p(r"(?<![\w'])" + _PERSON + r" (?:is|has been) (?:now )?my (?:new )?" + _ROLE + r"\b"),
+        _role,
+    ),
+    (
+        "reports_to",
+        _p(r"\bi(?:'m| am)? (?:now |still )?report(?:s|ing)? (?:directly )?to\s+" + _PERSON + _PERSON_END),
+        _role,
     ),
     (
         "employer",
@@ -668,9 +813,22 @@ RULES: list[Rule] = [
         _simple("diet", FactCategory.PREFERENCES, 0.8, "{s} is {v}.", words=2),
     ),
     (
+        # "I prefer pytest for tests", "I've come around to uv for packaging", "use ruff for linting from
+        # now on": a choice for a purpose, single-valued per purpose.
+        "prefers_for",
+        _p(
+            r"(?:\bi(?:'d| would| really| much| strongly)? prefer|\bi(?:'ve| have) (?:come around|switched|moved) to|"
+            r"^(?:please |just |so |ok,? |okay,? )?use|\bi (?:always|now) use)"
+            r" (?P<v>(?:[^.,;!?]|\.(?=\w)){1,40}?) for "
+            + _PURPOSE
+            + r"(?=\s*(?:\.(?!\w)|[,;!?]|\s(?:from now on|now|instead|going forward|too)\b|$))"
+        ),
+        _prefers_for,
+    ),
+    (
         "prefer",
         _p(
-            r"\bi (?:really |much |strongly |would )?prefer "
+            r"\bi(?:'d| would)? (?:really |much |strongly )?prefer "
             + _V
             + r"(?:\s+(?:over|to|rather than)\s+[^.,;!?]+)?"
             + _END
@@ -827,6 +985,22 @@ RULES: list[Rule] = [
         ),
     ),
     (
+        # "The release is due on March 14", "the release deadline moved to April 2", "they pushed the
+        # launch from May 5 to May 19", "we have to ship the release by June 1".
+        "due",
+        _p(
+            r"\b(?:(?:the|our|my) (?P<what>release|launch|go-live|demo|migration|submission|delivery|rollout)"
+            r"(?: deadline| date)?(?: is| was)?(?: now)? (?:due|moved|pushed(?: back)?|postponed|delayed|set|scheduled|"
+            r"planned|rescheduled|brought forward)"
+            r"|(?:pushed|moved|postponed|delayed|rescheduled) (?:the|our) (?P<what2>release|launch|go-live|demo|"
+            r"migration|submission|delivery|rollout)(?: deadline| date)?(?: back)?(?: from [^,.;]{1,30}?)?"
+            r"|(?:have|need|got) to (?:ship|deliver|launch|submit) (?:the|our) (?P<what3>release|launch|demo|"
+            r"submission|delivery|rollout))"
+            r"(?: (?:from [^,.;]{1,30}? )?(?:to|on|for|by|until))? (?P<v>" + _DATE + r")"
+        ),
+        _due,
+    ),
+    (
         "plan",
         _p(r"\b(?:i|we)(?:'m|'re| am| are)? (?:planning|plan|going|intend|intending|scheduled|hoping) to " + _V + _END),
         _plan,
@@ -892,6 +1066,14 @@ _TOOL_MENTION = re.compile(
 # A lead-in before the statement: "Honestly, ...", "For context, ...", "Just so you know, ...".
 _LEAD_IN = re.compile(r"^[\w' ]{1,30},\s+")
 _OWN_START = re.compile(r"^(?:i|i'm|i've|i'd|we|we're|we've|we'd|my|our)\b", re.IGNORECASE)
+# A sentence about the speaker's systems without a pronoun, in the speaker's own turn: "Production is on
+# AWS", "CI moved to GitLab CI", "Everything runs on Python 3.12 now", "The pipelines are on Buildkite".
+_OWN_SYSTEMS = re.compile(
+    r"^(?:production|prod|staging|everything|ci|(?:the|all(?: the)?|all of the) (?:[\w-]+ )?(?:app|apps|backend|"
+    r"frontend|services?|pipelines?|ci|builds?|infrastructure|infra|servers?|codebase|stack|api|site|website|"
+    r"clusters?|database|db|deployments?|tests?))\b",
+    re.IGNORECASE,
+)
 # Before a mention: another person's ("Casey's team", "my colleague", "my manager uses ...").
 _SOMEONE_ELSES = re.compile(r"\w's\b|" + _SOMEONE_ELSES_WORDS, re.IGNORECASE)
 _DENIED = re.compile(r"\b(?:not|never|no longer|anymore|\w+n't)\b", re.IGNORECASE)
@@ -911,7 +1093,8 @@ def tool_slots(sentence: str, speaker: str) -> list[Found]:
     old and a new value of one slot, the grammar says which is current. Someone else's tool, a denied
     one and a question fill nothing."""
     clause = _LEAD_IN.sub("", sentence.strip())
-    if not _OWN_START.match(clause) or _QUESTION_OR_HYPOTHETICAL.search(clause):
+    own = _OWN_START.match(clause) or _OWN_SYSTEMS.match(clause)
+    if not own or _QUESTION_OR_HYPOTHETICAL.search(clause):
         return []
     by_slot: dict[str, list[re.Match[str]]] = {}
     for m in _TOOL_MENTION.finditer(clause):
@@ -962,7 +1145,12 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
     for sentence in sentences(text):
         # A pattern's value is copied as said: one that leans on context ("keep working on it") or
         # still speaks in the first or second person is not a fact about the speaker.
-        facts = [f for f in extract_from_text(sentence, speaker) if not _LEANING.search(f.value)]
+        # A typed value (a zone, a number, an address) is read whole: "US Eastern" leans on no one.
+        facts = [
+            f
+            for f in extract_from_text(sentence, speaker)
+            if f.attribute in LITERAL_ATTRIBUTES or not _LEANING.search(f.value)
+        ]
         if not facts and not _QUESTION_OR_HYPOTHETICAL.search(sentence):
             facts = [
                 Found(d.attribute, d.value, d.category, d.confidence, d.statement, cardinality=d.cardinality)
@@ -1043,7 +1231,8 @@ def replacements(sentence: str, speaker: str) -> list[tuple[str, str | None, fro
     Django 5.0"), so that older facts naming another version of it are expired. Someone else's
     statement, a question and a hypothesis leave nothing."""
     changed = bool(_CHANGE_VERB.search(sentence))
-    if _QUESTION_OR_HYPOTHETICAL.search(sentence) or not (changed or _FIRST_PERSON.search(sentence)):
+    own = _FIRST_PERSON.search(sentence) or _OWN_SYSTEMS.match(_LEAD_IN.sub("", sentence.strip()))
+    if _QUESTION_OR_HYPOTHETICAL.search(sentence) or not (changed or own):
         return []
     if _ANOTHER_PERSON.search(sentence):
         return []

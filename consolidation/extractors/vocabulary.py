@@ -1,5 +1,6 @@
 """The attributes the offline extractor writes (docs/consolidation.md, "Vocabulary"). A fact's
-attribute is one of these, or `favorite_<thing>` / `<event>_date` built from the words said."""
+attribute is one of these, or `favorite_<thing>` / `<event>_date` / `prefers_for_<purpose>` built from
+the words said."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ ATTRIBUTES: dict[str, str] = {
     "employer": "the organisation the subject works at",
     "job_title": "the subject's role",
     "status": "the state of a named project or product (semantic.validation.STATE_PHRASES)",
+    # the people a subject has one of at a time (rules.ROLE_ATTRIBUTES): a new one replaces the old
+    "manager": "whom the subject reports to (manager, boss, supervisor, team lead)",
+    "mentor": "the subject's mentor",
+    "partner": "the subject's partner (wife, husband, spouse, ...)",
+    "landlord": "the subject's landlord",
+    "doctor": "the subject's doctor",
+    "therapist": "the subject's therapist",
     # preferences
     "prefers": "a preferred option",
     "likes": "something the subject likes",

@@ -100,9 +100,11 @@ def test_every_attribute_is_in_the_documented_vocabulary_and_no_statement_names_
         "I think we should keep the old API until we're sure the new one works.",
         "We both agree that we need better tests.",
         "My team and I are moving the billing service to Kubernetes in Q3.",
+        "I report to Dana Cole. I'm in the CET time zone. I prefer pytest for tests.",
+        "The launch is due on May 5. Production is on AWS.",
     ]
     for attribute, value, statement in _facts(*turns):
-        assert attribute in ATTRIBUTES or attribute.startswith("favorite_"), attribute
+        assert attribute in ATTRIBUTES or attribute.startswith(("favorite_", "prefers_for_")), attribute
         assert len(re.findall(r"\bSam\b", statement)) == 1, statement
         assert not value.startswith(("'", "like ", "something")) and "`" not in value, value
 

@@ -1,0 +1,128 @@
+"""Single-valued slots that a later statement replaces (issue 30): the person a speaker has one of (a
+manager, a partner, a doctor), a time zone, the date an event is due, the choice made for a purpose
+("pytest for tests"), and the speaker's systems named without a pronoun ("Production is on AWS"). Each
+was kept as `about` or not read at all, so the older statement stayed active and was served above the
+newer turn. The forms are grammar and typed values, not the phrasings of one data set."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from consolidation.extractors.rules import extract_with_disclosures, replacements
+
+SAID_AT = datetime(2025, 3, 1, tzinfo=UTC)
+
+
+def _slots(sentence: str) -> list[tuple[str, str]]:
+    return [
+        (f.attribute, f.value)
+        for f in extract_with_disclosures(sentence, "Ana", SAID_AT)
+        if f.cardinality == "single" and f.attribute not in {"experiences", "about"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "slot"),
+    [
+        ("My boss is Karen Holt.", ("manager", "Karen Holt")),
+        ("Karen left, my new manager is Idris Bello.", ("manager", "Idris Bello")),
+        ("I report directly to Olu Adeyemi.", ("manager", "Olu Adeyemi")),
+        ("Since the reorg I have a new team lead, Sofia Marsh.", ("manager", "Sofia Marsh")),
+        ("Wen Li is my supervisor now.", ("manager", "Wen Li")),
+        ("My husband Pedro is a chef.", ("partner", "Pedro")),
+        ("My doctor is Hana Novak.", ("doctor", "Hana Novak")),
+        ("My mentor, Ruth Okoye, suggested it.", ("mentor", "Ruth Okoye")),
+    ],
+)
+def test_a_person_the_speaker_has_one_of(sentence: str, slot: tuple[str, str]) -> None:
+    assert slot in _slots(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Casey's manager is Tom Hardy.",
+        "My manager is great.",
+        "My manager is on holiday.",
+        "Is Karen my manager?",
+        "My sister reports to Paul Weiss.",
+    ],
+)
+def test_not_the_speakers_person(sentence: str) -> None:
+    assert not [s for s in _slots(sentence) if s[0] in {"manager", "partner", "doctor", "mentor"}]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "zone"),
+    [
+        ("I'm in the JST time zone.", "JST"),
+        ("We're on Pacific Time.", "Pacific Time"),
+        ("My hours are in US Central.", "US Central"),
+        ("My time zone moved from PST to Europe/Berlin.", "Europe/Berlin"),
+        ("Schedule meetings in UTC+2 for me.", "UTC+2"),
+        ("After the move I'm on AEST now.", "AEST"),
+    ],
+)
+def test_a_time_zone_is_a_typed_value(sentence: str, zone: str) -> None:
+    assert _slots(sentence) == [("timezone", zone)]
+
+
+@pytest.mark.parametrize("sentence", ["I'm in the office today.", "We're on the train.", "I'm in IT."])
+def test_not_a_time_zone(sentence: str) -> None:
+    assert not [s for s in _slots(sentence) if s[0] == "timezone"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "slot"),
+    [
+        ("The launch is due on May 5.", ("launch_date", "May 5")),
+        ("Our migration is scheduled for June 12.", ("migration_date", "June 12")),
+        ("They postponed the demo from May 5 to May 19.", ("demo_date", "May 19")),
+        ("We need to deliver the rollout by September 1.", ("rollout_date", "September 1")),
+        ("The release date was moved to 2025-07-01.", ("release_date", "2025-07-01")),
+    ],
+)
+def test_the_date_an_event_is_due(sentence: str, slot: tuple[str, str]) -> None:
+    assert slot in _slots(sentence)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "slot"),
+    [
+        ("I prefer Poetry for packaging.", ("prefers_for_packag", "Poetry")),
+        ("I've switched to uv for packaging.", ("prefers_for_packag", "uv")),
+        ("Please use ruff for linting from now on.", ("prefers_for_lint", "ruff")),
+        ("I always use Jest for unit tests.", ("prefers_for_unit_test", "Jest")),
+        ("I'd prefer Mermaid for diagrams.", ("prefers_for_diagram", "Mermaid")),
+    ],
+)
+def test_a_choice_for_a_purpose(sentence: str, slot: tuple[str, str]) -> None:
+    assert slot in _slots(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["Please use the API for that.", "Could you use pandas for this?", "I'm using my phone for work."],
+)
+def test_not_a_choice_for_a_purpose(sentence: str) -> None:
+    assert not [s for s in _slots(sentence) if s[0].startswith("prefers_for")]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "slot"),
+    [
+        ("Production is on Hetzner since the migration.", ("cloud_provider", "Hetzner")),
+        ("CI moved to Buildkite last sprint.", ("ci", "Buildkite")),
+        ("The pipelines run on Jenkins.", ("ci", "Jenkins")),
+        ("Staging is hosted on Azure.", ("cloud_provider", "Azure")),
+    ],
+)
+def test_the_speakers_systems_without_a_pronoun(sentence: str, slot: tuple[str, str]) -> None:
+    assert slot in _slots(sentence)
+
+
+def test_a_version_said_to_hold_now_leaves_the_others() -> None:
+    assert [(v, ver) for v, ver, _ in replacements("All the services run on Node 22 now.", "Ana")] == [("Node", "22")]
+    assert replacements("The backend at Casey's company runs on Node 22 now.", "Ana") == []
