@@ -112,6 +112,7 @@ SAID_UPDATES: tuple[Said, ...] = (
     Said("date", "The launch is due on May 5.", "They postponed the launch from May 5 to May 19.", "May 5", "May 19", "When is the launch?"),
     Said("date", "Our migration is scheduled for June 12.", "The migration was moved to July 3.", "June 12", "July 3", "When is the migration?"),
     Said("purpose", "I prefer Poetry for packaging.", "I've switched to uv for packaging.", "Poetry", "uv", "What do I use for packaging?"),
+    Said("style", "I prefer concise replies with a summary at the end.", "Change of plan: give me step-by-step explanations.", "concise replies", "step-by-step explanations", "How should answers be written for me?"),
     Said("purpose", "I always use Jest for unit tests.", "Please use Vitest for unit tests from now on.", "Jest", "Vitest", "Which framework should unit tests use?"),
     Said("product", "Staging is hosted on Azure.", "Staging is on Hetzner since the migration.", "Azure", "Hetzner", "Where is staging hosted?"),
     Said("product", "The pipelines run on Jenkins.", "CI moved to Buildkite last sprint.", "Jenkins", "Buildkite", "Which CI runs the pipelines?"),

@@ -682,6 +682,32 @@ def _prefers_for(m: re.Match[str], subject: str) -> list[Found]:
     ]
 
 
+# How the speaker wants answers written: a preference whose phrase is headed by a kind of answer
+# ("short answers with the code first", "bullet points only", "detailed explanations before any code").
+# One style at a time: a new one replaces the old.
+_ANSWER_KINDS = r"(?:answers?|replies|reply|responses?|explanations?|bullet points|bullets|summaries)"
+_ANSWER_STYLE = re.compile(rf"^(?:[a-z-]+ ){{0,2}}{_ANSWER_KINDS}\b", re.IGNORECASE)
+
+
+def _answer_style(m: re.Match[str], subject: str) -> list[Found]:
+    # A style is said of answers in general: "the answer to question 3" is one answer.
+    if re.match(r"(?:the|this|that|your|an?) ", m.group("v"), re.IGNORECASE):
+        return []
+    value = _clean_value(m.group("v"), max_words=10, literal=True)
+    if not value or not _ANSWER_STYLE.match(value) or _LEANING.search(value):
+        return []
+    return [
+        Found(
+            "answer_style",
+            value,
+            FactCategory.PREFERENCES,
+            0.8,
+            f"{subject} wants {value}.",
+            cardinality=Cardinality.SINGLE,
+        )
+    ]
+
+
 RULES: list[Rule] = [
     # --- contact details
     (
@@ -811,6 +837,15 @@ RULES: list[Rule] = [
             r"\bi(?:'m| am) (?:a )?(?P<v>vegetarian|vegan|pescatarian|gluten[- ]free|lactose[- ]intolerant|halal|kosher)\b"
         ),
         _simple("diet", FactCategory.PREFERENCES, 0.8, "{s} is {v}.", words=2),
+    ),
+    (
+        "answer_style",
+        _p(
+            r"(?:\bi(?:'d| would)? (?:really |much |strongly )?(?:prefer|like|want)|^(?:[\w' ]{1,20}[:,] )?"
+            r"(?:please |just )?give me(?: from now on)?) (?P<v>[^.;!?]{3,80}?)(?:,? (?:from now on|please))?"
+            r"(?=\s*(?:\.(?!\w)|[;!?]|$))"
+        ),
+        _answer_style,
     ),
     (
         # "I prefer pytest for tests", "I've come around to uv for packaging", "use ruff for linting from

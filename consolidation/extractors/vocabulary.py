@@ -29,6 +29,7 @@ ATTRIBUTES: dict[str, str] = {
     "likes": "something the subject likes",
     "dislikes": "something the subject dislikes",
     "preferred_language": "the language answers should be in",
+    "answer_style": "how answers should be written (a phrase headed by a kind of answer), single-valued",
     "instructions": "a standing instruction (always / never ...)",
     "contact_preference": "how the subject wants to be contacted",
     "preferences": "a preference told as a clause",

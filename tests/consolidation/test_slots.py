@@ -126,3 +126,23 @@ def test_the_speakers_systems_without_a_pronoun(sentence: str, slot: tuple[str, 
 def test_a_version_said_to_hold_now_leaves_the_others() -> None:
     assert [(v, ver) for v, ver, _ in replacements("All the services run on Node 22 now.", "Ana")] == [("Node", "22")]
     assert replacements("The backend at Casey's company runs on Node 22 now.", "Ana") == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "style"),
+    [
+        ("I prefer concise replies with a summary at the end.", "concise replies with a summary at the end"),
+        ("From now on I'd like bullet points, please.", "bullet points"),
+        ("Change of plan: give me step-by-step explanations.", "step-by-step explanations"),
+        ("I want short answers without any preamble.", "short answers without any preamble"),
+    ],
+)
+def test_how_answers_should_be_written_is_one_style(sentence: str, style: str) -> None:
+    assert ("answer_style", style) in _slots(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence", ["Give me the answer to question 3.", "I like long walks on the beach.", "I want an answer by Friday."]
+)
+def test_not_an_answer_style(sentence: str) -> None:
+    assert not [s for s in _slots(sentence) if s[0] == "answer_style"]
