@@ -114,6 +114,9 @@ SAID_UPDATES: tuple[Said, ...] = (
     Said("purpose", "I prefer Poetry for packaging.", "I've switched to uv for packaging.", "Poetry", "uv", "What do I use for packaging?"),
     Said("style", "I prefer concise replies with a summary at the end.", "Change of plan: give me step-by-step explanations.", "concise replies", "step-by-step explanations", "How should answers be written for me?"),
     Said("purpose", "I always use Jest for unit tests.", "Please use Vitest for unit tests from now on.", "Jest", "Vitest", "Which framework should unit tests use?"),
+    Said("person", "My colleague Omar reviews my code.", "Lena reviews my pull requests now.", "Omar", "Lena", "Who reviews my code?"),
+    Said("product", "Our API framework is Laravel 11.", "We migrated the API to Symfony 7.", "Laravel 11", "Symfony 7", "Which framework is our API built on?"),
+    Said("product", "Our servers run on Vultr.", "We moved everything from Vultr to Scaleway.", "Vultr", "Scaleway", "Which cloud are our servers on?"),
     Said("product", "Staging is hosted on Azure.", "Staging is on Hetzner since the migration.", "Azure", "Hetzner", "Where is staging hosted?"),
     Said("product", "The pipelines run on Jenkins.", "CI moved to Buildkite last sprint.", "Jenkins", "Buildkite", "Which CI runs the pipelines?"),
 )

@@ -12,6 +12,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from functools import partial
 
 from core.terms import terms
 from episodic.models import Episode
@@ -72,7 +73,19 @@ _KNOWN_TOOLS = {
         "vercel",
         "netlify",
         "linode",
+        "akamai",
         "hetzner",
+        "ovh",
+        "ovhcloud",
+        "scaleway",
+        "fly.io",
+        "cloudflare",
+        "oracle cloud",
+        "ibm cloud",
+        "alibaba cloud",
+        "vultr",
+        "upcloud",
+        "exoscale",
     },
     "operating_system": {
         "windows",
@@ -85,12 +98,94 @@ _KNOWN_TOOLS = {
         "centos",
         "arch linux",
         "chromeos",
+        "linux mint",
+        "manjaro",
+        "opensuse",
+        "rhel",
+        "red hat enterprise linux",
+        "rocky linux",
+        "almalinux",
+        "nixos",
+        "pop!_os",
+        "freebsd",
+        "openbsd",
+        "elementary os",
     },
     "orchestration": {"kubernetes", "k8s", "nomad", "docker swarm", "ecs", "openshift"},
-    "ci": {"github actions", "gitlab ci", "jenkins", "circleci", "travis ci", "buildkite"},
-    "editor": {"vim", "neovim", "emacs", "vs code", "vscode", "visual studio code", "intellij", "pycharm"},
+    "ci": {
+        "github actions",
+        "gitlab ci",
+        "jenkins",
+        "circleci",
+        "travis ci",
+        "buildkite",
+        "drone ci",
+        "teamcity",
+        "azure pipelines",
+        "bitbucket pipelines",
+        "woodpecker ci",
+        "tekton",
+        "argo workflows",
+    },
+    "editor": {
+        "vim",
+        "neovim",
+        "emacs",
+        "vs code",
+        "vscode",
+        "visual studio code",
+        "visual studio",
+        "intellij",
+        "intellij idea",
+        "pycharm",
+        "webstorm",
+        "goland",
+        "clion",
+        "rubymine",
+        "phpstorm",
+        "android studio",
+        "xcode",
+        "sublime text",
+        "kakoune",
+        "notepad++",
+    },
+    # The framework a web backend is built on (one per backend: a new one replaces the old).
+    "web_framework": {
+        "django",
+        "flask",
+        "fastapi",
+        "starlette",
+        "ruby on rails",
+        "sinatra",
+        "spring boot",
+        "nestjs",
+        "koa",
+        "hapi",
+        "laravel",
+        "symfony",
+        "asp.net core",
+        "asp.net",
+        "actix",
+        "axum",
+        "ktor",
+        "quarkus",
+        "micronaut",
+    },
 }
-TOOL_ATTRIBUTES = {name: (attr, name) for attr, names in _KNOWN_TOOLS.items() for name in names}
+# Tools whose names are also common words ("the rails", "a cursor", "render the page"): they count only
+# written as a name, with a capital.
+_KNOWN_TOOLS_BY_NAME = {
+    "editor": {"helix", "zed", "cursor", "eclipse", "rider", "kate"},
+    "web_framework": {"rails", "spring", "express", "phoenix", "echo", "gin", "fiber", "tornado", "pyramid"},
+    "ci": {"concourse", "bamboo"},
+}
+PROPER_ONLY = frozenset(name for names in _KNOWN_TOOLS_BY_NAME.values() for name in names)
+TOOL_ATTRIBUTES = {
+    name: (attr, name)
+    for tools in (_KNOWN_TOOLS, _KNOWN_TOOLS_BY_NAME)
+    for attr, names in tools.items()
+    for name in names
+}
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _QUESTION_OR_HYPOTHETICAL = re.compile(
@@ -167,6 +262,8 @@ def _tool(value: str) -> tuple[str, str | None]:
     """The attribute a tool fills, by its name (or its first words: "PostgreSQL 16" is a database)."""
     low = value.lower()
     for name, (attribute, _canonical) in sorted(TOOL_ATTRIBUTES.items(), key=lambda kv: -len(kv[0])):
+        if name in PROPER_ONLY and not value[:1].isupper():
+            continue
         if low == name or (low.startswith(name + " ") and _EDITION.fullmatch(low[len(name) + 1 :])):
             return attribute, Cardinality.SINGLE
     return "uses", Cardinality.MULTI
@@ -270,12 +367,16 @@ def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], li
     def build(m: re.Match[str], subject: str) -> list[Found]:
         out = []
         # "we use Django and Postgres" names two tools.
-        for part in _split_list(m.group("v")):
+        values = [_clean_value(_TOOL_TAIL.sub("", part), max_words=4) for part in _split_list(m.group("v"))]
+        slots = [_tool(v)[0] for v in values if v]
+        for value in values:
             # "Redis for the cache", "Go in production": the tool is the head of the phrase.
-            value = _clean_value(_TOOL_TAIL.sub("", part), max_words=4)
             if not value:
                 continue
             attribute, cardinality = _tool(value)
+            # Two of one slot in one breath ("we use Django and FastAPI") are both in use: neither replaces.
+            if cardinality == Cardinality.SINGLE and slots.count(attribute) > 1:
+                attribute, cardinality = "uses", Cardinality.MULTI
             out.append(
                 Found(
                     attribute,
@@ -371,6 +472,10 @@ def _our_thing(m: re.Match[str], subject: str) -> list[Found]:
         "ci": "ci",
         "editor": "editor",
         "employer": "employer",
+        "framework": "web_framework",
+        "backend framework": "web_framework",
+        "web framework": "web_framework",
+        "api framework": "web_framework",
     }.get(thing, "uses")
     if attribute == "employer":
         # "My employer is Acme Robotics" names it; "my employer is great" describes it.
@@ -572,6 +677,7 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "manager": ("manager", "boss", "line manager", "supervisor", "team lead", "tech lead"),
     "partner": ("partner", "wife", "husband", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee"),
     "mentor": ("mentor",),
+    "reviewer": ("reviewer", "code reviewer"),
     "landlord": ("landlord", "landlady"),
     "doctor": ("doctor", "gp", "family doctor"),
     "therapist": ("therapist",),
@@ -585,22 +691,24 @@ _PERSON_END = (
 )
 
 
-def _role(m: re.Match[str], subject: str) -> list[Found]:
+def _role(m: re.Match[str], subject: str, default: str = "manager") -> list[Found]:
     """A person the speaker has one of (manager, partner, doctor...): single-valued, so that a new one
     replaces the old."""
     value = _clean_value(m.group("v"), max_words=4)
-    words = m.groupdict().get("role")
-    attribute = ROLE_ATTRIBUTES.get((words or "manager").lower())
+    words = m.groupdict().get("role") or default
+    attribute = ROLE_ATTRIBUTES.get(words.lower())
     if not value or attribute is None or value.lower() in _NOT_A_PERSON:
         return []
-    label = (words or "manager").lower()
+    statement = (
+        f"{value} reviews {subject}'s code." if attribute == "reviewer" else f"{subject}'s {words.lower()} is {value}."
+    )
     return [
         Found(
             attribute,
             value,
-            FactCategory.BUSINESS_CONTEXT if attribute in {"manager", "mentor"} else FactCategory.OTHER,
+            FactCategory.BUSINESS_CONTEXT if attribute in {"manager", "mentor", "reviewer"} else FactCategory.OTHER,
             0.8,
-            f"{subject}'s {label} is {value}.",
+            statement,
             cardinality=Cardinality.SINGLE,
         )
     ]
@@ -771,6 +879,16 @@ RULES: list[Rule] = [
         _role,
     ),
     (
+        # "Sam reviews my pull requests (now)", "My teammate Ines reviews my code".
+        "reviews_mine",
+        _p(
+            r"(?:\bmy (?:teammate|colleague|coworker|co-worker) )?(?<![\w'])"
+            + _PERSON
+            + r" (?:now |usually |always )?(?:reviews|does the reviews? (?:of|for)) my (?:pull requests|prs|code|merge requests|changes)\b"
+        ),
+        partial(_role, default="reviewer"),
+    ),
+    (
         "reports_to",
         _p(r"\bi(?:'m| am)? (?:now |still )?report(?:s|ing)? (?:directly )?to\s+" + _PERSON + _PERSON_END),
         _role,
@@ -913,7 +1031,8 @@ RULES: list[Rule] = [
         "our_thing",
         _p(
             r"\b(?P<det>our|my|the) (?:main |primary |new |current )?"
-            r"(?P<thing>database|db|cloud provider|cloud|os|operating system|ci|editor|employer)"
+            r"(?P<thing>database|db|cloud provider|cloud|os|operating system|ci|editor|employer|"
+            r"(?:backend |web |api )?framework)"
             r" is (?:now |still |currently )?" + _V + _END
         ),
         _our_thing,
@@ -1095,7 +1214,7 @@ _TOOL_MENTION = re.compile(
     + "|".join(re.escape(n) for n in sorted(TOOL_ATTRIBUTES, key=len, reverse=True))
     + r")(?P<edition>\s+(?:"
     + _EDITION.pattern
-    + r"))?(?!\w|\.\w)",
+    + r"))?(?!\w|\.\w|-\w)",
     re.IGNORECASE,
 )
 # A lead-in before the statement: "Honestly, ...", "For context, ...", "Just so you know, ...".
@@ -1119,7 +1238,12 @@ _OLD_VALUE_CUE = re.compile(
     r"\s+(?:the |our |my )?$",
     re.IGNORECASE,
 )
-_SLOT_NAMES = {"ci": "CI", "operating_system": "operating system", "cloud_provider": "cloud provider"}
+_SLOT_NAMES = {
+    "ci": "CI",
+    "operating_system": "operating system",
+    "cloud_provider": "cloud provider",
+    "web_framework": "web framework",
+}
 
 
 def tool_slots(sentence: str, speaker: str) -> list[Found]:
@@ -1133,7 +1257,10 @@ def tool_slots(sentence: str, speaker: str) -> list[Found]:
         return []
     by_slot: dict[str, list[re.Match[str]]] = {}
     for m in _TOOL_MENTION.finditer(clause):
-        by_slot.setdefault(TOOL_ATTRIBUTES[m.group("name").lower()][0], []).append(m)
+        name = m.group("name")
+        if name.lower() in PROPER_ONLY and not name[:1].isupper():
+            continue
+        by_slot.setdefault(TOOL_ATTRIBUTES[name.lower()][0], []).append(m)
     out = []
     for slot, mentions in by_slot.items():
         current = [m for m in mentions if not _OLD_VALUE_CUE.search(clause[: m.start()])]

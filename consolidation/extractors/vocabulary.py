@@ -20,6 +20,7 @@ ATTRIBUTES: dict[str, str] = {
     # the people a subject has one of at a time (rules.ROLE_ATTRIBUTES): a new one replaces the old
     "manager": "whom the subject reports to (manager, boss, supervisor, team lead)",
     "mentor": "the subject's mentor",
+    "reviewer": "who reviews the subject's code",
     "partner": "the subject's partner (wife, husband, spouse, ...)",
     "landlord": "the subject's landlord",
     "doctor": "the subject's doctor",
@@ -47,6 +48,7 @@ ATTRIBUTES: dict[str, str] = {
     "orchestration": "the orchestrator in use",
     "ci": "the CI system in use",
     "editor": "the editor in use",
+    "web_framework": "the framework the subject's web backend is built on",
     "uses": "a named tool, library, service or version in use",
     "runs_on": "where the subject's systems run",
     "known_issues": "a problem the subject reports",

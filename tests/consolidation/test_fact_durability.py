@@ -145,7 +145,7 @@ def test_code_and_indented_blocks_a_user_pastes_are_not_read_as_facts() -> None:
 @pytest.mark.parametrize(
     ("text", "attribute", "value"),
     [
-        ("Our infrastructure lives on Fly.io.", "runs_on", "Fly.io"),
+        ("Our infrastructure lives on Fly.io.", "cloud_provider", "Fly.io"),
         ("We use Node.js for the API.", "uses", "Node.js"),
         ("My email is sam.lee@example.com.", "email", "sam.lee@example.com"),
     ],

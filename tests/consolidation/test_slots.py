@@ -146,3 +146,25 @@ def test_how_answers_should_be_written_is_one_style(sentence: str, style: str) -
 )
 def test_not_an_answer_style(sentence: str) -> None:
     assert not [s for s in _slots(sentence) if s[0] == "answer_style"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "slot"),
+    [
+        ("My colleague Omar reviews my code.", ("reviewer", "Omar")),
+        ("Lena reviews my pull requests now.", ("reviewer", "Lena")),
+        ("Our API framework is Laravel 11.", ("web_framework", "Laravel 11")),
+        ("We migrated the API to Symfony 7.", ("web_framework", "Symfony 7")),
+        ("We moved production to Scaleway.", ("cloud_provider", "Scaleway")),
+        ("I switched to Sublime Text.", ("editor", "Sublime Text")),
+        ("My laptop runs NixOS.", ("operating_system", "NixOS")),
+        ("The pipelines run on TeamCity.", ("ci", "TeamCity")),
+    ],
+)
+def test_more_slots_and_the_tools_that_fill_them(sentence: str, slot: tuple[str, str]) -> None:
+    assert slot in _slots(sentence)
+
+
+def test_two_of_one_slot_in_one_breath_are_both_in_use() -> None:
+    assert _slots("We use Django and FastAPI.") == []
+    assert _slots("Casey's teammate Sam reviews his pull requests.") == []
