@@ -30,6 +30,7 @@ from django.utils import timezone
 from core.embedding import embedding_cache
 from core.errors import Conflict, NotFound, ValidationProblem
 from core.terms import terms
+from episodic.models import Episode
 from semantic.history import ChangeDraft, change_log, sources_add
 from semantic.models import (
     ActorType,
@@ -182,18 +183,28 @@ def _same_reason(fact: Fact, c: PreparedFact) -> str:
     return "same value." if fact.value_key == c.value_key else f"same value, written {c.value!r}."
 
 
-def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: str, now: datetime) -> UpsertResult:
+def _vouch(
+    *,
+    tenant: Tenant,
+    fact: Fact,
+    actor: Actor,
+    weight: float,
+    reason: str,
+    new_value: str,
+    observed_at: datetime,
+    now: datetime,
+    episodes: Sequence[Episode] = (),
+    fields: Sequence[str] = (),
+) -> None:
+    """Evidence for a live fact again: its confidence combined with `weight`, confirmed now, the
+    `episodes` added to its sources and the confirmation logged. `fields` were changed by the caller."""
     old_confidence = fact.confidence
-    fact.confidence = _combine(fact.confidence, c.confidence)
+    fact.confidence = _combine(fact.confidence, weight)
     fact.last_confirmed_at = now
     fact.confirmation_count += 1
     fact.updated_at = now
-    fields = ["confidence", "last_confirmed_at", "confirmation_count", "updated_at", "valid_from"]
-    if not fact.subject and c.subject:
-        fact.subject = c.subject
-        fields.append("subject")
-    fact.save(update_fields=fields)
-    sources_add(tenant=tenant, fact=fact, episodes=c.episodes)
+    fact.save(update_fields=["confidence", "last_confirmed_at", "confirmation_count", "updated_at", *fields])
+    sources_add(tenant=tenant, fact=fact, episodes=episodes)
     change_log(
         tenant=tenant,
         fact=fact,
@@ -201,14 +212,33 @@ def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: 
         actor=actor,
         reason=reason,
         old_value=fact.value,
-        new_value=c.value,
+        new_value=new_value,
         old_status=fact.status,
         new_status=fact.status,
         old_confidence=old_confidence,
         new_confidence=fact.confidence,
-        source_episode_ids=c.episode_ids,
-        observed_at=c.observed_at,
+        source_episode_ids=[e.id for e in episodes],
+        observed_at=observed_at,
         at=now,
+    )
+
+
+def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: str, now: datetime) -> UpsertResult:
+    fields = ["valid_from"]
+    if not fact.subject and c.subject:
+        fact.subject = c.subject
+        fields.append("subject")
+    _vouch(
+        tenant=tenant,
+        fact=fact,
+        actor=actor,
+        weight=c.confidence,
+        reason=reason,
+        new_value=c.value,
+        observed_at=c.observed_at,
+        now=now,
+        episodes=c.episodes,
+        fields=fields,
     )
     return UpsertResult(fact=fact, action="confirmed", previous=None)
 
@@ -353,26 +383,15 @@ def fact_confirm(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
             confidence=_combine(fact.confidence, CONFIRM_WEIGHT),
             now=now,
         )
-    old = fact.confidence
-    fact.confidence = _combine(fact.confidence, CONFIRM_WEIGHT)
-    fact.last_confirmed_at = now
-    fact.confirmation_count += 1
-    fact.updated_at = now
-    fact.save(update_fields=["confidence", "last_confirmed_at", "confirmation_count", "updated_at"])
-    change_log(
+    _vouch(
         tenant=tenant,
         fact=fact,
-        kind=FactChangeKind.CONFIRMED,
         actor=actor,
+        weight=CONFIRM_WEIGHT,
         reason="confirmed explicitly.",
-        old_value=fact.value,
         new_value=fact.value,
-        old_status=fact.status,
-        new_status=fact.status,
-        old_confidence=old,
-        new_confidence=fact.confidence,
         observed_at=now,
-        at=now,
+        now=now,
     )
     return fact
 
