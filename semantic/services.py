@@ -709,23 +709,15 @@ def fact_review_decide(
         raise Conflict(f"Fact {fact.id} is {fact.status}, not pending_review.")
     now = timezone.now()
     if not approve:
-        fact.status = FactStatus.RETRACTED
-        fact.valid_to = now
-        fact.updated_at = now
-        fact.save(update_fields=["status", "valid_to", "updated_at"])
-        change_log(
+        return _withdraw(
             tenant=tenant,
             fact=fact,
+            status=FactStatus.RETRACTED,
             kind=FactChangeKind.REVIEW_REJECTED,
             actor=actor,
-            old_value=fact.value,
-            old_status=FactStatus.PENDING_REVIEW,
-            new_status=fact.status,
-            old_confidence=fact.confidence,
-            new_confidence=fact.confidence,
-            at=now,
+            valid_to=now,
+            now=now,
         )
-        return fact
 
     if value is not None or statement is not None:
         _edit(tenant=tenant, fact=fact, actor=actor, value=value, statement=statement, category=None, confidence=None)
