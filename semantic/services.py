@@ -53,7 +53,7 @@ from semantic.validation import PreparedFact, allowed_categories, fact_prepare
 from semantic.values import values_conflict, values_same
 from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import for_each_batch
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 # An explicit confirmation (operator or API) halves the remaining doubt.
@@ -76,25 +76,21 @@ def facts_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[
     """Embed again, with today's embedder, the statement of every fact of the tenant that has a vector
     (history included: a revert brings an old row back), batch by batch, each batch its own transaction.
     After a change of embedding file (episodic.passages.passages_reembed says why). Returns how many."""
-    done = 0
-    after: uuid.UUID | None = None
-    while True:
-        with tenant_scope(tenant):
-            rows = Fact.objects.filter(embedding__isnull=False)
-            if after is not None:
-                rows = rows.filter(id__gt=after)
-            batch = list(rows.order_by("id").only("id", "statement")[:batch_size])
-            if not batch:
-                return done
-            # The text fact_upsert embeds.
-            vectors = embed_statements([" ".join(f.statement.split()) or "-" for f in batch])
-            for fact, vector in zip(batch, vectors, strict=True):
-                fact.embedding = vector
-            Fact.objects.bulk_update(batch, ["embedding"])
-        after = batch[-1].pk
-        done += len(batch)
-        if progress is not None:
-            progress(len(batch))
+
+    def store(batch: list[Fact]) -> None:
+        # The text fact_upsert embeds.
+        vectors = embed_statements([" ".join(f.statement.split()) or "-" for f in batch])
+        for fact, vector in zip(batch, vectors, strict=True):
+            fact.embedding = vector
+        Fact.objects.bulk_update(batch, ["embedding"])
+
+    return for_each_batch(
+        tenant=tenant,
+        rows=lambda: Fact.objects.filter(embedding__isnull=False).only("id", "statement"),
+        each=store,
+        batch_size=batch_size,
+        progress=progress,
+    )
 
 
 # --- locking ---------------------------------------------------------------------------------------------
