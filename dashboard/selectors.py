@@ -14,7 +14,7 @@ from django.db.models.functions import RowNumber, TruncDate, TruncWeek
 from django.utils import timezone
 
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, ErasureRequest, ErasureStatus
-from consolidation.selectors import consolidation_stats
+from consolidation.selectors import consolidation_stats, run_totals
 from consolidation.services import backlog_queryset
 from episodic.models import Episode, Session, SessionStatus
 from episodic.selectors import embedding_backlog, episodic_stats
@@ -128,11 +128,7 @@ def consolidation_triggers(*, tenant: Tenant, days: int = DAYS, subject: str | N
         .annotate(
             runs=Count("id"),
             failed=Count("id", filter=Q(status="failed")),
-            episodes=Sum("episodes_read"),
-            created=Sum("facts_created"),
-            confirmed=Sum("facts_confirmed"),
-            superseded=Sum("facts_superseded"),
-            pending=Sum("facts_pending"),
+            **run_totals(),
             last=Max("created_at"),
         )
         .order_by("-runs", "trigger")
