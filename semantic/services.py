@@ -392,7 +392,7 @@ def fact_confirm(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
     return fact
 
 
-def _withdraw(
+def withdraw_locked(
     *,
     tenant: Tenant,
     fact: Fact,
@@ -403,8 +403,11 @@ def _withdraw(
     now: datetime,
     reason: str = "",
     source_episode_ids: Sequence[int] = (),
+    new_value: str | None = None,
+    related_fact: Fact | None = None,
 ) -> Fact:
-    """Take a locked fact out of service with `status`, valid until `valid_to`, and log it as `kind`."""
+    """Take a locked fact out of service with `status`, valid until `valid_to`, and log it as `kind`
+    (with the value and the fact that took its place, when one did)."""
     old_status = fact.status
     fact.status = status
     fact.valid_to = valid_to
@@ -416,10 +419,12 @@ def _withdraw(
         kind=kind,
         actor=actor,
         old_value=fact.value,
+        new_value=new_value,
         old_status=old_status,
         new_status=status,
         old_confidence=fact.confidence,
         new_confidence=fact.confidence,
+        related_fact=related_fact,
         reason=reason,
         source_episode_ids=source_episode_ids,
         at=now,
@@ -434,7 +439,7 @@ def fact_retract(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
     if fact.status == FactStatus.RETRACTED:
         return fact
     now = timezone.now()
-    return _withdraw(
+    return withdraw_locked(
         tenant=tenant,
         fact=fact,
         status=FactStatus.RETRACTED,
@@ -454,7 +459,7 @@ def fact_expire(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor, at: d
     if fact.status not in LIVE:
         raise Conflict(f"Fact {fact.id} is {fact.status}; only active or pending facts can expire.")
     now = timezone.now()
-    return _withdraw(
+    return withdraw_locked(
         tenant=tenant,
         fact=fact,
         status=FactStatus.EXPIRED,
@@ -516,7 +521,7 @@ def facts_expire_left(
         if fact.status not in LIVE:
             continue
         left = value if version is None else f"{value} other than {version}"
-        _withdraw(
+        withdraw_locked(
             tenant=tenant,
             fact=fact,
             status=FactStatus.EXPIRED,
@@ -705,7 +710,7 @@ def fact_review_decide(
         raise Conflict(f"Fact {fact.id} is {fact.status}, not pending_review.")
     now = timezone.now()
     if not approve:
-        return _withdraw(
+        return withdraw_locked(
             tenant=tenant,
             fact=fact,
             status=FactStatus.RETRACTED,
