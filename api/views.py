@@ -1,8 +1,12 @@
 """The base of every /v1/ view."""
 
+from collections.abc import Callable
 from typing import Any
 
+from django.db.models import QuerySet
+from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.auth import request_tenant
@@ -30,6 +34,13 @@ class TenantAPIView(APIView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         _check_request_text(request, kwargs)
+
+    def paginated(
+        self, paginator: BasePagination, queryset: QuerySet[Any], render: Callable[[list[Any]], Any]
+    ) -> Response:
+        """The page of `queryset` this request asks for, its items rendered by `render`, with the next cursor."""
+        page = paginator.paginate_queryset(queryset, self.request, view=self) or []
+        return paginator.get_paginated_response(render(page))
 
 
 def _check_request_text(request: Request, kwargs: dict[str, Any]) -> None:

@@ -70,14 +70,7 @@ def main() -> None:
                 for budget in budgets:
                     answers = {}
                     for mode, layers in (("all", None), ("episodic", ("episodic", "working"))):
-                        body = {
-                            "subject": q.sample_id,
-                            "query": q.text,
-                            "max_tokens": budget,
-                            "budgets": {"reserve": 0, "episodic": budget},
-                        }
-                        if layers:
-                            body["layers"] = list(layers)
+                        body = asker.body(q, budget, layers)
                         answers[mode] = asker.client.post("/v1/context", body, format="json").json()
                     found = {
                         mode: all(

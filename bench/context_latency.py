@@ -32,9 +32,13 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse, urlunparse
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = (
@@ -106,17 +110,25 @@ HNSW = {
 }
 
 
+def built(conn: psycopg.Connection[Any], *, db: str, slug: str, size: str) -> bool:
+    """Whether `db` already holds the data of this size (tenant `slug` says which): then it is reused;
+    data of another size stops the run."""
+    done = conn.execute("SELECT settings FROM tenants_tenant WHERE slug = %s", [slug]).fetchone()
+    if done and done[0].get("bench_size") == size:
+        print("data already built for this size; reusing it")
+        return True
+    if done:
+        sys.exit(f"{db} holds data of another size {done[0].get('bench_size')}: drop the database first.")
+    return False
+
+
 def build(args: argparse.Namespace) -> None:
     import psycopg
 
     owner = _with_db(_env("DATABASE_OWNER_URL"), args.db)
     with psycopg.connect(owner, autocommit=True) as conn:
-        done = conn.execute("SELECT settings FROM tenants_tenant WHERE slug = 'bench-big'").fetchone()
-        if done and done[0].get("bench_size") == _size(args):
-            print("data already built for this size; reusing it")
+        if built(conn, db=args.db, slug="bench-big", size=_size(args)):
             return
-        if done:
-            sys.exit(f"{args.db} holds data of another size {done[0].get('bench_size')}: drop the database first.")
         started = time.perf_counter()
         cur = conn.cursor()
         # The HNSW build slows down by an order of magnitude once its graph outgrows this.

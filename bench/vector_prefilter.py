@@ -40,7 +40,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from context_latency import _copy, _env, _with_db, prepare  # noqa: E402
+from context_latency import _copy, _env, _with_db, built, prepare  # noqa: E402
 from context_latency import _db_env as _scale_db_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,12 +138,8 @@ def build(db: str, data: dict[str, tuple[list[str], np.ndarray]]) -> None:
 
     size = f"{SIZE_TAG}-" + "-".join(f"{k}:{len(v[0])}" for k, v in data.items())
     with psycopg.connect(_with_db(_env("DATABASE_OWNER_URL"), db), autocommit=True) as conn:
-        row = conn.execute("SELECT settings FROM tenants_tenant WHERE slug = 'bench-prefilter'").fetchone()
-        if row and row[0].get("bench_size") == size:
-            print("data already built; reusing it")
+        if built(conn, db=db, slug="bench-prefilter", size=size):
             return
-        if row:
-            sys.exit(f"{db} holds data of another size: drop the database first.")
         started = time.perf_counter()
         cur = conn.cursor()
         cur.execute("SET maintenance_work_mem = '512MB'")

@@ -126,20 +126,12 @@ def facts_decay_and_forget(*, tenant: Tenant, now: datetime | None = None) -> De
                 confidences=decays,
                 actor=dataclasses.replace(actor, reason="confidence decays with time since the last confirmation"),
             )
-            for fact_id in stale:
-                fact_expire(
-                    tenant=tenant,
-                    fact_id=fact_id,
-                    actor=dataclasses.replace(actor, reason=f"not confirmed in {config.forget_after_days} days"),
-                    at=now,
-                )
-            for fact_id in floor:
-                fact_expire(
-                    tenant=tenant,
-                    fact_id=fact_id,
-                    actor=dataclasses.replace(actor, reason=f"confidence decayed below {config.confidence_floor}"),
-                    at=now,
-                )
+            for fact_ids, reason in (
+                (stale, f"not confirmed in {config.forget_after_days} days"),
+                (floor, f"confidence decayed below {config.confidence_floor}"),
+            ):
+                for fact_id in fact_ids:
+                    fact_expire(tenant=tenant, fact_id=fact_id, actor=dataclasses.replace(actor, reason=reason), at=now)
             report.expired_unconfirmed += len(stale)
             report.expired_below_floor += len(floor)
 

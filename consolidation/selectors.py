@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Max, Sum
+from django.db.models import Aggregate, Count, Max, Sum
 from django.utils import timezone
 
 from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, RunStatus
@@ -60,17 +60,25 @@ def growth_per_subject_week(*, tenant: Tenant, weeks: int = 4) -> list[dict[str,
         ]
 
 
+def run_totals() -> dict[str, Aggregate]:
+    """What a set of consolidation runs adds up to, to aggregate or annotate with: episodes read, and
+    facts created, superseded, confirmed and sent to review."""
+    return {
+        "episodes": Sum("episodes_read"),
+        "created": Sum("facts_created"),
+        "superseded": Sum("facts_superseded"),
+        "confirmed": Sum("facts_confirmed"),
+        "pending": Sum("facts_pending"),
+    }
+
+
 def consolidation_stats(*, tenant: Tenant) -> dict[str, Any]:
     """Consolidation ratio (episodes per extracted fact), backlogs, extractor cost, archive and
     erasure figures, and weekly growth per subject: the consolidation part of GET /v1/stats."""
     with tenant_scope(tenant):
         runs = ConsolidationRun.objects.all()
         totals = runs.aggregate(
-            episodes=Sum("episodes_read"),
-            created=Sum("facts_created"),
-            superseded=Sum("facts_superseded"),
-            confirmed=Sum("facts_confirmed"),
-            pending=Sum("facts_pending"),
+            **run_totals(),
             calls=Sum("llm_calls"),
             tokens_in=Sum("input_tokens"),
             tokens_out=Sum("output_tokens"),

@@ -4,16 +4,17 @@ They live above the layers because they read all of them; nothing imports this a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db.models import Count, F, Max, Q, Sum, Window
+from django.db.models import Count, F, Max, Model, Q, QuerySet, Sum, Window
 from django.db.models.functions import RowNumber, TruncDate, TruncWeek
 from django.utils import timezone
 
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, ErasureRequest, ErasureStatus
-from consolidation.selectors import consolidation_stats
+from consolidation.selectors import consolidation_stats, run_totals
 from consolidation.services import backlog_queryset
 from episodic.models import Episode, Session, SessionStatus
 from episodic.selectors import embedding_backlog, episodic_stats
@@ -24,6 +25,8 @@ from router.selectors import context_latency, feedback_totals, hit_rate_of, hit_
 from semantic.models import Fact, FactChange, FactStatus
 from semantic.selectors import fact_sources, facts_for_subject
 from tenants.models import Tenant
+
+M = TypeVar("M", bound=Model)
 
 WEEKS = 12
 DAYS = 30
@@ -46,6 +49,18 @@ def _as_date(value: datetime | date) -> date:
     return value.date() if isinstance(value, datetime) else value
 
 
+def _window(buckets_of: Callable[[datetime, int], list[date]], count: int) -> tuple[list[date], datetime]:
+    """The last `count` buckets (days or weeks, the current one last) and the moment the first begins."""
+    now = timezone.now()
+    buckets = buckets_of(now, count)
+    return buckets, datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
+
+
+def _of_subject(qs: QuerySet[M], subject: str | None) -> QuerySet[M]:
+    """The rows of `subject`, or all of them when none is given."""
+    return qs.filter(subject=subject) if subject else qs
+
+
 @dataclass(frozen=True)
 class Growth:
     weeks: list[date]
@@ -57,15 +72,12 @@ class Growth:
 def memory_growth(*, tenant: Tenant, weeks: int = WEEKS, subject: str | None = None) -> Growth:
     """New episodes, sessions and facts per week (UTC weeks starting Monday), the last `weeks` weeks."""
 
-    now = timezone.now()
-    buckets = _weeks(now, weeks)
-    since = datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
+    buckets, since = _window(_weeks, weeks)
 
     def per_week(qs: Any, field: str) -> list[int]:
-        if subject:
-            qs = qs.filter(subject=subject)
         rows = (
-            qs.filter(**{f"{field}__gte": since})
+            _of_subject(qs, subject)
+            .filter(**{f"{field}__gte": since})
             .annotate(week=TruncWeek(field))
             .values("week")
             .annotate(n=Count("id"))
@@ -93,12 +105,8 @@ class TriggerSeries:
 def consolidation_triggers(*, tenant: Tenant, days: int = DAYS, subject: str | None = None) -> TriggerSeries:
     """Consolidation runs per day and trigger, the facts each trigger wrote, and all-time totals."""
 
-    now = timezone.now()
-    buckets = _days(now, days)
-    since = datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
-    qs = ConsolidationRun.objects.all()
-    if subject:
-        qs = qs.filter(subject=subject)
+    buckets, since = _window(_days, days)
+    qs = _of_subject(ConsolidationRun.objects.all(), subject)
     rows = (
         qs.filter(created_at__gte=since)
         .annotate(day=TruncDate("created_at"))
@@ -120,11 +128,7 @@ def consolidation_triggers(*, tenant: Tenant, days: int = DAYS, subject: str | N
         .annotate(
             runs=Count("id"),
             failed=Count("id", filter=Q(status="failed")),
-            episodes=Sum("episodes_read"),
-            created=Sum("facts_created"),
-            confirmed=Sum("facts_confirmed"),
-            superseded=Sum("facts_superseded"),
-            pending=Sum("facts_pending"),
+            **run_totals(),
             last=Max("created_at"),
         )
         .order_by("-runs", "trigger")
@@ -148,12 +152,8 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
     """Items used over items offered (router feedback): overall, per day, and per conversation (most
     recent first)."""
 
-    now = timezone.now()
-    buckets = _days(now, days)
-    since = datetime.combine(buckets[0], datetime.min.time(), tzinfo=now.tzinfo)
-    qs = ContextFeedback.objects.all()
-    if subject:
-        qs = qs.filter(subject=subject)
+    buckets, since = _window(_days, days)
+    qs = _of_subject(ContextFeedback.objects.all(), subject)
     daily_rows = (
         qs.filter(created_at__gte=since)
         .annotate(day=TruncDate("created_at"))
@@ -167,11 +167,9 @@ def memory_hit_rates(*, tenant: Tenant, days: int = DAYS, subject: str | None = 
         .annotate(**feedback_totals(), last=Max("created_at"))
         .order_by("-last", "session")[:limit]
     )
-    traces = ContextTrace.objects.all()
-    if subject:
-        traces = traces.filter(subject=subject)
     trace_counts = dict(
-        traces.filter(session__in=[r["session"] for r in rows])
+        _of_subject(ContextTrace.objects.all(), subject)
+        .filter(session__in=[r["session"] for r in rows])
         .values("session")
         .annotate(n=Count("id"))
         .values_list("session", "n")

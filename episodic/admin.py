@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.contrib import admin
-from django.contrib.postgres.search import SearchQuery
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -15,7 +14,14 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from episodic.models import Episode, Session
-from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
+from tenants.admin import (
+    InputFilter,
+    ReadOnlyAdminMixin,
+    SubjectFilter,
+    TenantOwnedAdmin,
+    operator_tenant_ids,
+    search_text_or_exact,
+)
 
 
 class SessionFilter(InputFilter):
@@ -144,12 +150,7 @@ class EpisodeAdmin(ReadOnlyAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
-        term = search_term.strip()
-        if not term:
-            return queryset, False
-        words = SearchQuery(term, config="english", search_type="websearch")
-        # Each branch has an index (GIN on the text, B-tree on the subject); ILIKE '%x%' would scan.
-        return queryset.filter(Q(search_vector=words) | Q(subject=term)), False
+        return search_text_or_exact(queryset, search_term, lambda term: Q(subject=term))
 
     @admin.display(description="session", ordering="session__external_id")
     def session_link(self, obj: Episode) -> str:

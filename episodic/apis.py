@@ -169,8 +169,7 @@ class EpisodeListCreateApi(TenantAPIView):
             .annotate(has_embedding=ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField()))
         )
         paginator = EpisodeAscCursorPagination() if order == "asc" else EpisodeCursorPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self) or []
-        return paginator.get_paginated_response([episode_dict(e) for e in page])
+        return self.paginated(paginator, queryset, lambda page: [episode_dict(e) for e in page])
 
     @extend_schema(
         request=inline_serializer(name="EpisodeAppendRequest", fields={"episodes": EpisodeInputSerializer(many=True)}),

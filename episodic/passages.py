@@ -23,7 +23,7 @@ from core.embedding import get_embedder
 from core.tokens import count_tokens, encoding
 from episodic.models import Episode, Passage
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import for_each_batch, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -308,27 +308,21 @@ def passages_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callabl
     vectors of their episodes. Vectors of two embedding files do not compare: a deployment that changes
     file (ENGRAM_EMBEDDING_INT8) runs this once. Passages without a vector are the backlog's. Returns
     how many passages were embedded."""
-    done = 0
-    after = 0
-    while True:
-        with tenant_scope(tenant):
-            batch = list(
-                Passage.objects.all()
-                .filter(id__gt=after, embedding__isnull=False)
-                .order_by("id")
-                .only("id", "episode_id", "content")[:batch_size]
-            )
-            if not batch:
-                return done
-            vectors = get_embedder().embed(_passage_texts(tenant, batch))
-            literals = [_vector_literal(vector) for vector in vectors]
-            with connection.cursor() as cursor:
-                cursor.execute(_STORE_SQL, [[p.pk for p in batch], literals, tenant.id])
-                cursor.execute(_REFRESH_SQL, {"tenant": tenant.id, "ids": sorted({p.episode_id for p in batch})})
-        after = batch[-1].pk
-        done += len(batch)
-        if progress is not None:
-            progress(len(batch))
+
+    def store(batch: list[Passage]) -> None:
+        vectors = get_embedder().embed(_passage_texts(tenant, batch))
+        literals = [_vector_literal(vector) for vector in vectors]
+        with connection.cursor() as cursor:
+            cursor.execute(_STORE_SQL, [[p.pk for p in batch], literals, tenant.id])
+            cursor.execute(_REFRESH_SQL, {"tenant": tenant.id, "ids": sorted({p.episode_id for p in batch})})
+
+    return for_each_batch(
+        tenant=tenant,
+        rows=lambda: Passage.objects.filter(embedding__isnull=False).only("id", "episode_id", "content"),
+        each=store,
+        batch_size=batch_size,
+        progress=progress,
+    )
 
 
 def passages_embed_inline(*, tenant: Tenant, episode_ids: Sequence[int], max_passages: int) -> int:

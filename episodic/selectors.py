@@ -607,21 +607,25 @@ ROW_COLUMNS = (
 )
 
 
+def _row_fields(values: Sequence[Any]) -> dict[str, Any]:
+    """EpisodeRow's fields from the columns of ROW_COLUMNS (which PASSAGE_COLUMNS begins with)."""
+    return {
+        "id": values[0],
+        "session": values[1] or "",
+        "kind": values[2],
+        "role": values[3],
+        "content": values[4],
+        "occurred_at": from_epoch_us(values[5]),
+        "external_id": values[6],
+        "content_hash": values[7],
+        "token_count": values[8],
+    }
+
+
 def _row(values: Sequence[Any], payload: Any = None) -> EpisodeRow:
     if isinstance(payload, str):
         payload = json.loads(payload)
-    return EpisodeRow(
-        id=values[0],
-        session=values[1] or "",
-        kind=values[2],
-        role=values[3],
-        content=values[4],
-        occurred_at=from_epoch_us(values[5]),
-        external_id=values[6],
-        content_hash=values[7],
-        token_count=values[8],
-        payload=payload or {},
-    )
+    return EpisodeRow(**_row_fields(values), payload=payload or {})
 
 
 _FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
@@ -706,17 +710,11 @@ PASSAGE_JOINS = (
 
 def _passage_row(values: Sequence[Any]) -> PassageRow:
     position, last = values[10], values[13]
-    whole = position == 0 and last
+    fields = _row_fields(values)
+    if not (position == 0 and last):
+        fields["content_hash"] = f"{values[7]}:{position}"
     return PassageRow(
-        id=values[0],
-        session=values[1] or "",
-        kind=values[2],
-        role=values[3],
-        content=values[4],
-        occurred_at=from_epoch_us(values[5]),
-        external_id=values[6],
-        content_hash=values[7] if whole else f"{values[7]}:{position}",
-        token_count=values[8],
+        **fields,
         passage_id=values[9],
         position=position,
         char_start=values[11],

@@ -126,9 +126,7 @@ class ProcedureListApi(TenantAPIView):
         filters.is_valid(raise_exception=True)
         data = {k: v for k, v in filters.validated_data.items() if k not in ("cursor", "limit")}
         qs = selectors.procedure_list(tenant=self.tenant, **data)
-        paginator = ProcedurePagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(ProcedureOutputSerializer(page, many=True).data)
+        return self.paginated(ProcedurePagination(), qs, lambda page: ProcedureOutputSerializer(page, many=True).data)
 
     @extend_schema(request=InputSerializer, responses={201: ProcedureOutputSerializer}, summary="Create a procedure")
     @idempotent

@@ -39,7 +39,7 @@ from procedural.models import (
 from procedural.selectors import procedure_get
 from procedural.triggers import Trigger, trigger_parse
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import for_each_batch
 
 ACTOR_AUTO_DEPRECATION = "system:auto-deprecation"
 ACTOR_DISCOVERY = "system:discovery"
@@ -249,26 +249,20 @@ def procedures_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Calla
     """Embed again, with today's embedder, the trigger text of every procedure version of the tenant
     that has a vector, batch by batch, each batch its own transaction. After a change of embedding file
     (episodic.passages.passages_reembed says why). Returns how many."""
-    done = 0
-    after = 0
-    while True:
-        with tenant_scope(tenant):
-            batch = list(
-                Procedure.objects.all()
-                .filter(id__gt=after, trigger_embedding__isnull=False)
-                .order_by("id")
-                .only("id", "trigger_text")[:batch_size]
-            )
-            if not batch:
-                return done
-            vectors = embedding_cache.embed([p.trigger_text for p in batch])
-            for procedure, vector in zip(batch, vectors, strict=True):
-                procedure.trigger_embedding = vector
-            Procedure.objects.bulk_update(batch, ["trigger_embedding"])
-        after = batch[-1].pk
-        done += len(batch)
-        if progress is not None:
-            progress(len(batch))
+
+    def store(batch: list[Procedure]) -> None:
+        vectors = embedding_cache.embed([p.trigger_text for p in batch])
+        for procedure, vector in zip(batch, vectors, strict=True):
+            procedure.trigger_embedding = vector
+        Procedure.objects.bulk_update(batch, ["trigger_embedding"])
+
+    return for_each_batch(
+        tenant=tenant,
+        rows=lambda: Procedure.objects.filter(trigger_embedding__isnull=False).only("id", "trigger_text"),
+        each=store,
+        batch_size=batch_size,
+        progress=progress,
+    )
 
 
 @transaction.atomic

@@ -241,9 +241,7 @@ class TraceListApi(TenantAPIView):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         qs = selectors.trace_list(tenant=self.tenant, **filters.validated_data)
-        paginator = TracePagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(TraceOutputSerializer(page, many=True).data)
+        return self.paginated(TracePagination(), qs, lambda page: TraceOutputSerializer(page, many=True).data)
 
 
 class TraceDetailApi(TenantAPIView):

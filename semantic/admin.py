@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
@@ -42,7 +41,14 @@ from semantic.services import (
     fact_review_decide,
 )
 from semantic.types import Actor
-from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin, operator_tenant_ids
+from tenants.admin import (
+    InputFilter,
+    ReadOnlyAdminMixin,
+    SubjectFilter,
+    TenantOwnedAdmin,
+    operator_tenant_ids,
+    search_text_or_exact,
+)
 from tenants.models import Tenant, TenantSettings
 from tenants.scope import tenant_scope
 
@@ -234,12 +240,7 @@ class FactAdmin(TenantOwnedAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
-        term = search_term.strip()
-        if not term:
-            return queryset, False
-        # Full text on the statement (GIN index) or an exact entity or subject (B-tree); never ILIKE '%x%'.
-        words = SearchQuery(term, config="english", search_type="websearch")
-        return queryset.filter(Q(search_vector=words) | Q(entity=term.lower()) | Q(subject=term)), False
+        return search_text_or_exact(queryset, search_term, lambda term: Q(entity=term.lower()) | Q(subject=term))
 
     def get_readonly_fields(self, request: HttpRequest, obj: Fact | None = None) -> Any:
         if obj is not None and obj.status not in LIVE:

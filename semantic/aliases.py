@@ -20,9 +20,9 @@ from django.utils import timezone
 from core.errors import DomainError
 from episodic.aliases import AliasAction, entity_alias_learn, entity_alias_put
 from episodic.models import EntityAlias, Episode
-from semantic.history import change_log, sources_add
+from semantic.history import sources_add
 from semantic.models import Fact, FactChangeKind, FactSource, FactStatus
-from semantic.services import LIVE, fact_upsert, lock_fact
+from semantic.services import LIVE, fact_upsert, lock_fact, withdraw_locked
 from semantic.types import Actor, FactCandidate, UpsertResult
 from tenants.models import Tenant
 
@@ -114,26 +114,18 @@ def _rehome(*, tenant: Tenant, fact_id: object, entity: str, actor: Actor, reaso
         moved.last_used_at = old.last_used_at
         moved.save(update_fields=["confidence", "last_confirmed_at", "confirmation_count", "use_count", "last_used_at"])
     now = timezone.now()
-    old_status = old.status
-    old.status = FactStatus.RETRACTED
-    old.valid_to = old.valid_to or now
-    old.updated_at = now
-    old.save(update_fields=["status", "valid_to", "updated_at"])
-    change_log(
+    withdraw_locked(
         tenant=tenant,
         fact=old,
+        status=FactStatus.RETRACTED,
         kind=FactChangeKind.MERGED,
         actor=actor,
+        valid_to=old.valid_to or now,
+        now=now,
         reason=f"filed under {entity!r} as fact {moved.id}: {reason}",
-        old_value=old.value,
-        new_value=moved.value,
-        old_status=old_status,
-        new_status=old.status,
-        old_confidence=old.confidence,
-        new_confidence=old.confidence,
-        related_fact=moved,
         source_episode_ids=[e.id for e in episodes],
-        at=now,
+        new_value=moved.value,
+        related_fact=moved,
     )
     return True
 

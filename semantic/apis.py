@@ -161,9 +161,7 @@ class FactListCreateApi(TenantAPIView):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         qs = fact_list(tenant=self.tenant, **filters.validated_data).defer("embedding", "search_vector")
-        paginator = FactPagination()
-        page = paginator.paginate_queryset(qs, request, view=self) or []
-        return paginator.get_paginated_response(_facts_out(request, self.tenant, page))
+        return self.paginated(FactPagination(), qs, lambda page: _facts_out(request, self.tenant, page))
 
     @extend_schema(
         request=InputSerializer,
@@ -477,9 +475,7 @@ class EntityAliasListCreateApi(TenantAPIView):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         qs = entity_alias_list(tenant=self.tenant, **filters.validated_data)
-        paginator = CreatedCursorPagination()
-        page = paginator.paginate_queryset(qs, request, view=self) or []
-        return paginator.get_paginated_response(EntityAliasSerializer(page, many=True).data)
+        return self.paginated(CreatedCursorPagination(), qs, lambda page: EntityAliasSerializer(page, many=True).data)
 
     @extend_schema(
         request=InputSerializer,

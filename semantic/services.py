@@ -30,6 +30,7 @@ from django.utils import timezone
 from core.embedding import embedding_cache
 from core.errors import Conflict, NotFound, ValidationProblem
 from core.terms import terms
+from episodic.models import Episode
 from semantic.history import ChangeDraft, change_log, sources_add
 from semantic.models import (
     ActorType,
@@ -52,7 +53,7 @@ from semantic.validation import PreparedFact, allowed_categories, fact_prepare
 from semantic.values import values_conflict, values_same
 from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
+from tenants.scope import for_each_batch
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 # An explicit confirmation (operator or API) halves the remaining doubt.
@@ -75,25 +76,21 @@ def facts_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[
     """Embed again, with today's embedder, the statement of every fact of the tenant that has a vector
     (history included: a revert brings an old row back), batch by batch, each batch its own transaction.
     After a change of embedding file (episodic.passages.passages_reembed says why). Returns how many."""
-    done = 0
-    after: uuid.UUID | None = None
-    while True:
-        with tenant_scope(tenant):
-            rows = Fact.objects.filter(embedding__isnull=False)
-            if after is not None:
-                rows = rows.filter(id__gt=after)
-            batch = list(rows.order_by("id").only("id", "statement")[:batch_size])
-            if not batch:
-                return done
-            # The text fact_upsert embeds.
-            vectors = embed_statements([" ".join(f.statement.split()) or "-" for f in batch])
-            for fact, vector in zip(batch, vectors, strict=True):
-                fact.embedding = vector
-            Fact.objects.bulk_update(batch, ["embedding"])
-        after = batch[-1].pk
-        done += len(batch)
-        if progress is not None:
-            progress(len(batch))
+
+    def store(batch: list[Fact]) -> None:
+        # The text fact_upsert embeds.
+        vectors = embed_statements([" ".join(f.statement.split()) or "-" for f in batch])
+        for fact, vector in zip(batch, vectors, strict=True):
+            fact.embedding = vector
+        Fact.objects.bulk_update(batch, ["embedding"])
+
+    return for_each_batch(
+        tenant=tenant,
+        rows=lambda: Fact.objects.filter(embedding__isnull=False).only("id", "statement"),
+        each=store,
+        batch_size=batch_size,
+        progress=progress,
+    )
 
 
 # --- locking ---------------------------------------------------------------------------------------------
@@ -182,18 +179,28 @@ def _same_reason(fact: Fact, c: PreparedFact) -> str:
     return "same value." if fact.value_key == c.value_key else f"same value, written {c.value!r}."
 
 
-def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: str, now: datetime) -> UpsertResult:
+def _vouch(
+    *,
+    tenant: Tenant,
+    fact: Fact,
+    actor: Actor,
+    weight: float,
+    reason: str,
+    new_value: str,
+    observed_at: datetime,
+    now: datetime,
+    episodes: Sequence[Episode] = (),
+    fields: Sequence[str] = (),
+) -> None:
+    """Evidence for a live fact again: its confidence combined with `weight`, confirmed now, the
+    `episodes` added to its sources and the confirmation logged. `fields` were changed by the caller."""
     old_confidence = fact.confidence
-    fact.confidence = _combine(fact.confidence, c.confidence)
+    fact.confidence = _combine(fact.confidence, weight)
     fact.last_confirmed_at = now
     fact.confirmation_count += 1
     fact.updated_at = now
-    fields = ["confidence", "last_confirmed_at", "confirmation_count", "updated_at", "valid_from"]
-    if not fact.subject and c.subject:
-        fact.subject = c.subject
-        fields.append("subject")
-    fact.save(update_fields=fields)
-    sources_add(tenant=tenant, fact=fact, episodes=c.episodes)
+    fact.save(update_fields=["confidence", "last_confirmed_at", "confirmation_count", "updated_at", *fields])
+    sources_add(tenant=tenant, fact=fact, episodes=episodes)
     change_log(
         tenant=tenant,
         fact=fact,
@@ -201,14 +208,33 @@ def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: 
         actor=actor,
         reason=reason,
         old_value=fact.value,
-        new_value=c.value,
+        new_value=new_value,
         old_status=fact.status,
         new_status=fact.status,
         old_confidence=old_confidence,
         new_confidence=fact.confidence,
-        source_episode_ids=c.episode_ids,
-        observed_at=c.observed_at,
+        source_episode_ids=[e.id for e in episodes],
+        observed_at=observed_at,
         at=now,
+    )
+
+
+def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: str, now: datetime) -> UpsertResult:
+    fields = ["valid_from"]
+    if not fact.subject and c.subject:
+        fact.subject = c.subject
+        fields.append("subject")
+    _vouch(
+        tenant=tenant,
+        fact=fact,
+        actor=actor,
+        weight=c.confidence,
+        reason=reason,
+        new_value=c.value,
+        observed_at=c.observed_at,
+        now=now,
+        episodes=c.episodes,
+        fields=fields,
     )
     return UpsertResult(fact=fact, action="confirmed", previous=None)
 
@@ -353,31 +379,20 @@ def fact_confirm(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
             confidence=_combine(fact.confidence, CONFIRM_WEIGHT),
             now=now,
         )
-    old = fact.confidence
-    fact.confidence = _combine(fact.confidence, CONFIRM_WEIGHT)
-    fact.last_confirmed_at = now
-    fact.confirmation_count += 1
-    fact.updated_at = now
-    fact.save(update_fields=["confidence", "last_confirmed_at", "confirmation_count", "updated_at"])
-    change_log(
+    _vouch(
         tenant=tenant,
         fact=fact,
-        kind=FactChangeKind.CONFIRMED,
         actor=actor,
+        weight=CONFIRM_WEIGHT,
         reason="confirmed explicitly.",
-        old_value=fact.value,
         new_value=fact.value,
-        old_status=fact.status,
-        new_status=fact.status,
-        old_confidence=old,
-        new_confidence=fact.confidence,
         observed_at=now,
-        at=now,
+        now=now,
     )
     return fact
 
 
-def _withdraw(
+def withdraw_locked(
     *,
     tenant: Tenant,
     fact: Fact,
@@ -388,8 +403,11 @@ def _withdraw(
     now: datetime,
     reason: str = "",
     source_episode_ids: Sequence[int] = (),
+    new_value: str | None = None,
+    related_fact: Fact | None = None,
 ) -> Fact:
-    """Take a locked fact out of service with `status`, valid until `valid_to`, and log it as `kind`."""
+    """Take a locked fact out of service with `status`, valid until `valid_to`, and log it as `kind`
+    (with the value and the fact that took its place, when one did)."""
     old_status = fact.status
     fact.status = status
     fact.valid_to = valid_to
@@ -401,10 +419,12 @@ def _withdraw(
         kind=kind,
         actor=actor,
         old_value=fact.value,
+        new_value=new_value,
         old_status=old_status,
         new_status=status,
         old_confidence=fact.confidence,
         new_confidence=fact.confidence,
+        related_fact=related_fact,
         reason=reason,
         source_episode_ids=source_episode_ids,
         at=now,
@@ -419,7 +439,7 @@ def fact_retract(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor) -> F
     if fact.status == FactStatus.RETRACTED:
         return fact
     now = timezone.now()
-    return _withdraw(
+    return withdraw_locked(
         tenant=tenant,
         fact=fact,
         status=FactStatus.RETRACTED,
@@ -439,7 +459,7 @@ def fact_expire(*, tenant: Tenant, fact_id: uuid.UUID | str, actor: Actor, at: d
     if fact.status not in LIVE:
         raise Conflict(f"Fact {fact.id} is {fact.status}; only active or pending facts can expire.")
     now = timezone.now()
-    return _withdraw(
+    return withdraw_locked(
         tenant=tenant,
         fact=fact,
         status=FactStatus.EXPIRED,
@@ -501,7 +521,7 @@ def facts_expire_left(
         if fact.status not in LIVE:
             continue
         left = value if version is None else f"{value} other than {version}"
-        _withdraw(
+        withdraw_locked(
             tenant=tenant,
             fact=fact,
             status=FactStatus.EXPIRED,
@@ -690,23 +710,15 @@ def fact_review_decide(
         raise Conflict(f"Fact {fact.id} is {fact.status}, not pending_review.")
     now = timezone.now()
     if not approve:
-        fact.status = FactStatus.RETRACTED
-        fact.valid_to = now
-        fact.updated_at = now
-        fact.save(update_fields=["status", "valid_to", "updated_at"])
-        change_log(
+        return withdraw_locked(
             tenant=tenant,
             fact=fact,
+            status=FactStatus.RETRACTED,
             kind=FactChangeKind.REVIEW_REJECTED,
             actor=actor,
-            old_value=fact.value,
-            old_status=FactStatus.PENDING_REVIEW,
-            new_status=fact.status,
-            old_confidence=fact.confidence,
-            new_confidence=fact.confidence,
-            at=now,
+            valid_to=now,
+            now=now,
         )
-        return fact
 
     if value is not None or statement is not None:
         _edit(tenant=tenant, fact=fact, actor=actor, value=value, statement=statement, category=None, confidence=None)

@@ -11,12 +11,13 @@ request.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import connections, transaction
+from django.db.models import Model, QuerySet
 
 from core.db import set_local
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from tenants.models import Tenant
 
 SETTING = "app.tenant_id"
+
+M = TypeVar("M", bound=Model)
 
 _active: ContextVar[frozenset[uuid.UUID] | None] = ContextVar("engram_tenant_scope", default=None)
 _disabled: ContextVar[bool] = ContextVar("engram_scope_disabled", default=False)
@@ -147,3 +150,31 @@ def scopes_disabled() -> Iterator[None]:
         yield
     finally:
         _disabled.reset(token)
+
+
+def for_each_batch(
+    *,
+    tenant: Tenant,
+    rows: Callable[[], QuerySet[M]],
+    each: Callable[[list[M]], Any],
+    batch_size: int,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Walk `rows()` of `tenant` in id order, `batch_size` at a time, and call `each` on every batch
+    inside the tenant's scope, one transaction a batch (a walk stopped half-way keeps the batches
+    done); `progress` hears each batch's size. Returns how many rows were walked."""
+    done = 0
+    after: Any = None
+    while True:
+        with tenant_scope(tenant):
+            qs = rows()
+            if after is not None:
+                qs = qs.filter(id__gt=after)
+            batch = list(qs.order_by("id")[:batch_size])
+            if not batch:
+                return done
+            each(batch)
+        after = batch[-1].pk
+        done += len(batch)
+        if progress is not None:
+            progress(len(batch))

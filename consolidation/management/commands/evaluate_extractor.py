@@ -14,6 +14,7 @@ a gold observation of their own turn.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,16 @@ from consolidation.extractors.base import get_extractor
 from tenants.models import Tenant
 
 LOCOMO = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "locomo" / "locomo10.json"
+
+
+def _extractor(options: dict[str, Any]) -> Any:
+    """The extractor --extractor names, or the configured one."""
+    return import_string(options["extractor"])() if options["extractor"] else get_extractor()
+
+
+def _evaluation_tenant() -> Tenant:
+    """An unsaved tenant with default settings: nothing is written."""
+    return Tenant(name="evaluation", slug="evaluation")
 
 
 class Command(BaseCommand):
@@ -70,11 +81,19 @@ class Command(BaseCommand):
         conversations = load_conversations(Path(options["fixtures"]))
         score = evaluate(conversations)
         labels = sum(len(c["expected"]) for c in conversations)
-        self.stdout.write("| conversations | labelled facts | predicted | correct | precision | recall | F1 |")
-        self.stdout.write("|---|---|---|---|---|---|---|")
-        self.stdout.write(
-            f"| {len(conversations)} | {labels} | {score.tp + score.fp} | {score.tp} | "
-            f"{score.precision:.2f} | {score.recall:.2f} | {score.f1:.2f} |"
+        self._table(
+            ("conversations", "labelled facts", "predicted", "correct", "precision", "recall", "F1"),
+            [
+                (
+                    len(conversations),
+                    labels,
+                    score.tp + score.fp,
+                    score.tp,
+                    f"{score.precision:.2f}",
+                    f"{score.recall:.2f}",
+                    f"{score.f1:.2f}",
+                )
+            ],
         )
         if options["verbose_misses"]:
             for item in score.false_positives:
@@ -86,11 +105,10 @@ class Command(BaseCommand):
         import json
 
         conversations = json.loads(Path(options["dataset"]).read_text())
-        extractor = import_string(options["extractor"])() if options["extractor"] else get_extractor()
         rows = locomo_sample_draw(
             conversations,
-            extractor,
-            tenant=Tenant(name="evaluation", slug="evaluation"),
+            _extractor(options),
+            tenant=_evaluation_tenant(),
             size=options["draw"],
             seed=options["seed"],
         )
@@ -103,13 +121,19 @@ class Command(BaseCommand):
         import json
 
         rows = [json.loads(line) for line in Path(options["labelled"]).read_text().splitlines() if line.strip()]
-        extractor = import_string(options["extractor"])() if options["extractor"] else get_extractor()
-        check = labelled_check(rows, extractor, tenant=Tenant(name="evaluation", slug="evaluation"))
-        self.stdout.write("| labelled | correct | precision | still produced | of them correct | precision of those |")
-        self.stdout.write("|---|---|---|---|---|---|")
-        self.stdout.write(
-            f"| {check.labelled} | {check.correct} | {check.precision:.3f} | {check.still_produced} | "
-            f"{check.still_correct} | {check.precision_still_produced:.3f} |"
+        check = labelled_check(rows, _extractor(options), tenant=_evaluation_tenant())
+        self._table(
+            ("labelled", "correct", "precision", "still produced", "of them correct", "precision of those"),
+            [
+                (
+                    check.labelled,
+                    check.correct,
+                    f"{check.precision:.3f}",
+                    check.still_produced,
+                    check.still_correct,
+                    f"{check.precision_still_produced:.3f}",
+                )
+            ],
         )
         if options["verbose_misses"]:
             for row, still in check.rows:
@@ -122,43 +146,57 @@ class Command(BaseCommand):
         conversations = json.loads(Path(options["dataset"]).read_text())
         if options["conversations"]:
             conversations = conversations[: options["conversations"]]
-        extractor = import_string(options["extractor"])() if options["extractor"] else get_extractor()
+        extractor = _extractor(options)
         embedder = import_string(options["embedder"])()
         thresholds = tuple(float(t) for t in options["thresholds"].split(","))
-        # An unsaved tenant with default settings: nothing is written.
-        tenant = Tenant(name="evaluation", slug="evaluation")
-        run = locomo_run(conversations, extractor, tenant=tenant, summaries=not options["no_summaries"])
+        run = locomo_run(conversations, extractor, tenant=_evaluation_tenant(), summaries=not options["no_summaries"])
         n = len(conversations)
         halves = [list(range(min(5, n))), list(range(5, n))] if n > 5 else [list(range(n))]
         halves.append(list(range(n)))
         scores, best = locomo_score(run, embedder, thresholds=thresholds, halves=halves)
         self.stdout.write(f"extractor: {getattr(extractor, 'name', type(extractor).__name__)}")
-        head = "| conversations | turns | gold observations | facts |"
-        rule = "|---|---|---|---|"
-        for t in thresholds:
-            head += f" coverage @{t} | precision @{t} |"
-            rule += "---|---|"
-        head += " summary similarity |"
-        rule += "---|"
-        self.stdout.write(head)
-        self.stdout.write(rule)
-        for score in scores:
-            label = f"{score.conversations[0]}-{score.conversations[-1]}" if score.conversations else "-"
-            row = f"| {label} | {score.turns} | {score.observations} | {score.facts} |"
-            for t in thresholds:
-                row += f" {score.coverage(t):.3f} | {score.precision(t):.3f} |"
-            row += f" {score.summary_similarity:.3f} ({score.sessions} sessions) |"
-            self.stdout.write(row)
+        self._table(
+            (
+                "conversations",
+                "turns",
+                "gold observations",
+                "facts",
+                *(f"{name} @{t}" for t in thresholds for name in ("coverage", "precision")),
+                "summary similarity",
+            ),
+            [
+                (
+                    f"{score.conversations[0]}-{score.conversations[-1]}" if score.conversations else "-",
+                    score.turns,
+                    score.observations,
+                    score.facts,
+                    *(f"{value:.3f}" for t in thresholds for value in (score.coverage(t), score.precision(t))),
+                    f"{score.summary_similarity:.3f} ({score.sessions} sessions)",
+                )
+                for score in scores
+            ],
+        )
         if options["sample"] and run.facts:
             rng = random.Random(options["seed"])
             picked = sorted(rng.sample(range(len(run.facts)), min(options["sample"], len(run.facts))))
             self.stdout.write("")
-            self.stdout.write("| # | turn | fact | best gold observation of the turn | cosine |")
-            self.stdout.write("|---|---|---|---|---|")
-            for i in picked:
-                fact = run.facts[i]
-                sim, obs = best[i]
-                gold = run.observations[obs].text if obs >= 0 else "(no observation for this turn)"
-                self.stdout.write(
-                    f"| {i} | {fact.conversation}/{fact.dia_id} | {fact.statement} | {gold} | {sim:.2f} |"
-                )
+            self._table(
+                ("#", "turn", "fact", "best gold observation of the turn", "cosine"),
+                [
+                    (
+                        i,
+                        f"{run.facts[i].conversation}/{run.facts[i].dia_id}",
+                        run.facts[i].statement,
+                        run.observations[best[i][1]].text if best[i][1] >= 0 else "(no observation for this turn)",
+                        f"{best[i][0]:.2f}",
+                    )
+                    for i in picked
+                ],
+            )
+
+    def _table(self, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+        """A Markdown table: the header, its rule, a line a row."""
+        self.stdout.write("| " + " | ".join(header) + " |")
+        self.stdout.write("|" + "---|" * len(header))
+        for row in rows:
+            self.stdout.write("| " + " | ".join(str(cell) for cell in row) + " |")

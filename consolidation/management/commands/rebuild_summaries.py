@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from consolidation.selectors import sessions_with_stored_summary
 from consolidation.services import SummaryRebuild, session_summary_rebuild
-from tenants.management.commands._tenant import resolve_tenant
+from tenants.management.commands._tenant import add_tenants_arguments, progress_bar, resolve_tenants
 from tenants.models import Tenant
 
 
@@ -22,23 +20,17 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        which = parser.add_mutually_exclusive_group(required=True)
-        which.add_argument("--tenant", help="Tenant slug or id")
-        which.add_argument("--all", action="store_true", help="Every active tenant")
+        add_tenants_arguments(parser, every="Every active tenant")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenants = (
-            list(Tenant.objects.filter(active=True).order_by("slug"))
-            if options["all"]
-            else [resolve_tenant(options["tenant"])]
-        )
+        tenants = resolve_tenants(options, Tenant.objects.filter(active=True))
         if not tenants:
             raise CommandError("No tenant to rebuild.")
         work = [(tenant, sessions_with_stored_summary(tenant=tenant)) for tenant in tenants]
         total = sum(len(ids) for _tenant, ids in work)
         counts: Counter[str] = Counter()
-        with tqdm(total=total, unit=" summaries", file=sys.stderr, disable=options["no_progress"]) as bar:
+        with progress_bar(options, total=total, unit=" summaries") as bar:
             for tenant, session_ids in work:
                 bar.set_description(tenant.slug)
                 for session_id in session_ids:

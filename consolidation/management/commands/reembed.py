@@ -5,16 +5,14 @@ compare as well as vectors of one (docs/production.md, "Changing the embedding f
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from episodic.passages import passages_reembed
 from procedural.services import procedures_reembed
 from semantic.services import facts_reembed
-from tenants.management.commands._tenant import resolve_tenant
+from tenants.management.commands._tenant import add_tenants_arguments, progress_bar, resolve_tenants
 from tenants.models import Tenant
 
 
@@ -25,16 +23,14 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        target = parser.add_mutually_exclusive_group(required=True)
-        target.add_argument("--tenant", help="Tenant slug or id")
-        target.add_argument("--all", action="store_true", help="Every tenant")
+        add_tenants_arguments(parser)
         parser.add_argument("--batch", type=int, default=256, help="Rows per transaction (default 256)")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1.")
-        tenants = list(Tenant.objects.order_by("slug")) if options["all"] else [resolve_tenant(options["tenant"])]
+        tenants = resolve_tenants(options, Tenant.objects.all())
         for tenant in tenants:
             counts = {}
             for label, reembed in (
@@ -42,9 +38,7 @@ class Command(BaseCommand):
                 ("facts", facts_reembed),
                 ("procedures", procedures_reembed),
             ):
-                with tqdm(
-                    unit=f" {label}", desc=f"{tenant.slug} {label}", file=sys.stderr, disable=options["no_progress"]
-                ) as bar:
+                with progress_bar(options, unit=f" {label}", desc=f"{tenant.slug} {label}") as bar:
                     counts[label] = reembed(tenant=tenant, batch_size=options["batch"], progress=bar.update)
             self.stdout.write(
                 f"{tenant.slug}: {counts['passages']} passages (and their episodes), {counts['facts']} facts, "

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from episodic.passages import passages_backfill, passages_missing
-from tenants.management.commands._tenant import resolve_tenant
+from tenants.management.commands._tenant import add_tenants_arguments, progress_bar, resolve_tenants
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -21,16 +19,14 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        target = parser.add_mutually_exclusive_group(required=True)
-        target.add_argument("--tenant", help="Tenant slug or id")
-        target.add_argument("--all", action="store_true", help="Every tenant")
+        add_tenants_arguments(parser)
         parser.add_argument("--batch", type=int, default=500, help="Episodes per transaction (default 500)")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1.")
-        tenants = list(Tenant.objects.order_by("slug")) if options["all"] else [resolve_tenant(options["tenant"])]
+        tenants = resolve_tenants(options, Tenant.objects.all())
         total = 0
         for tenant in tenants:
             with tenant_scope(tenant):
@@ -38,9 +34,7 @@ class Command(BaseCommand):
             if not missing:
                 self.stdout.write(f"{tenant.slug}: every episode has its passages")
                 continue
-            with tqdm(
-                total=missing, unit=" episodes", desc=tenant.slug, file=sys.stderr, disable=options["no_progress"]
-            ) as bar:
+            with progress_bar(options, total=missing, unit=" episodes", desc=tenant.slug) as bar:
                 done = passages_backfill(tenant=tenant, batch_size=options["batch"], progress=bar.update)
             total += done
             self.stdout.write(f"{tenant.slug}: {done} episodes split into passages")

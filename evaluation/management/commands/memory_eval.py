@@ -361,9 +361,9 @@ class _Asker:
         with tenant_scope(self.tenant):
             ApiKey.objects.filter(id=self.issued.api_key.id).update(revoked_at=timezone.now())
 
-    def engram(
-        self, q: Question, budget: int, layers: Sequence[str] | None = None
-    ) -> tuple[list[ServedItem], int, float]:
+    @staticmethod
+    def body(q: Question, budget: int, layers: Sequence[str] | None = None) -> dict[str, Any]:
+        """The POST /v1/context body that asks `q` within `budget` tokens, of `layers` (all by default)."""
         body: dict[str, Any] = {
             "subject": q.sample_id,
             "query": q.text,
@@ -374,6 +374,12 @@ class _Asker:
         }
         if layers:
             body["layers"] = list(layers)
+        return body
+
+    def engram(
+        self, q: Question, budget: int, layers: Sequence[str] | None = None
+    ) -> tuple[list[ServedItem], int, float]:
+        body = self.body(q, budget, layers)
         started = time.perf_counter()
         response = self.client.post("/v1/context", body, format="json")
         latency = (time.perf_counter() - started) * 1000

@@ -1,10 +1,15 @@
-"""Shared argument handling for commands that act on one tenant (`--tenant <slug or id>`)."""
+"""Shared argument handling for commands that act on one tenant (`--tenant <slug or id>`) or on one
+or all (`--tenant` or `--all`), and their progress bars (`--no-progress`)."""
 
 from __future__ import annotations
 
+import sys
 import uuid
+from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from django.db.models import QuerySet
+from tqdm import tqdm
 
 from tenants.models import Tenant
 
@@ -22,3 +27,20 @@ def resolve_tenant(value: str) -> Tenant:
         return Tenant.objects.get(slug=value)
     except Tenant.DoesNotExist as exc:
         raise CommandError(f"No tenant {value!r}.") from exc
+
+
+def add_tenants_arguments(parser: CommandParser, *, every: str = "Every tenant") -> None:
+    """`--tenant <slug or id>` or `--all` (described by `every`), one of them required."""
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--tenant", help="Tenant slug or id")
+    target.add_argument("--all", action="store_true", help=every)
+
+
+def resolve_tenants(options: dict[str, Any], every: QuerySet[Tenant]) -> list[Tenant]:
+    """The tenant named by `--tenant`, or with `--all` each tenant of `every`, by slug."""
+    return list(every.order_by("slug")) if options["all"] else [resolve_tenant(options["tenant"])]
+
+
+def progress_bar(options: dict[str, Any], **kwargs: Any) -> tqdm[Any]:
+    """A progress bar on stderr, silent with `--no-progress`."""
+    return tqdm(file=sys.stderr, disable=options["no_progress"], **kwargs)

@@ -8,12 +8,12 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from engram_client.errors import error_for
+from engram_client.errors import TransportError, error_for
 
 T = TypeVar("T")
 
@@ -104,6 +104,34 @@ def finish(call: Call[T], response: httpx.Response) -> T:
     if response.status_code >= 400:
         raise error_for(response)
     return call.parse(response)
+
+
+class Attempts(Generic[T]):
+    """The retry loop of one call without its I/O: each client sends and sleeps, this decides.
+    Every attempt of a POST carries the same Idempotency-Key."""
+
+    def __init__(self, call: Call[T], retry: RetryPolicy) -> None:
+        self.call = call
+        self.retry = retry
+        self.key = idempotency_key_for(call)
+        self.attempt = 0
+
+    def request(self, client: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        return build_request(client, self.call, self.key)
+
+    def failed(self, exc: Exception) -> None:
+        """A send that raised: tried again, unless the policy is spent (then a TransportError)."""
+        if not self.retry.should_retry(self.attempt, None):
+            raise TransportError(f"{self.call.method} {self.call.path}: {exc}") from exc
+
+    def done(self, response: httpx.Response | None) -> TypeGuard[httpx.Response]:
+        return response is not None and not self.retry.should_retry(self.attempt, response)
+
+    def wait(self, response: httpx.Response | None) -> float:
+        """How long to sleep before the next attempt (and count this one)."""
+        seconds = self.retry.wait(self.attempt, response)
+        self.attempt += 1
+        return seconds
 
 
 def _param(value: Any) -> Any:

@@ -23,8 +23,7 @@ import httpx
 
 from engram_client import _operations as ops
 from engram_client._operations import Page
-from engram_client._transport import Call, RetryPolicy, build_request, finish, idempotency_key_for
-from engram_client.errors import TransportError
+from engram_client._transport import Attempts, Call, RetryPolicy, finish
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -185,6 +184,13 @@ class _Client:
     def _walk(self, builder: Callable[P, Call[Page[T]]]) -> Callable[P, Any]:
         raise NotImplementedError
 
+    def _setup(self, base_url: str | None, api_key: str | None, retry: RetryPolicy | None) -> dict[str, Any]:
+        """Settle the URL, key and retry policy, make the resources, and return the HTTP client's settings."""
+        self.base_url, key = _settings(base_url, api_key)
+        self.retry = retry or RetryPolicy()
+        self._resources()
+        return {"base_url": self.base_url, "headers": _headers(key)}
+
     def _resources(self: Self) -> None:
         self.episodes = Episodes(self)
         self.sessions = Sessions(self)
@@ -212,13 +218,8 @@ class EngramClient(_Client):
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.base_url, api_key = _settings(base_url, api_key)
-        self.retry = retry or RetryPolicy()
         self._sleep = sleep
-        self._http = httpx.Client(
-            base_url=self.base_url, headers=_headers(api_key), timeout=timeout, transport=transport
-        )
-        self._resources()
+        self._http = httpx.Client(**self._setup(base_url, api_key, retry), timeout=timeout, transport=transport)
 
     def _bind(self, builder: Callable[P, Call[T]]) -> Callable[P, T]:
         def method(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -241,19 +242,16 @@ class EngramClient(_Client):
 
     def request(self, call: Call[T]) -> T:
         """Run one described call with retries; every attempt of a POST carries the same Idempotency-Key."""
-        key = idempotency_key_for(call)
-        attempt = 0
+        attempts = Attempts(call, self.retry)
         while True:
             response: httpx.Response | None = None
             try:
-                response = self._http.send(build_request(self._http, call, key))
+                response = self._http.send(attempts.request(self._http))
             except (httpx.TransportError, httpx.TimeoutException) as exc:
-                if not self.retry.should_retry(attempt, None):
-                    raise TransportError(f"{call.method} {call.path}: {exc}") from exc
-            if response is not None and not self.retry.should_retry(attempt, response):
+                attempts.failed(exc)
+            if attempts.done(response):
                 return finish(call, response)
-            self._sleep(self.retry.wait(attempt, response))
-            attempt += 1
+            self._sleep(attempts.wait(response))
 
     def close(self) -> None:
         self._http.close()
@@ -287,13 +285,8 @@ class AsyncEngramClient(_Client):
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Coroutine[Any, Any, None]] = _anyio_sleep,
     ) -> None:
-        self.base_url, api_key = _settings(base_url, api_key)
-        self.retry = retry or RetryPolicy()
         self._sleep = sleep
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=_headers(api_key), timeout=timeout, transport=transport
-        )
-        self._resources()
+        self._http = httpx.AsyncClient(**self._setup(base_url, api_key, retry), timeout=timeout, transport=transport)
 
     def _bind(self, builder: Callable[P, Call[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
         async def method(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -316,19 +309,16 @@ class AsyncEngramClient(_Client):
         return method
 
     async def request(self, call: Call[T]) -> T:
-        key = idempotency_key_for(call)
-        attempt = 0
+        attempts = Attempts(call, self.retry)
         while True:
             response: httpx.Response | None = None
             try:
-                response = await self._http.send(build_request(self._http, call, key))
+                response = await self._http.send(attempts.request(self._http))
             except (httpx.TransportError, httpx.TimeoutException) as exc:
-                if not self.retry.should_retry(attempt, None):
-                    raise TransportError(f"{call.method} {call.path}: {exc}") from exc
-            if response is not None and not self.retry.should_retry(attempt, response):
+                attempts.failed(exc)
+            if attempts.done(response):
                 return finish(call, response)
-            await self._sleep(self.retry.wait(attempt, response))
-            attempt += 1
+            await self._sleep(attempts.wait(response))
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -347,100 +347,42 @@ class EngramTools:
 
 
 def build_server(tools: EngramTools) -> MCPServer:
+    """The MCP server whose tools are the methods of `tools` (MCP passes each call's Context as `ctx`)."""
     server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
-
-    @server.tool(description="Store an event (by default what the user said) in the subject's episodic memory.")
-    async def remember(
-        subject: str,
-        content: str,
-        ctx: Context,
-        session: str | None = None,
-        role: str = "user",
-        kind: str = "message",
-        agent: str | None = None,
-        entities: list[str] | None = None,
-        topics: list[str] | None = None,
-    ) -> dict[str, Any]:
-        return await tools.remember(
-            ctx, subject=subject, content=content, session=session, role=role, kind=kind, agent=agent,
-            entities=entities, topics=topics,
-        )  # fmt: skip
-
-    @server.tool(
-        description="What Engram knows that is relevant now: rules, facts and recent activity about the subject, "
-        "rendered within max_tokens, with a trace_id for record_outcome."
-    )
-    async def recall(
-        subject: str,
-        ctx: Context,
-        query: str = "",
-        session: str | None = None,
-        agent: str | None = None,
-        max_tokens: int = 2000,
-    ) -> dict[str, Any]:
-        return await tools.recall(
-            ctx, subject=subject, query=query, session=session, agent=agent, max_tokens=max_tokens
-        )
-
-    @server.tool(description="Search the facts Engram holds (current ones only), ranked, with their sources.")
-    async def search_facts(
-        query: str,
-        ctx: Context,
-        subject: str | None = None,
-        entity: str | None = None,
-        category: str | None = None,
-        k: int = 10,
-    ) -> dict[str, Any]:
-        return await tools.search_facts(ctx, query=query, subject=subject, entity=entity, category=category, k=k)
-
-    @server.tool(
-        description="The facts about a subject that Engram is no longer sure of (not confirmed for a while, or "
-        "with weak or conflicting evidence), each with why: ask the user, then confirm_fact or correct_fact."
-    )
-    async def facts_to_confirm(subject: str, ctx: Context, limit: int = 20) -> dict[str, Any]:
-        return await tools.facts_to_confirm(ctx, subject=subject, limit=limit)
-
-    @server.tool(
-        description="Confirm that a fact is still true (raises its confidence, resets its decay; a fact waiting "
-        "for review is approved when this key may review, else needs_review stays true)."
-    )
-    async def confirm_fact(fact_id: str, ctx: Context) -> dict[str, Any]:
-        return await tools.confirm_fact(ctx, fact_id=fact_id)
-
-    @server.tool(
-        description="Correct a fact with the right value (and optionally the sentence saying it). By default the "
-        "value changed and the old one becomes history; was_wrong=true when the old value was never true."
-    )
-    async def correct_fact(
-        fact_id: str, value: str, ctx: Context, statement: str | None = None, was_wrong: bool = False
-    ) -> dict[str, Any]:
-        return await tools.correct_fact(ctx, fact_id=fact_id, value=value, statement=statement, was_wrong=was_wrong)
-
-    @server.tool(description="Erase everything held about a subject (an erasure request, carried out by Engram).")
-    async def forget_subject(subject: str, ctx: Context, reason: str = "") -> dict[str, Any]:
-        return await tools.forget_subject(ctx, subject=subject, reason=reason)
-
-    @server.tool(
-        description="Report how a recall went (trace_id, the item ids used, success or failure) and/or the outcome "
-        "of applying a procedure (procedure_id)."
-    )
-    async def record_outcome(
-        ctx: Context,
-        outcome: Outcome = "unknown",
-        trace_id: str | None = None,
-        used_item_ids: list[str] | None = None,
-        signal: float | None = None,
-        asked_to_repeat: bool = False,
-        procedure_id: int | None = None,
-        procedure_applied: bool = True,
-        session: str | None = None,
-    ) -> dict[str, Any]:
-        return await tools.record_outcome(
-            ctx, outcome=outcome, trace_id=trace_id, used_item_ids=used_item_ids, signal=signal,
-            asked_to_repeat=asked_to_repeat, procedure_id=procedure_id, procedure_applied=procedure_applied,
-            session=session,
-        )  # fmt: skip
-
+    for method, description in (
+        (tools.remember, "Store an event (by default what the user said) in the subject's episodic memory."),
+        (
+            tools.recall,
+            "What Engram knows that is relevant now: rules, facts and recent activity about the subject, "
+            "rendered within max_tokens, with a trace_id for record_outcome.",
+        ),
+        (tools.search_facts, "Search the facts Engram holds (current ones only), ranked, with their sources."),
+        (
+            tools.facts_to_confirm,
+            "The facts about a subject that Engram is no longer sure of (not confirmed for a while, or "
+            "with weak or conflicting evidence), each with why: ask the user, then confirm_fact or correct_fact.",
+        ),
+        (
+            tools.confirm_fact,
+            "Confirm that a fact is still true (raises its confidence, resets its decay; a fact waiting "
+            "for review is approved when this key may review, else needs_review stays true).",
+        ),
+        (
+            tools.correct_fact,
+            "Correct a fact with the right value (and optionally the sentence saying it). By default the "
+            "value changed and the old one becomes history; was_wrong=true when the old value was never true.",
+        ),
+        (
+            tools.forget_subject,
+            "Erase everything held about a subject (an erasure request, carried out by Engram).",
+        ),
+        (
+            tools.record_outcome,
+            "Report how a recall went (trace_id, the item ids used, success or failure) and/or the outcome "
+            "of applying a procedure (procedure_id).",
+        ),
+    ):
+        server.tool(description=description)(method)
     return server
 
 
