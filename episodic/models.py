@@ -284,6 +284,9 @@ class Passage(TenantModel):
     last = models.BooleanField(default=True)
     content = models.TextField(blank=True, default="")
     token_count = models.PositiveIntegerField(default=0)
+    # A part of a session's summary episode (SESSION_SUMMARY_EXTERNAL_ID): the router never offers one
+    # (it offers the session's summary itself), so its search skips them rather than spend places on them.
+    summary = models.BooleanField(default=False)
     entities = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     topics = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)

@@ -21,7 +21,7 @@ from django.db import connection
 
 from core.embedding import get_embedder
 from core.tokens import count_tokens, encoding
-from episodic.models import Episode, Passage
+from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode, Passage
 from tenants.models import Tenant
 from tenants.scope import for_each_batch, tenant_scope
 
@@ -132,9 +132,9 @@ def split_passages(content: str) -> list[PassageSpan]:
 
 _INSERT_SQL = """
 INSERT INTO episodic_passage (tenant_id, episode_id, session_id, subject, occurred_at, position, char_start,
-    char_end, last, content, token_count, entities, topics, embedding)
+    char_end, last, content, token_count, summary, entities, topics, embedding)
 SELECT %s::uuid, v.episode_id, v.session_id, v.subject, v.occurred_at, v.position, v.char_start, v.char_end, v.last,
-    v.content, v.token_count, e.entities, e.topics, v.embedding::vector
+    v.content, v.token_count, e.external_id IS NOT DISTINCT FROM %s, e.entities, e.topics, v.embedding::vector
 FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::timestamptz[], %s::integer[], %s::integer[],
     %s::integer[], %s::boolean[], %s::text[], %s::integer[], %s::text[]) WITH ORDINALITY
     AS v(episode_id, session_id, subject, occurred_at, position, char_start, char_end, last, content, token_count,
@@ -187,7 +187,7 @@ def passages_create(*, tenant: Tenant, episodes: Sequence[Episode]) -> int:
         return 0
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(_INSERT_SQL, [tenant.id, *columns, tenant.id])
+        cursor.execute(_INSERT_SQL, [tenant.id, SESSION_SUMMARY_EXTERNAL_ID, *columns, tenant.id])
     return len(columns[0])
 
 

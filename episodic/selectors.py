@@ -304,8 +304,13 @@ class _PassageScope:
     subject: str | None = None
     until: datetime | None = None
     excluded_episodes: tuple[int, ...] = ()
+    # Parts of sessions' summary episodes are left out of what is ranked (Passage.summary).
+    skip_summaries: bool = False
 
-    def where(self, alias: str) -> str:
+    def where(self, alias: str, *, index_only: bool = False) -> str:
+        """The scope's conditions on `alias`; with `index_only`, only those the covering index
+        passage_subject_codes can answer (the prefilter's shortlist and its gate read no wide row, and
+        the rows they pass are filtered in full when they are read)."""
         conditions = [f"{alias}.tenant_id = %(tenant)s"]
         if self.subject is not None:
             conditions.append(f"{alias}.subject = %(subject)s")
@@ -313,6 +318,8 @@ class _PassageScope:
             conditions.append(f"{alias}.occurred_at < %(until)s")
         if self.excluded_episodes:
             conditions.append(f"NOT ({alias}.episode_id = ANY(%(excluded)s::bigint[]))")
+        if self.skip_summaries and not index_only:
+            conditions.append(f"NOT {alias}.summary")
         return " AND ".join(conditions)
 
     def params(self, **more: Any) -> dict[str, Any]:
@@ -333,6 +340,8 @@ class _PassageScope:
             qs = qs.filter(occurred_at__lt=self.until)
         if self.excluded_episodes:
             qs = qs.exclude(episode_id__in=self.excluded_episodes)
+        if self.skip_summaries:
+            qs = qs.filter(summary=False)
         return qs
 
 
@@ -372,11 +381,12 @@ def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefi
         sql = "WITH q AS (SELECT %(vector)s::vector AS v) " + exact.format(distance=distance, gate="")
     else:
         many = (
-            f"EXISTS (SELECT 1 FROM episodic_passage c WHERE {scope.where('c')}"  # noqa: S608
+            f"EXISTS (SELECT 1 FROM episodic_passage c WHERE {scope.where('c', index_only=True)}"  # noqa: S608
             " AND c.embedding_code IS NOT NULL OFFSET %(prefilter)s LIMIT 1)"
         )
         shortlist = (
-            f"SELECT c.id FROM episodic_passage c WHERE {scope.where('c')} AND c.embedding_code IS NOT NULL"  # noqa: S608
+            f"SELECT c.id FROM episodic_passage c WHERE {scope.where('c', index_only=True)}"  # noqa: S608
+            " AND c.embedding_code IS NOT NULL"
             " ORDER BY c.embedding_code <~> (SELECT code FROM q), c.id DESC LIMIT %(prefilter)s"
         )
         # = ANY(ARRAY(...)), not IN (...): the shortlist runs once, first, and the re-scoring is one probe
@@ -384,7 +394,8 @@ def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefi
         # the planner may walk the tenant's whole key instead).
         rescored = (
             f"SELECT p.id, ({distance}) + 0 AS distance FROM episodic_passage p"  # noqa: S608
-            f" WHERE p.tenant_id = %(tenant)s AND {many} AND p.id = ANY(ARRAY({shortlist}))"
+            f" WHERE p.tenant_id = %(tenant)s{' AND NOT p.summary' if scope.skip_summaries else ''}"
+            f" AND {many} AND p.id = ANY(ARRAY({shortlist}))"
             " ORDER BY 2, 1 DESC LIMIT %(pool)s"
         )
         sql = (
@@ -732,12 +743,18 @@ def passage_search_rows(
     limit: int = 20,
     query_embedding: list[float] | Future[list[float]] | None = None,
     exclude_episode_ids: Iterable[int] | None = None,
+    summaries: bool = True,
 ) -> list[ScoredPassageRow]:
     """The hybrid ranking of episode_search over passages (the same three channels and fusion), as
     typed rows with their episode's columns: a long episode is found by the part that matches, and
-    the part is what gets served."""
+    the part is what gets served. Without `summaries`, the parts of sessions' summary episodes are
+    not ranked (they take no place of the `limit`)."""
     scope = _PassageScope(
-        tenant=tenant, subject=subject, until=until, excluded_episodes=tuple(exclude_episode_ids or ())
+        tenant=tenant,
+        subject=subject,
+        until=until,
+        excluded_episodes=tuple(exclude_episode_ids or ()),
+        skip_summaries=not summaries,
     )
     ranking = _rank(
         tenant=tenant,

@@ -72,6 +72,9 @@ def episode_hits(
     """The episodic layer's ranked search over passages (episodic.selectors.passage_search_rows);
     `exclude_ids` are episodes already offered."""
 
+    # A session's summary episode is never offered (its summary is, as summary:<session>): left in the
+    # search it would take places of the pool, set the scale of the pool's relevance and its session's
+    # standing, and be an anchor.
     scored = passage_search_rows(
         tenant=tenant,
         query=query,
@@ -80,6 +83,7 @@ def episode_hits(
         limit=limit,
         query_embedding=embedding,
         exclude_episode_ids=list(exclude_ids),
+        summaries=False,
     )
     return [EpisodeHit(row=s.row, score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
 
@@ -247,9 +251,6 @@ def episode_candidates(
         embedding=embedding,
         exclude_ids=sorted(recent_ids),
     )
-    # A session's summary episode is never offered (its summary is, as summary:<session>); left in the
-    # pool it would set the scale of the pool's relevance and its session's standing, and be an anchor.
-    hits = [h for h in hits if h.row.external_id != SESSION_SUMMARY_EXTERNAL_ID]
     if not hits:
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
     relevance = passage_relevance(request.query, hits, w=w, frame=frame)

@@ -194,3 +194,28 @@ def test_the_gated_exact_scan_stays_exact_where_the_planner_would_take_the_hnsw_
         served = [r.row.passage_id for r in nearest(tenant_a, query, limit=30)]
     assert not any("hnsw" in n.get("Index Name", "") for n in nodes(plan))
     assert served == truth
+
+
+@pytest.mark.parametrize("prefilter", [50, 0], ids=["prefiltered", "exact"])
+def test_the_parts_of_summary_episodes_are_left_out_on_request(append, tenant_a, settings, prefilter) -> None:
+    candidates(settings, prefilter)
+    vectors = clustered(np.random.default_rng(11), 200, clusters=8)
+    ids = store(append, tenant_a, vectors)
+    # A session's summary episode, whose vector is the query's own.
+    summary = append(
+        tenant_a,
+        [item("summary: note 7 and more", session="alice-s", kind="summary", external_id="engram:summary",
+              occurred_at=T0.replace(microsecond=0).isoformat())],
+    )[0]  # fmt: skip
+    with tenant_scope(tenant_a), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE episodic_passage SET embedding = (SELECT embedding FROM episodic_passage WHERE id = %s)"
+            " WHERE tenant_id = %s AND episode_id = %s",
+            [ids[7], tenant_a.id, summary.id],
+        )
+    with_summaries = nearest(tenant_a, vectors[7], limit=10)
+    # Found by default (episode search), as near as the passage whose vector it shares.
+    assert summary.id in {row.row.id for row in with_summaries[:2]}
+    without = nearest(tenant_a, vectors[7], limit=10, summaries=False)
+    assert len(without) == 10 and summary.id not in {row.row.id for row in without}
+    assert without[0].row.passage_id == ids[7]
