@@ -71,8 +71,10 @@ class HeuristicWeights:
     # A time phrase in the query ("last week", "in May 2023"; router.timeframe): history outside the
     # window it names keeps this share of its relevance, when some of the pool is inside it.
     time_outside_factor: float = 0.5
-    # Search depth: about one candidate per this many tokens of episodic budget, within bounds.
-    tokens_per_candidate: int = 12
+    # Search depth: one candidate per this many tokens of the context's memory (max_tokens less the
+    # reserve), within bounds. The re-ranking orders the pool better than the search's fused rank does,
+    # so a deeper pool finds more (docs/router.md, "Search depth").
+    tokens_per_candidate: int = 4
     min_candidates: int = 30
     max_candidates: int = 400
     # Absolute relevance floors: an item under its layer's floor is not offered, however it ranks among

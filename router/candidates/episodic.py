@@ -240,8 +240,10 @@ def episode_candidates(
         out.append(_activity(row, w=w, value=w.recent_base * w.recent_decay**rank, parts={"recency_rank": float(rank)}))
     if not request.query.strip():
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
-    budget = plan.episodic + plan.procedural + plan.semantic
-    limit = max(w.min_candidates, min(w.max_candidates, budget // w.tokens_per_candidate))
+    # The search's depth follows what the context may hold, whichever layers are asked for: history may
+    # take all of it (what the other layers leave rolls over), and an episodic-only context searches as
+    # deep as a full one.
+    limit = max(w.min_candidates, min(w.max_candidates, plan.memory // w.tokens_per_candidate))
     hits = episode_hits(
         tenant=tenant,
         query=request.query,

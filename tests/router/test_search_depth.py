@@ -1,5 +1,5 @@
 """How deep history's search goes, seen through POST /v1/context and the trace it leaves: a session's
-summary takes no place of the pool."""
+summary takes no place of the pool, and the layers asked for do not change the depth."""
 
 from __future__ import annotations
 
@@ -72,3 +72,11 @@ def test_a_sessions_summary_takes_no_place_of_historys_search(tenant_a, api_a, a
     served = [s for item in body["layers"]["episodic"] for s in item["sources"]]
     assert served and all(s["external_id"] != SESSION_SUMMARY_EXTERNAL_ID for s in served)
 
+
+def test_an_episodic_only_context_searches_as_deep_as_a_full_one(api_a, ask, trips) -> None:
+    query = {"query": "kayak trip lake", "max_tokens": 400, "budgets": {"reserve": 0}}
+    full = _search_hits(api_a, ask(**query))
+    episodic_only = _search_hits(api_a, ask(**query, layers=["episodic", "working"]))
+    # 400 tokens of memory search 100 deep, whichever layers are asked for: all 60 turns.
+    assert len(full) == len(episodic_only) == SESSIONS * 3
+    assert {item["id"] for item in full} == {item["id"] for item in episodic_only}
