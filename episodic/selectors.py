@@ -857,29 +857,6 @@ def passage_similarities(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[
         return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
 
 
-def passage_similarities_to_mean(
-    *, tenant: Tenant, of_ids: Sequence[int], passage_ids: Sequence[int]
-) -> dict[int, float]:
-    """Cosine similarity of each of `passage_ids` to the mean vector of the passages `of_ids`, by passage
-    id (those without an embedding are left out); the vectors stay in the database, one statement."""
-    if not of_ids or not passage_ids:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "WITH m AS (SELECT avg(embedding) AS v FROM episodic_passage"
-            " WHERE tenant_id = %(tenant)s AND id = ANY(%(of)s::bigint[]) AND embedding IS NOT NULL)"
-            " SELECT p.id, 1 - (p.embedding <=> m.v) FROM episodic_passage p, m"
-            " WHERE p.tenant_id = %(tenant)s AND p.id = ANY(%(ids)s::bigint[])"
-            " AND p.embedding IS NOT NULL AND m.v IS NOT NULL",
-            {
-                "tenant": tenant.id,
-                "of": array_literal(sorted(set(of_ids))),
-                "ids": array_literal(sorted(set(passage_ids))),
-            },
-        )
-        return {passage_id: float(sim) for passage_id, sim in cursor.fetchall()}
-
-
 _INTERSECTION = "cardinality(ARRAY(SELECT unnest({table}.{column}) INTERSECT SELECT unnest(%s::varchar[])))"
 
 

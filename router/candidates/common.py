@@ -68,11 +68,6 @@ class HeuristicWeights:
     update_relevance: float = 0.5
     update_similarity: float = 0.3
     update_pool: int = 8
-    # Pseudo-relevance feedback (router.candidates.episodic.relevance_with_feedback): a hit's vector
-    # similarity is blended, at this weight, with its similarity to the mean vector of the
-    # `feedback_top` most relevant hits (docs/router.md, "Feedback from the best hits").
-    feedback_weight: float = 0.5
-    feedback_top: int = 5
     # A time phrase in the query ("last week", "in May 2023"; router.timeframe): history outside the
     # window it names keeps this share of its relevance, when some of the pool is inside it.
     time_outside_factor: float = 0.5

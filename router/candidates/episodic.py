@@ -17,7 +17,6 @@ from episodic.selectors import (
     passage_rows_neighbours,
     passage_search_rows,
     passage_similarities,
-    passage_similarities_to_mean,
 )
 from router.candidates.common import (
     HeuristicWeights,
@@ -256,7 +255,7 @@ def episode_candidates(
     )
     if not hits:
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
-    relevance = relevance_with_feedback(tenant=tenant, query=request.query, hits=hits, w=w, frame=frame)
+    relevance = passage_relevance(request.query, hits, w=w, frame=frame)
     anchors = sorted(hits, key=lambda h: (-relevance[h.row.passage_id], h.row.passage_id))[: w.neighbour_hits]
     neighbours = passage_rows_neighbours(
         tenant=tenant, passage_ids=[h.row.passage_id for h in anchors], until=request.as_of
@@ -352,59 +351,20 @@ def label_updates(
         item.score_parts["update_similarity"] = round(sim, 6)
 
 
-def relevance_with_feedback(
-    *, tenant: Tenant, query: str, hits: Sequence[EpisodeHit], w: HeuristicWeights, frame: Timeframe | None
-) -> dict[int, float]:
-    """passage_relevance, then once more with pseudo-relevance feedback: each hit's vector similarity
-    is blended with its similarity to the mean vector of the `feedback_top` most relevant hits (score
-    part `feedback`), so that lines about what the best hits are about rise though they share neither
-    words nor much meaning with the question's own phrasing (the other activities, places or people
-    of a question that asks for several). BM25 is computed once."""
-    lexical = pool_lexical(query, hits)
-    relevance = passage_relevance(query, hits, w=w, frame=frame, lexical=lexical)
-    if w.feedback_weight <= 0 or w.feedback_top <= 0 or len(hits) <= w.feedback_top:
-        return relevance
-    top = sorted(hits, key=lambda h: (-relevance[h.row.passage_id], h.row.passage_id))[: w.feedback_top]
-    feedback = passage_similarities_to_mean(
-        tenant=tenant, of_ids=[h.row.passage_id for h in top], passage_ids=[h.row.passage_id for h in hits]
-    )
-    for hit in hits:
-        if hit.row.passage_id in feedback:
-            hit.score_parts["feedback"] = round(feedback[hit.row.passage_id], 6)
-    return passage_relevance(query, hits, w=w, frame=frame, lexical=lexical)
-
-
-def pool_lexical(query: str, hits: Sequence[EpisodeHit]) -> list[float]:
-    """BM25 of each hit over the pool (router.rerank), in the hits' order."""
-    return bm25_scores(query, [f"{h.row.role} {h.row.content}" for h in hits])
-
-
 def passage_relevance(
-    query: str,
-    hits: Sequence[EpisodeHit],
-    *,
-    w: HeuristicWeights,
-    frame: Timeframe | None = None,
-    lexical: Sequence[float] | None = None,
+    query: str, hits: Sequence[EpisodeHit], *, w: HeuristicWeights, frame: Timeframe | None = None
 ) -> dict[int, float]:
-    """Each hit's relevance in [0, 1], by passage id. BM25 over the pool (router.rerank; `lexical` when
-    already computed) relative to the best, plus the vector similarity (blended with the `feedback`
-    score part where there is one, relevance_with_feedback) scaled to the pool's range, weighted; then
-    scaled down for lines by other speakers than the one the query names, and by the standing of the
-    line's session. Reciprocal rank fusion orders the pool well enough to gather it, but flattens the
+    """Each hit's relevance in [0, 1], by passage id. BM25 over the pool (router.rerank) relative to
+    the best, plus the vector similarity scaled to the pool's range, weighted; then scaled down for
+    lines by other speakers than the one the query names, and by the standing of the line's
+    session. Reciprocal rank fusion orders the pool well enough to gather it, but flattens the
     scores, and ts_rank weighs every word alike; packing by value per token needs values that fall
     as fast as relevance does."""
     if not hits:
         return {}
-    if lexical is None:
-        lexical = pool_lexical(query, hits)
+    lexical = bm25_scores(query, [f"{h.row.role} {h.row.content}" for h in hits])
     best_lexical = max(lexical) or 1.0
-    vectors = [
-        (1.0 - w.feedback_weight) * h.score_parts.get("vector", 0.0) + w.feedback_weight * h.score_parts["feedback"]
-        if "feedback" in h.score_parts
-        else h.score_parts.get("vector", 0.0)
-        for h in hits
-    ]
+    vectors = [h.score_parts.get("vector", 0.0) for h in hits]
     low, high = min(vectors), max(vectors)
     named = named_speakers(query, (h.row.role for h in hits))
     raw: dict[int, float] = {}

@@ -5,22 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.embedding import EMBEDDING_DIM
 from core.tokens import count_tokens
-from episodic.selectors import PassageRow, passage_search_rows
+from episodic.selectors import PassageRow
 from router.candidates.common import HeuristicWeights, clip
-from router.candidates.episodic import (
-    EpisodeHit,
-    named_speakers,
-    passage_relevance,
-    relevance_with_feedback,
-    session_standing,
-)
-from tenants.scope import tenant_scope
+from router.candidates.episodic import EpisodeHit, named_speakers, passage_relevance, session_standing
 from tests.router.conftest import T0, remember
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
@@ -129,42 +120,3 @@ def test_a_clip_fits_its_limit_and_reads_only_the_head_of_a_long_text(text: str)
     assert clipped.endswith("…") and count_tokens(clipped) <= 300
     assert len(clipped) <= 300 * 16 + 1
     assert clip("short text", 300) == "short text"
-
-
-def _unit(*parts: tuple[int, float]) -> list[float]:
-    vector = [0.0] * EMBEDDING_DIM
-    for index, weight in parts:
-        vector[index] = weight
-    norm = sum(x * x for x in vector) ** 0.5
-    return [x / norm for x in vector]
-
-
-@pytest.mark.django_db
-def test_a_line_about_what_the_best_hits_are_about_rises_by_their_feedback(tenant_a) -> None:
-    lines = [f"Kayak outing {n} on the river" for n in range(5)]
-    lines += ["We bought new paddles and a spray deck", "The dentist moved my appointment again"]
-    episodes = remember(tenant_a, lines)
-    # The query is axis 0; the five best hits name it and lie between it and axis 1; the two others share
-    # no word with it and are as far from it, one beside the best hits (axis 1), one elsewhere (axis 2).
-    vectors = [_unit((0, 1.0), (1, 1.0))] * 5 + [_unit((0, 0.3), (1, 1.0)), _unit((0, 0.3), (2, 1.0))]
-    with tenant_scope(tenant_a), connection.cursor() as cursor:
-        for episode, vector in zip(episodes, vectors, strict=True):
-            cursor.execute(
-                "UPDATE episodic_passage SET embedding = %s::vector WHERE tenant_id = %s AND episode_id = %s",
-                ["[" + ",".join(f"{x:.7g}" for x in vector) + "]", tenant_a.id, episode.id],
-            )
-        hits = [
-            EpisodeHit(row=s.row, score=float(s.score), score_parts=dict(s.score_parts))
-            for s in passage_search_rows(tenant=tenant_a, query="kayak", subject="alice", limit=30,
-                                         query_embedding=_unit((0, 1.0)))
-        ]  # fmt: skip
-        by_episode = {h.row.id: h.row.passage_id for h in hits}
-        gear, dentist = by_episode[episodes[5].id], by_episode[episodes[6].id]
-        without = relevance_with_feedback(
-            tenant=tenant_a, query="kayak", hits=hits, w=HeuristicWeights(feedback_weight=0.0), frame=None
-        )
-        assert without[gear] == pytest.approx(without[dentist], abs=1e-3)
-        relevance = relevance_with_feedback(tenant=tenant_a, query="kayak", hits=hits, w=HeuristicWeights(), frame=None)
-    assert relevance[gear] > relevance[dentist] + 0.05
-    feedback = {h.row.passage_id: h.score_parts["feedback"] for h in hits}
-    assert feedback[gear] > 0.8 and feedback[dentist] < 0.3
