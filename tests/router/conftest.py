@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from consolidation.extractors.base import get_extractor
 from episodic.models import Episode
 from episodic.services import episodes_append
 from episodic.tasks import embed_pending
@@ -90,3 +91,12 @@ def ask(api_a: Any) -> Any:
         return response.json()
 
     return _ask
+
+
+@pytest.fixture
+def offline_extractor(settings: Any) -> Iterator[None]:
+    """The offline rule-based extractor, whatever the settings name."""
+    settings.ENGRAM = {**settings.ENGRAM, "EXTRACTOR": "consolidation.extractors.rules.RuleBasedExtractor"}
+    get_extractor.cache_clear()
+    yield
+    get_extractor.cache_clear()

@@ -4,13 +4,11 @@ layer leaves unused goes to the episodes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from consolidation.extractors.base import get_extractor
 from consolidation.services import session_summarise
 from core.tokens import count_tokens
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Session, SessionStatus
@@ -101,14 +99,6 @@ def _ended_and_summarised(tenant, session_id: str) -> Session:
         session.save(update_fields=["status", "ended_at"])
         assert session_summarise(tenant=tenant, session_id=session.pk) is not None
         return session
-
-
-@pytest.fixture
-def offline_extractor(settings: Any) -> Iterator[None]:
-    settings.ENGRAM = {**settings.ENGRAM, "EXTRACTOR": "consolidation.extractors.rules.RuleBasedExtractor"}
-    get_extractor.cache_clear()
-    yield
-    get_extractor.cache_clear()
 
 
 @pytest.mark.usefixtures("offline_extractor")

@@ -3,13 +3,11 @@ summary takes no place of the pool, and the layers asked for do not change the d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from consolidation.extractors.base import get_extractor
 from consolidation.services import session_summarise
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Passage, Session, SessionStatus
 from tenants.scope import tenant_scope
@@ -19,14 +17,6 @@ pytestmark = pytest.mark.django_db
 
 SESSIONS = 20
 LAKES = ["Garda", "Como", "Bled", "Annecy", "Hallstatt"]
-
-
-@pytest.fixture
-def offline_extractor(settings: Any) -> Iterator[None]:
-    settings.ENGRAM = {**settings.ENGRAM, "EXTRACTOR": "consolidation.extractors.rules.RuleBasedExtractor"}
-    get_extractor.cache_clear()
-    yield
-    get_extractor.cache_clear()
 
 
 @pytest.fixture
