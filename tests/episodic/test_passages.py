@@ -180,3 +180,39 @@ def test_passage_ids_follow_their_episodes_whatever_the_plan(append, tenant_a, p
             cursor.execute(f"RESET {knob}")
         by_id = list(Passage.objects.for_tenant(tenant_a).order_by("id").values_list("episode_id", flat=True))
     assert by_id == [e.pk for e in stored]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_marks_the_summary_passages_stored_before_it(append, tenant_a, tenant_b) -> None:
+    """The migration's statement, run as the owner (as migrations run) over passages stored unmarked:
+    the parts of summary episodes are marked in every tenant, and nothing else."""
+    import importlib
+
+    import psycopg
+
+    from tenants.dbroles import owner_credentials
+
+    owner = owner_credentials()
+    if owner is None:
+        pytest.skip("no DATABASE_OWNER_URL: the application role may not update passages")
+    mark = importlib.import_module("episodic.migrations.0012_passage_summary").MARK
+    stored = {}
+    for tenant in (tenant_a, tenant_b):
+        stored[tenant.id] = append(
+            tenant,
+            [
+                item("We hiked the ridge at dawn.", session="s-1", external_id="t1"),
+                item("user: We hiked the ridge at dawn.", session="s-1", kind="summary", external_id="engram:summary"),
+            ],
+        )
+    cfg = connection.settings_dict
+    with psycopg.connect(host=cfg["HOST"], port=cfg["PORT"], dbname=cfg["NAME"], user=owner["USER"],
+                         password=owner["PASSWORD"], autocommit=True) as conn:  # fmt: skip
+        # As they were before the column: nothing marked.
+        conn.execute("UPDATE episodic_passage SET summary = false")
+        conn.execute(mark)
+    for tenant in (tenant_a, tenant_b):
+        turn, summary = stored[tenant.id]
+        with tenant_scope(tenant):
+            marked = dict(Passage.objects.for_tenant(tenant).values_list("episode_id", "summary"))
+        assert marked == {turn.id: False, summary.id: True}
