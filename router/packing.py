@@ -101,7 +101,9 @@ def _pack(
     """Choose among the candidates of one or more layers by value per token, in one ranking: an item is
     taken when its line (and the section, block and layer separator it opens) fits both its layer's cap,
     `cap(layer, used)` given what each layer uses so far, and what is left of `total`. Fillers (a
-    session's summary) are tried only after every other item."""
+    session's summary) are tried only after every other item. Two items that cover each other are
+    alternatives (a fact and its source line): the first taken stands in for the other, which may
+    replace it at the end, in the room left, when it is worth more."""
     line_cost = {c.id: line_tokens(c) + 1 for c in candidates}
     section_cost: dict[str, int] = {}
     group_cost: dict[str, int] = {}
@@ -114,8 +116,8 @@ def _pack(
     used: dict[Layer, int] = {}
     waiting: list[Candidate] = []
 
-    def take(item: Candidate) -> bool:
-        if item.id in covered or item.id in taken:
+    def take(item: Candidate, *, replacing: bool = False) -> bool:
+        if (item.id in covered and not replacing) or item.id in taken:
             return False
         cost = line_cost[item.id]
         if item.section not in section_cost:
@@ -128,16 +130,31 @@ def _pack(
         if item.group_header and (item.section, item.group) not in open_groups:
             group_cost.setdefault(item.group_header, count_tokens(group_header(item.group_header, fmt)) + 1)
             cost += group_cost[item.group_header]
+        # Replacing the chosen items it covers (and that cover it), it takes their place: their lines give
+        # back their tokens (a header they opened stays counted).
+        evicted = [c for c in chosen if c.id in item.covers] if replacing else []
+        after = dict(used)
+        for other in evicted:
+            after[other.layer] -= line_cost[other.id]
         # Joining a layer's text to the others' costs a separator.
-        opens_layer = item.layer not in used
-        if used.get(item.layer, 0) + cost > cap(item.layer, used) or (
-            sum(used.values()) + cost + (SEPARATOR_TOKENS if opens_layer and used else 0) > total
+        opens_layer = item.layer not in after
+        if after.get(item.layer, 0) + cost > cap(item.layer, after) or (
+            sum(after.values()) + cost + (SEPARATOR_TOKENS if opens_layer and after else 0) > total
         ):
             return False
+        used.clear()
+        used.update(after)
         used[item.layer] = used.get(item.layer, 0) + cost
+        for other in evicted:
+            chosen.remove(other)
+            taken.discard(other.id)
         chosen.append(item)
         taken.add(item.id)
-        covered.update(item.covers)
+        if evicted:
+            covered.clear()
+            covered.update(skip, *(c.covers for c in chosen))
+        else:
+            covered.update(item.covers)
         open_sections.add(item.section)
         if item.group_header:
             open_groups.add((item.section, item.group))
@@ -161,6 +178,19 @@ def _pack(
                     if present(other.requires):
                         waiting.remove(other)
                         ready = take(other) or ready
+    # Alternatives (a fact and the line it came from cover each other): the one worth more per token was
+    # taken first; where the room left allows, the other replaces it when it is worth more.
+    for item in ranked:
+        if item.filler or item.id in taken or not item.covers & taken or not present(item.requires):
+            continue
+        replaced = [c for c in chosen if c.id in item.covers]
+        if (
+            replaced
+            and all(item.id in c.covers for c in replaced)
+            and not any(item.id in c.covers for c in chosen if c not in replaced)
+            and item.value > sum(c.value for c in replaced)
+        ):
+            take(item, replacing=True)
     return chosen
 
 

@@ -139,8 +139,11 @@ def fact_candidates(
 
 
 def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> None:
-    """A fact stands in for its source episodes (it covers them) only where it is at least as valuable
-    as they are: a source line worth more than the fact is served as itself, and covers the fact."""
+    """A fact and a line of history it came from say the same thing: each covers the other, so that
+    packing serves one of them, never both. The one worth more per token is taken first; where room is
+    left at the end, the other replaces it when it is worth more (router.packing). Serving both spent
+    the tokens of one for nothing: on LoCoMo at 1K, 35 of the 85 chosen facts that cited an evidence
+    turn repeated a line chosen beside them."""
     by_id = {item.id: item for item in episodes}
     for fact in facts:
         if fact.score_parts.get("update"):
@@ -151,6 +154,5 @@ def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> N
             continue
         for source_id in sorted(fact.covers):
             line = by_id.get(source_id)
-            if line is not None and line.value > fact.value:
-                fact.covers = fact.covers - {source_id}
+            if line is not None:
                 line.covers = line.covers | {fact.id}
