@@ -37,7 +37,9 @@ def _served(body: dict) -> tuple[list[int], list[int]]:
 def test_a_fact_and_its_source_line_are_never_served_together(tenant_a, ask) -> None:
     episodes = remember(tenant_a, HISTORY)
     told = episodes[3].id
-    believe(tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=[episodes[3]])
+    believe(
+        tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=[episodes[3]]
+    )
     for budget in (100, 110, 120, 135, 150, 200, 300, 500, 1000, 2000):
         body = ask(query="what is the name of my dog?", max_tokens=budget, budgets={"reserve": 0, "episodic": budget})
         facts, lines = _served(body)
@@ -49,7 +51,9 @@ def test_a_fact_and_its_source_line_are_never_served_together(tenant_a, ask) -> 
 def test_with_room_left_the_line_worth_more_than_its_fact_is_served(tenant_a, ask) -> None:
     episodes = remember(tenant_a, HISTORY)
     told = episodes[3].id
-    believe(tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=[episodes[3]])
+    believe(
+        tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=[episodes[3]]
+    )
     body = ask(query="what is the name of my dog?", max_tokens=2000)
     facts, lines = _served(body)
     assert told in lines and told not in facts, body["prompt"]
@@ -62,8 +66,18 @@ def _fact_and_line(line_words: int = 75) -> tuple[Candidate, Candidate, list[Can
     lines of history worth less per token than both."""
     fact = _flat("semantic", 1, "Alice has a dog called Biscuit.", 0.3)
     fact.covers = frozenset({"episode:7"})
-    line = _episode(7, "I adopted a dog called Biscuit " + "and he loves long walks " * (line_words // 5), 0.6, HISTORY_SECTION, 0, "s-1")
-    others = [_episode(10 + i, f"the printer jammed again on tray {i} " * 4, 0.02, HISTORY_SECTION, 1, "s-2") for i in range(30)]
+    line = _episode(
+        7,
+        "I adopted a dog called Biscuit " + "and he loves long walks " * (line_words // 5),
+        0.6,
+        HISTORY_SECTION,
+        0,
+        "s-1",
+    )
+    others = [
+        _episode(10 + i, f"the printer jammed again on tray {i} " * 4, 0.02, HISTORY_SECTION, 1, "s-2")
+        for i in range(30)
+    ]
     return fact, line, others
 
 
@@ -71,7 +85,9 @@ def _served_ids(budget: int) -> set[str]:
     fact, line, others = _fact_and_line()
     episodic = [line, *others]
     settle_facts([fact], episodic)
-    plan = budget_plan(config=TenantSettings(), max_tokens=budget, overrides={"reserve": 0, "episodic": budget}, layers=LAYERS)
+    plan = budget_plan(
+        config=TenantSettings(), max_tokens=budget, overrides={"reserve": 0, "episodic": budget}, layers=LAYERS
+    )
     built = assemble(offered=LayerCandidates(semantic=[fact], episodic=episodic), plan=plan, fmt="markdown")
     return {c.id for items in built.chosen.values() for c in items}
 
