@@ -133,7 +133,7 @@ def _pack(
         # Replacing the chosen items it covers (and that cover it), it takes their place: their lines give
         # back their tokens (a header they opened stays counted).
         evicted = [c for c in chosen if c.id in item.covers] if replacing else []
-        after = dict(used)
+        after = dict(used) if evicted else used
         for other in evicted:
             after[other.layer] -= line_cost[other.id]
         # Joining a layer's text to the others' costs a separator.
@@ -142,12 +142,13 @@ def _pack(
             sum(after.values()) + cost + (SEPARATOR_TOKENS if opens_layer and after else 0) > total
         ):
             return False
-        used.clear()
-        used.update(after)
+        if evicted:
+            used.clear()
+            used.update(after)
+            gone = {c.id for c in evicted}
+            chosen[:] = [c for c in chosen if c.id not in gone]
+            taken.difference_update(gone)
         used[item.layer] = used.get(item.layer, 0) + cost
-        for other in evicted:
-            chosen.remove(other)
-            taken.discard(other.id)
         chosen.append(item)
         taken.add(item.id)
         if evicted:
@@ -181,14 +182,13 @@ def _pack(
     # Alternatives (a fact and the line it came from cover each other): the one worth more per token was
     # taken first; where the room left allows, the other replaces it when it is worth more.
     for item in ranked:
-        if item.filler or item.id in taken or not item.covers & taken or not present(item.requires):
+        if item.filler or item.id in taken or taken.isdisjoint(item.covers) or not present(item.requires):
             continue
         replaced = [c for c in chosen if c.id in item.covers]
         if (
-            replaced
-            and all(item.id in c.covers for c in replaced)
-            and not any(item.id in c.covers for c in chosen if c not in replaced)
+            all(item.id in c.covers for c in replaced)
             and item.value > sum(c.value for c in replaced)
+            and not any(item.id in c.covers and c.id not in item.covers for c in chosen)
         ):
             take(item, replacing=True)
     return chosen
