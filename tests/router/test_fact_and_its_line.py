@@ -16,14 +16,27 @@ from tests.router.test_packing import _episode, _flat
 
 HISTORY_SECTION = "Relevant history"
 
+# The fact matches the query more closely than its line does, and is shorter: it is worth more per
+# token, the line (the best hit, long) is worth more. Before the two covered each other, the fact was
+# taken first and the line as well, at every budget with room for both (150 tokens and up).
 HISTORY = [
-    "My printer keeps jamming on the second tray",
-    ("assistant", "Try removing the second tray and cleaning the rollers"),
-    "We moved the office to Lisbon last spring",
-    "I adopted a dog called Biscuit from the shelter on the hill, a beagle who loves long walks by the river",
-    ("assistant", "Congratulations on Biscuit!"),
-    "The VPN drops every evening around six",
+    "Printer jams again",
+    "The VPN drops at six",
+    "So, the name of my dog is Biscuit: I adopted him from the shelter on the hill last spring, a beagle who"
+    " loves long walks by the river, chewing my shoes, barking at the postman every single morning and"
+    " sleeping on the sofa all afternoon while I work from home on the quarterly reports",
 ]
+QUERY = "what is the name of my dog?"
+
+
+@pytest.fixture
+def told(tenant_a) -> int:
+    """The episode that told the dog's name, with the fact extracted from it."""
+    episodes = remember(tenant_a, HISTORY)
+    believe(
+        tenant_a, attribute="pet", value="Biscuit", statement="The name of my dog is Biscuit.", sources=[episodes[2]]
+    )
+    return episodes[2].id
 
 
 def _served(body: dict) -> tuple[list[int], list[int]]:
@@ -34,31 +47,18 @@ def _served(body: dict) -> tuple[list[int], list[int]]:
 
 
 @pytest.mark.django_db
-def test_a_fact_and_its_source_line_are_never_served_together(tenant_a, ask) -> None:
-    episodes = remember(tenant_a, HISTORY)
-    told = episodes[3].id
-    believe(
-        tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=[episodes[3]]
-    )
-    for budget in (100, 110, 120, 135, 150, 200, 300, 500, 1000, 2000):
-        body = ask(query="what is the name of my dog?", max_tokens=budget, budgets={"reserve": 0, "episodic": budget})
-        facts, lines = _served(body)
-        assert not (told in facts and told in lines), (budget, body["prompt"])
-        assert told in facts or told in lines, (budget, body["prompt"])
+@pytest.mark.parametrize("budget", [100, 150, 200, 400, 1000])
+def test_a_fact_and_its_source_line_are_never_served_together(told: int, ask, budget: int) -> None:
+    body = ask(query=QUERY, max_tokens=budget, budgets={"reserve": 0, "episodic": budget})
+    facts, lines = _served(body)
+    assert not (told in facts and told in lines), body["prompt"]
+    assert told in facts or told in lines, body["prompt"]
 
 
 @pytest.mark.django_db
-def test_with_room_left_the_line_worth_more_than_its_fact_is_served(tenant_a, ask) -> None:
-    episodes = remember(tenant_a, HISTORY)
-    told = episodes[3].id
-    believe(
-        tenant_a, attribute="pet", value="Biscuit", statement="Alice has a dog called Biscuit.", sources=[episodes[3]]
-    )
-    body = ask(query="what is the name of my dog?", max_tokens=2000)
-    facts, lines = _served(body)
-    assert told in lines and told not in facts, body["prompt"]
-    trace = {item["id"]: item for item in body["layers"]["episodic"]}
-    assert any("Biscuit" in item["text"] for item in trace.values())
+def test_with_room_left_the_line_worth_more_than_its_fact_is_served(told: int, ask) -> None:
+    facts, lines = _served(ask(query=QUERY, max_tokens=2000))
+    assert told in lines and told not in facts
 
 
 def _fact_and_line(line_words: int = 75) -> tuple[Candidate, Candidate, list[Candidate]]:
