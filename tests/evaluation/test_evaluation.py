@@ -17,6 +17,7 @@ from evaluation.recall import (
     Conversation,
     Evidence,
     Question,
+    Served,
     ServedItem,
     ServedSource,
     Tally,
@@ -225,10 +226,11 @@ def test_every_figure_is_reported_for_each_half_and_all() -> None:
         questions = [Question(f"c{n}", 0, f"fact number {n}?", "single-hop", (Evidence(turns[0].external_id),))]
         conversations.append(Conversation(f"c{n}", turns, questions))
 
-    def engram(q: Question, budget: int) -> tuple[list[ServedItem], int, float]:
+    def engram(q: Question, budget: int) -> Served:
         # Finds the evidence of the first two conversations only.
         hit = q.sample_id in ("c0", "c1")
-        return ([ServedItem("x", 0, ((f"{q.sample_id}:session_1#0", None),))] if hit else []), 5, 1.0
+        items = [ServedItem("x", 0, ((f"{q.sample_id}:session_1#0", None),))]
+        return Served(items if hit else [], 5, 1.0, "")
 
     result = evaluate(conversations, [100], engram, methods=("engram", "bm25"))
     rows = {(r["method"], r["half"], r["group"]): r for r in result["results"]}
