@@ -109,7 +109,7 @@ def explore(*, built: BuiltContext, chance: float, request_key: str, fmt: str) -
     new_chosen[into.layer].append(into)
     for layer in {margin.layer, into.layer}:
         texts[layer] = render_layer(layer, new_chosen[layer], fmt)
-    tokens = {layer: count_tokens(texts[layer]) for layer in LAYERS}
+    tokens: dict[str, int] = {layer: count_tokens(texts[layer]) for layer in LAYERS}
     prompt = _prompt(texts)
     tokens["total"] = count_tokens(prompt)
     considered = [c for c in built.considered if c.id != into.id] + [margin]

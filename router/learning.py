@@ -183,7 +183,7 @@ class Fitted:
 def fit(contexts: Sequence[LoggedContext]) -> Fitted | None:
     """The regression on the served items of `contexts`, weighted by inverse propensity. None when the
     labels are all of one kind."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
     rows = [r for ctx in contexts for r, served in zip(ctx.rows, ctx.served, strict=True) if served]
     labels = np.concatenate([ctx.used[ctx.served] for ctx in contexts]) if contexts else np.zeros(0, dtype=bool)
