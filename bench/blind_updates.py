@@ -23,6 +23,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=300)
     parser.add_argument("--report", default=str(DOCS / "blind_updates_v1.md"))
     parser.add_argument("--json", default=str(DOCS / "blind_updates_v1.json"))
+    parser.add_argument("--note", default="", help="What the run measures, printed in the report")
     args = parser.parse_args()
     env = scratch_env(args.db)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -34,7 +35,7 @@ def main() -> None:
     subprocess.run(
         [
             sys.executable, "manage.py", "blind_updates_eval", "--budget", str(args.budget),
-            "--report", args.report, "--json", args.json, "--command-line", command.strip(), "--code", code,
+            "--report", args.report, "--json", args.json, "--command-line", command.strip(), "--code", code, "--note", args.note,
         ],
         cwd=ROOT, env=env, check=True,
     )  # fmt: skip

@@ -81,6 +81,7 @@ class Command(BaseCommand):
         parser.add_argument("--report", default="")
         parser.add_argument("--command-line", default="", help="The command to cite in the report")
         parser.add_argument("--code", default="", help="The commit of the code measured, to cite in the report")
+        parser.add_argument("--note", default="", help="What the run measures (e.g. before the mechanism)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         set_path, sums = Path(options["set_path"]), Path(options["sums"])
@@ -109,6 +110,7 @@ class Command(BaseCommand):
             "command": command,
             "date": f"{timezone.now():%Y-%m-%d}",
             "code": options["code"] or "not given",
+            "note": options["note"],
             "budget": options["budget"],
             "target": options["target"],
             "clause_slack_words": CLAUSE_SLACK_WORDS,
@@ -265,6 +267,7 @@ def report_markdown(result: dict[str, Any]) -> str:
         f"Produced by `{result['command']}` on {result['date']}, code at `{result['code']}`, set "
         f"`evaluation/blind/{result['set']}` (SHA-256 `{result['set_digest']}`).",
         "",
+        *([f"**{result['note']}**", ""] if result.get("note") else []),
         "The set was written by a helper who had not seen the extraction or update code, from a brief of "
         "kinds only (evaluation/blind/README.md). Authors of that code see only these aggregates and the "
         "failing kinds; the command never prints an item.",
@@ -284,7 +287,8 @@ def report_markdown(result: dict[str, Any]) -> str:
         "- coverage: the share of pairs whose first statement produced a fact (of any status now) holding the "
         "first value, its sources naming that statement.",
         "- supersession recall: an active fact of the subject holds the new value and none holds the old one; "
-        "*if covered*: among the pairs whose first value was extracted.",
+        "*if covered*: among the pairs whose first value was extracted. A pair whose first value was never "
+        "extracted counts as superseded when the new value is held, so read the two together.",
         "- new value held: an active fact holds the new value; old value still active: an active fact holds "
         "the old value.",
         f"- value is a clause: an active fact holding the old or the new value has more than "
