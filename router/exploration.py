@@ -23,7 +23,8 @@ import random
 from collections.abc import Sequence
 
 from core.tokens import count_tokens
-from router.packing import RANKED_LAYERS, line_tokens
+from router.packing import RANKED_LAYERS
+from router.pricing import line_tokens
 from router.rendering import render_layer, render_prompt
 from router.types import LAYERS, BuiltContext, Candidate, Layer
 

@@ -20,8 +20,9 @@ from router.budgets import budget_plan
 from router.exploration import explore
 from router.features import logged_fields
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
-from router.packing import assemble, line_tokens
+from router.packing import assemble
 from router.policy import get_policy
+from router.pricing import line_tokens
 from router.readers import write_after_commit
 from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest

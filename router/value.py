@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from router.features import FORMULA_PART, candidate_matrix
 from router.models import ValueModel, ValueModelState
-from router.packing import RANKED_LAYERS, line_tokens
+from router.packing import RANKED_LAYERS
+from router.pricing import line_tokens
 from router.types import Candidate, LayerCandidates
 from tenants.models import Tenant
 

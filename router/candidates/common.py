@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.tokens import count_tokens, truncate_to_tokens
-from router.packing import line_tokens
+from router.pricing import line_tokens
 from router.types import Candidate
 
 # No cl100k token is longer than this many characters in ordinary text; a clip reads at most this many
