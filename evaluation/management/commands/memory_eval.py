@@ -592,7 +592,10 @@ def techchat_markdown(
         "README text, read at generation time); statements about the user (stack and versions, deadlines, "
         "preferences, people, employer) are planted in the user's turns, two of them updated sessions later "
         "with a distractor between. A question's evidence is the turn that holds its statement; an update's "
-        "older statement is stale.",
+        "older statement is stale. Two more questions per conversation need one statement from each of 4 to 6 "
+        "sessions (putting events in order, how a number evolved, a count of events: "
+        "evaluation.techchat.STORYLINES); they are reported apart (kind `multi-session`), never in the overall "
+        "figures.",
         "",
         *ablation_section(result, budgets=budgets),
         *ablation_section(
