@@ -14,10 +14,10 @@ from core.db import set_local
 from core.errors import Conflict, ValidationProblem
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
+from router.helper_threads import write_after_commit
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
 from router.packing import assemble, line_tokens
 from router.policy import get_policy
-from router.readers import write_after_commit
 from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
 from semantic.services import fact_mark_used

@@ -215,7 +215,7 @@ ENGRAM: dict[str, Any] = {
     "VECTOR_PREFILTER_CANDIDATES": env.int("ENGRAM_VECTOR_PREFILTER_CANDIDATES", default=400),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
-    # Helper threads per process for reads beside the request (router.readers); 0 reads in line.
+    # Helper threads per process for reads beside the request (router.helper_threads); 0 reads in line.
     "PARALLEL_READERS": env.int("ENGRAM_PARALLEL_READERS", default=4),
     "ANTHROPIC_MODEL": env.str("ENGRAM_ANTHROPIC_MODEL", default="claude-sonnet-4-5"),
     "IDEMPOTENCY_TTL_HOURS": env.int("ENGRAM_IDEMPOTENCY_TTL_HOURS", default=24),
