@@ -19,11 +19,11 @@ from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
 from router.exploration import explore
 from router.features import logged_fields
+from router.helper_threads import write_after_commit
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
 from router.packing import assemble
 from router.policy import get_policy
 from router.pricing import line_tokens
-from router.readers import write_after_commit
 from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
 from router.value import pool_of, revalue, serving_model

@@ -221,7 +221,7 @@ ENGRAM: dict[str, Any] = {
     "VALUE_MODEL_MIN_CONTEXTS": env.int("ENGRAM_VALUE_MODEL_MIN_CONTEXTS", default=200),
     "VALUE_MODEL_MIN_USED": env.int("ENGRAM_VALUE_MODEL_MIN_USED", default=50),
     "VALUE_MODEL_MIN_MEASURED": env.int("ENGRAM_VALUE_MODEL_MIN_MEASURED", default=50),
-    # Helper threads per process for reads beside the request (router.readers); 0 reads in line.
+    # Helper threads per process for reads beside the request (router.helper_threads); 0 reads in line.
     "PARALLEL_READERS": env.int("ENGRAM_PARALLEL_READERS", default=4),
     "ANTHROPIC_MODEL": env.str("ENGRAM_ANTHROPIC_MODEL", default="claude-sonnet-4-5"),
     "IDEMPOTENCY_TTL_HOURS": env.int("ENGRAM_IDEMPOTENCY_TTL_HOURS", default=24),
