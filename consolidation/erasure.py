@@ -28,7 +28,7 @@ from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureReque
 from episodic.aliases import learned_aliases_q
 from episodic.models import allow_episode_deletion
 from episodic.scratchpad import scratchpad_get, scratchpads_erase, scratchpads_held
-from semantic.normalise import normalise_entity
+from semantic.selectors import subject_facts_q
 from tenants.locks import tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -251,11 +251,11 @@ def _runs_touching_episodes(plan: Plan) -> list[int]:
 
 
 def _runs_q(plan: Plan) -> Any:
-    as_entity = normalise_entity(plan.subject)
+    # The subject id exactly: a run of "danax" is not one of "DANAx".
     return ConsolidationRun.objects.filter(
         Q(subject=plan.subject)
         | Q(session_external_id__in=plan.session_external_ids)
-        | Q(entity__in={plan.subject, as_entity})
+        | Q(entity=plan.subject)
         | Q(reason__contains=f" subject {plan.subject} ")
         | Q(id__in=_runs_touching_episodes(plan))
     )
@@ -362,9 +362,9 @@ LOCATIONS: list[Location] = [
     Location(
         "entity_aliases",
         "episodic.EntityAlias",
-        "aliases learned from the subject's conversations, or naming the subject (an operator's stay: tenant settings)",
+        "aliases learned from the subject's conversations (an operator's stay: tenant settings)",
         queryset=lambda p: _qs("episodic.EntityAlias", p).filter(
-            learned_aliases_q(subject=p.subject, episode_ids=p.episode_ids, entity=normalise_entity(p.subject))
+            learned_aliases_q(subject=p.subject, episode_ids=p.episode_ids)
         ),
     ),
     Location(
@@ -433,11 +433,12 @@ def plan_for(*, tenant: Tenant, subject: str) -> Plan:
     FactSource = apps.get_model("semantic.FactSource")
     sessions = list(Session.objects.filter(subject=subject).values_list("id", "external_id"))
     episode_ids = list(Episode.objects.filter(subject=subject).values_list("id", flat=True))
-    # The subject's facts, and facts about the subject as an entity recorded under other subjects
-    # (reads serve subject-or-entity as the subject's memory, and the graph serves related entities).
-    as_entity = normalise_entity(subject)
+    # The subject's facts as reads serve them (semantic.selectors.subject_facts_q: its memory, and the
+    # tenant's own facts about exactly this id), and the tenant's own facts that name exactly this id
+    # as their object. Another subject's memory stays, whatever it names: the subject id is compared
+    # exactly, never folded ("PARISX" is not "parisx").
     own = set(
-        Fact.objects.filter(Q(subject=subject) | Q(entity=as_entity) | Q(object_entity=as_entity)).values_list(
+        Fact.objects.filter(subject_facts_q(subject) | Q(subject="", object_entity=subject)).values_list(
             "id", flat=True
         )
     )

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from api.idempotency import idempotent
 from api.pagination import CreatedCursorPagination
 from api.parsers import LimitedJSONParser
-from api.serializers import BodySerializer
+from api.serializers import BodySerializer, SubjectField
 from api.views import TenantAPIView
 from core.embedding import EMBEDDING_DIM
 from core.errors import ValidationProblem
@@ -94,7 +94,7 @@ class EpisodeAscCursorPagination(CreatedCursorPagination):
 
 
 class EpisodeFilterSerializer(serializers.Serializer):
-    subject = serializers.CharField(required=False, max_length=255)
+    subject = SubjectField(required=False)
     agent = serializers.CharField(required=False, max_length=255, allow_blank=True)
     session = serializers.CharField(required=False, max_length=255)
     kind = serializers.ChoiceField(required=False, choices=EpisodeKind.choices)
@@ -114,7 +114,7 @@ class EpisodeListCreateApi(TenantAPIView):
         """Documentation of one item. Validation is `episodic.validation.parse_items`, shared by every
         writer and written for speed; it reports errors with the same JSON pointers."""
 
-        subject = serializers.CharField(max_length=255)
+        subject = SubjectField()
         session = serializers.CharField(
             required=False,
             max_length=255,
