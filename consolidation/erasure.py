@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -29,12 +30,17 @@ from episodic.aliases import learned_aliases_q
 from episodic.models import allow_episode_deletion
 from episodic.scratchpad import scratchpad_get, scratchpads_erase, scratchpads_held
 from semantic.selectors import subject_facts_q
-from tenants.locks import tenant_xact_lock
+from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.services import idempotency_records_erase
 
+logger = logging.getLogger(__name__)
+
 ERASURE_DEADLINE_DAYS = 30
+# What a failed erasure tells its operators; what failed goes to the log, never a database's text
+# (which can quote rows) to the request.
+ERASURE_FAILED = "The erasure failed and will be retried; the service's log has the details."
 MAX_ERASURE_ATTEMPTS = 5
 # What a consolidation run may keep of a problem: never an excerpt of what was read or answered.
 PROBLEM_KEYS = frozenset({"error", "attempt", "episode_ids", "ids", "attribute", "subject_batch", "stop_reason"})
@@ -471,6 +477,7 @@ def locate(*, tenant: Tenant, subject: str) -> dict[str, int]:
 
 
 def _subject_lock(tenant: Tenant, digest: str) -> None:
+    # After the subject's own slot where both are taken (erasure_execute; tenants.locks).
     # Filing and completing requests of one subject take turns: a request filed while another is open
     # joins it, and the one that completes settles every open request of its subject at once.
     tenant_xact_lock(tenant.id, "erasure", digest)
@@ -537,20 +544,23 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
     if not subject.strip() or subject_hash(tenant, subject) != request.subject_hash:
         return _settle_without_subject(tenant, request)
     try:
+        # One transaction: the erasure, its verification and its record. The subject's slot, exclusive
+        # (tenants.locks), first: its writes under way end before the plan is read, new ones wait until
+        # this commits and are then new writes, so nothing written beside it is half-erased or found by
+        # the verification.
         with tenant_scope(tenant):
+            subject_lock(tenant.id, [subject], exclusive=True)
             plan = plan_for(tenant=tenant, subject=subject)
             counts: dict[str, int] = {}
             for location in LOCATIONS:
                 if location.available():
                     counts[location.name] = location.erase(plan)
-        with tenant_scope(tenant):
-            ErasureRequest.objects.filter(pk=request.pk).update(status=ErasureStatus.VERIFYING, counts=counts)
-        remaining = locate(tenant=tenant, subject=subject)
-        remaining.pop("erasure_requests", None)
-        leftover = {k: v for k, v in remaining.items() if v}
-        with tenant_scope(tenant):
+            remaining = locate(tenant=tenant, subject=subject)
+            remaining.pop("erasure_requests", None)
+            leftover = {k: v for k, v in remaining.items() if v}
             _subject_lock(tenant, request.subject_hash)
             fresh = ErasureRequest.objects.select_for_update().get(pk=request.pk)
+            fresh.counts = counts
             fresh.verification = {"remaining": remaining, "verified_at": timezone.now().isoformat()}
             if leftover:
                 fresh.status = ErasureStatus.FAILED
@@ -576,11 +586,10 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
                 fresh.subject = ""
             fresh.save()
             return fresh
-    except Exception as exc:
+    except Exception:
+        logger.exception("erasure request %s of tenant %s failed", request.pk, tenant.id)
         with tenant_scope(tenant):
-            ErasureRequest.objects.filter(pk=request.pk).update(
-                status=ErasureStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000]
-            )
+            ErasureRequest.objects.filter(pk=request.pk).update(status=ErasureStatus.FAILED, error=ERASURE_FAILED)
         raise
 
 

@@ -54,7 +54,7 @@ from semantic.timeline import covers, place_single, seen_again, timeline_of, tim
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
 from semantic.validation import PreparedFact, allowed_categories, fact_prepare
 from semantic.values import values_conflict, values_same
-from tenants.locks import tenant_xact_lock
+from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import for_each_batch
 
@@ -100,7 +100,10 @@ def facts_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[
 
 
 def _lock(tenant: Tenant, subject: str, entity: str, attribute: str) -> None:
-    """Serialise every writer of one slot, (tenant, subject, entity, attribute), until the transaction ends."""
+    """Serialise every writer of one slot, (tenant, subject, entity, attribute), until the transaction
+    ends; first the subject's own slot, shared with its other writers and held back by its erasure
+    (tenants.locks, in that order)."""
+    subject_lock(tenant.id, [subject])
     tenant_xact_lock(tenant.id, "fact", subject, entity, attribute)
 
 
