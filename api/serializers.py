@@ -53,3 +53,25 @@ class BodySerializer(StrictSerializer):
     StrictSerializer: every query value is a string, so they leave types to the fields."""
 
     check_types = True
+
+
+SUBJECT_MAX = 255
+
+
+class SubjectField(serializers.CharField):
+    """A subject id exactly as the tenant wrote it: never trimmed, folded or normalised (DESIGN.md
+    invariant 12), so " carol" and "carol" are two subjects; at most SUBJECT_MAX characters. An id of
+    whitespace only names no one and is refused (with `allow_blank`, "" is "no subject")."""
+
+    default_error_messages = {"whitespace": "A subject id must hold a character other than whitespace."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", SUBJECT_MAX)
+        kwargs["trim_whitespace"] = False
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = str(super().to_internal_value(data))
+        if value and not value.strip():
+            self.fail("whitespace")
+        return value

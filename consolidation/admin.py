@@ -148,7 +148,16 @@ class ArchiveManifestAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
 
 class ErasureRequestForm(forms.ModelForm):
-    subject = forms.CharField(max_length=255, help_text="The subject id whose memory is to be erased, everywhere.")
+    # Kept exactly as typed: " carol" and "carol" are two subjects (DESIGN.md invariant 12).
+    subject = forms.CharField(
+        max_length=255, strip=False, help_text="The subject id whose memory is to be erased, everywhere (exactly)."
+    )
+
+    def clean_subject(self) -> str:
+        subject = str(self.cleaned_data["subject"])
+        if not subject.strip():
+            raise forms.ValidationError("A subject id must hold a character other than whitespace.")
+        return subject
 
     class Meta:
         model = ErasureRequest
@@ -209,11 +218,12 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
         # Only the hash is kept: hash what the operator typed, once per tenant they operate.
+        # The subject id as typed (never trimmed: it is an exact string); a receipt's hash, trimmed.
         term = search_term.strip()
         if not term:
             return queryset, False
         tenants = Tenant.objects.filter(id__in=operator_tenant_ids(request))
-        digests = {subject_hash(tenant, term) for tenant in tenants} | {term.lower()}
+        digests = {subject_hash(tenant, search_term) for tenant in tenants} | {term.lower()}
         return queryset.filter(subject_hash__in=digests), False
 
     def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> HttpResponse:

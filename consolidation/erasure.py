@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -28,13 +29,18 @@ from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureReque
 from episodic.aliases import learned_aliases_q
 from episodic.models import allow_episode_deletion
 from episodic.scratchpad import scratchpad_get, scratchpads_erase, scratchpads_held
-from semantic.normalise import normalise_entity
-from tenants.locks import tenant_xact_lock
+from semantic.selectors import subject_facts_q
+from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.services import idempotency_records_erase
 
+logger = logging.getLogger(__name__)
+
 ERASURE_DEADLINE_DAYS = 30
+# What a failed erasure tells its operators; what failed goes to the log, never a database's text
+# (which can quote rows) to the request.
+ERASURE_FAILED = "The erasure failed and will be retried; the service's log has the details."
 MAX_ERASURE_ATTEMPTS = 5
 # What a consolidation run may keep of a problem: never an excerpt of what was read or answered.
 PROBLEM_KEYS = frozenset({"error", "attempt", "episode_ids", "ids", "attribute", "subject_batch", "stop_reason"})
@@ -251,11 +257,11 @@ def _runs_touching_episodes(plan: Plan) -> list[int]:
 
 
 def _runs_q(plan: Plan) -> Any:
-    as_entity = normalise_entity(plan.subject)
+    # The subject id exactly: a run of "danax" is not one of "DANAx".
     return ConsolidationRun.objects.filter(
         Q(subject=plan.subject)
         | Q(session_external_id__in=plan.session_external_ids)
-        | Q(entity__in={plan.subject, as_entity})
+        | Q(entity=plan.subject)
         | Q(reason__contains=f" subject {plan.subject} ")
         | Q(id__in=_runs_touching_episodes(plan))
     )
@@ -362,9 +368,9 @@ LOCATIONS: list[Location] = [
     Location(
         "entity_aliases",
         "episodic.EntityAlias",
-        "aliases learned from the subject's conversations, or naming the subject (an operator's stay: tenant settings)",
+        "aliases learned from the subject's conversations (an operator's stay: tenant settings)",
         queryset=lambda p: _qs("episodic.EntityAlias", p).filter(
-            learned_aliases_q(subject=p.subject, episode_ids=p.episode_ids, entity=normalise_entity(p.subject))
+            learned_aliases_q(subject=p.subject, episode_ids=p.episode_ids)
         ),
     ),
     Location(
@@ -433,11 +439,12 @@ def plan_for(*, tenant: Tenant, subject: str) -> Plan:
     FactSource = apps.get_model("semantic.FactSource")
     sessions = list(Session.objects.filter(subject=subject).values_list("id", "external_id"))
     episode_ids = list(Episode.objects.filter(subject=subject).values_list("id", flat=True))
-    # The subject's facts, and facts about the subject as an entity recorded under other subjects
-    # (reads serve subject-or-entity as the subject's memory, and the graph serves related entities).
-    as_entity = normalise_entity(subject)
+    # The subject's facts as reads serve them (semantic.selectors.subject_facts_q: its memory, and the
+    # tenant's own facts about exactly this id), and the tenant's own facts that name exactly this id
+    # as their object. Another subject's memory stays, whatever it names: the subject id is compared
+    # exactly, never folded ("PARISX" is not "parisx").
     own = set(
-        Fact.objects.filter(Q(subject=subject) | Q(entity=as_entity) | Q(object_entity=as_entity)).values_list(
+        Fact.objects.filter(subject_facts_q(subject) | Q(subject="", object_entity=subject)).values_list(
             "id", flat=True
         )
     )
@@ -470,6 +477,7 @@ def locate(*, tenant: Tenant, subject: str) -> dict[str, int]:
 
 
 def _subject_lock(tenant: Tenant, digest: str) -> None:
+    # After the subject's own slot where both are taken (erasure_execute; tenants.locks).
     # Filing and completing requests of one subject take turns: a request filed while another is open
     # joins it, and the one that completes settles every open request of its subject at once.
     tenant_xact_lock(tenant.id, "erasure", digest)
@@ -536,20 +544,23 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
     if not subject.strip() or subject_hash(tenant, subject) != request.subject_hash:
         return _settle_without_subject(tenant, request)
     try:
+        # One transaction: the erasure, its verification and its record. The subject's slot, exclusive
+        # (tenants.locks), first: its writes under way end before the plan is read, new ones wait until
+        # this commits and are then new writes, so nothing written beside it is half-erased or found by
+        # the verification.
         with tenant_scope(tenant):
+            subject_lock(tenant.id, [subject], exclusive=True)
             plan = plan_for(tenant=tenant, subject=subject)
             counts: dict[str, int] = {}
             for location in LOCATIONS:
                 if location.available():
                     counts[location.name] = location.erase(plan)
-        with tenant_scope(tenant):
-            ErasureRequest.objects.filter(pk=request.pk).update(status=ErasureStatus.VERIFYING, counts=counts)
-        remaining = locate(tenant=tenant, subject=subject)
-        remaining.pop("erasure_requests", None)
-        leftover = {k: v for k, v in remaining.items() if v}
-        with tenant_scope(tenant):
+            remaining = locate(tenant=tenant, subject=subject)
+            remaining.pop("erasure_requests", None)
+            leftover = {k: v for k, v in remaining.items() if v}
             _subject_lock(tenant, request.subject_hash)
             fresh = ErasureRequest.objects.select_for_update().get(pk=request.pk)
+            fresh.counts = counts
             fresh.verification = {"remaining": remaining, "verified_at": timezone.now().isoformat()}
             if leftover:
                 fresh.status = ErasureStatus.FAILED
@@ -575,11 +586,10 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
                 fresh.subject = ""
             fresh.save()
             return fresh
-    except Exception as exc:
+    except Exception:
+        logger.exception("erasure request %s of tenant %s failed", request.pk, tenant.id)
         with tenant_scope(tenant):
-            ErasureRequest.objects.filter(pk=request.pk).update(
-                status=ErasureStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000]
-            )
+            ErasureRequest.objects.filter(pk=request.pk).update(status=ErasureStatus.FAILED, error=ERASURE_FAILED)
         raise
 
 

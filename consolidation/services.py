@@ -40,7 +40,7 @@ from semantic.models import ActorType
 from semantic.services import embed_statements, fact_upsert, facts_expire_left
 from semantic.types import Actor, FactCandidate
 from semantic.validation import fact_value_is_fragment
-from tenants.locks import tenant_xact_lock
+from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -179,9 +179,15 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
             wm.updated_at = timezone.now()
             wm.save(update_fields=["last_episode_id", "done_above", "pending_last_id", "pending_xids", "updated_at"])
             return 0
+        # The batch's subjects' slots, before any fact is written (tenants.locks): an erasure of one of
+        # them runs wholly before or after the batch. One that ran while the batch was read took its
+        # episodes: read again under the slots, they are gone (their ids still count as done).
+        subject_lock(tenant.id, {e.subject for e in episodes})
+        present = set(Episode.objects.filter(id__in=[e.id for e in episodes]).values_list("id", flat=True))
         by_subject: dict[str, list[Episode]] = defaultdict(list)
         for episode in episodes:
-            by_subject[episode.subject].append(episode)
+            if episode.id in present:
+                by_subject[episode.subject].append(episode)
         usage = Usage()
         counts: dict[str, int] = defaultdict(int)
         batch_ids = {e.id for e in episodes}

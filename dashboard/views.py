@@ -77,8 +77,9 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
 @staff_member_required
 @_in_its_scope
 def tenant_dashboard(request: HttpRequest, current: Tenant) -> HttpResponse:
-    subject = (request.GET.get("subject") or "").strip()
-    if subject:
+    # The subject id exactly as typed: never trimmed (DESIGN.md invariant 12).
+    subject = request.GET.get("subject") or ""
+    if subject.strip():
         return HttpResponseRedirect(reverse("dashboard:subject", kwargs={"tenant": current.slug, "subject": subject}))
     growth = memory_growth(tenant=current)
     triggers = consolidation_triggers(tenant=current)

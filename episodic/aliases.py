@@ -318,11 +318,10 @@ def entity_alias_delete(*, tenant: Tenant, alias_id: int) -> EntityAlias:
     return row
 
 
-def learned_aliases_q(*, subject: str, episode_ids: Collection[int], entity: str = "") -> Q:
+def learned_aliases_q(*, subject: str, episode_ids: Collection[int]) -> Q:
     """The learned aliases that are a subject's data: taught by the subject's conversations (or its
-    episodes), or, learned elsewhere, naming `entity` (the subject as an entity). An operator's alias
-    is the tenant's setting, not derived from any subject."""
+    episodes); the subject id compared exactly. An alias another subject's conversation taught is that
+    subject's, whatever it names. An operator's alias is the tenant's setting, not derived from any
+    subject."""
     taught = Q(subject=subject) | Q(source_episode_id__in=list(episode_ids) or [-1])
-    if entity:
-        taught |= Q(entity=entity) | Q(alias=entity)
     return Q(source=AliasSource.LEARNED) & taught

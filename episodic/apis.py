@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from api.idempotency import idempotent
 from api.pagination import CreatedCursorPagination
 from api.parsers import LimitedJSONParser
-from api.serializers import BodySerializer
+from api.serializers import BodySerializer, SubjectField
 from api.views import TenantAPIView
 from core.embedding import EMBEDDING_DIM
 from core.errors import ValidationProblem
@@ -94,7 +94,7 @@ class EpisodeAscCursorPagination(CreatedCursorPagination):
 
 
 class EpisodeFilterSerializer(serializers.Serializer):
-    subject = serializers.CharField(required=False, max_length=255)
+    subject = SubjectField(required=False)
     agent = serializers.CharField(required=False, max_length=255, allow_blank=True)
     session = serializers.CharField(required=False, max_length=255)
     kind = serializers.ChoiceField(required=False, choices=EpisodeKind.choices)
@@ -114,7 +114,7 @@ class EpisodeListCreateApi(TenantAPIView):
         """Documentation of one item. Validation is `episodic.validation.parse_items`, shared by every
         writer and written for speed; it reports errors with the same JSON pointers."""
 
-        subject = serializers.CharField(max_length=255)
+        subject = SubjectField()
         session = serializers.CharField(
             required=False,
             max_length=255,
@@ -334,6 +334,17 @@ def _if_match(request: Request) -> int | str | None:
     return int(value)
 
 
+def _document(request: Request) -> Any:
+    """The body's JSON value. An empty body (Content-Length 0, or a chunked body of no bytes, which the
+    body middleware has read whole) says nothing: DRF would hand it over as {} and a PUT would wipe the
+    scratchpad, so it is refused. Clearing is an explicit {} or a DELETE."""
+    if request.stream is None:
+        raise ValidationProblem.at(
+            "/", "The body is empty; send a JSON object ({} clears the scratchpad, DELETE removes it)."
+        )
+    return request.data
+
+
 def _scratchpad_response(pad: pads.Scratchpad, status: int = 200) -> Response:
     body = {
         "session": pad.session,
@@ -386,7 +397,7 @@ class ScratchpadApi(TenantAPIView):
         pad, created = pads.scratchpad_put(
             tenant=self.tenant,
             session_external_id=session,
-            document=request.data,
+            document=_document(request),
             if_match=if_match if isinstance(if_match, int) else None,
             if_none_match=if_none_match,
         )
@@ -403,7 +414,7 @@ class ScratchpadApi(TenantAPIView):
         pad = pads.scratchpad_patch(
             tenant=self.tenant,
             session_external_id=session,
-            patch=request.data,
+            patch=_document(request),
             if_match=if_match if isinstance(if_match, int) else None,
         )
         return _scratchpad_response(pad)

@@ -36,6 +36,7 @@ from core.redis import get_redis
 from episodic.models import Episode, EpisodeKind, Session
 from episodic.services import episodes_append
 from episodic.validation import check_session_id
+from tenants.locks import subject_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -145,9 +146,15 @@ def _decode(raw: Mapping[bytes | str, bytes | str], session: str) -> Scratchpad 
     )
 
 
-def _require_session(tenant: Tenant, session_external_id: str) -> Session:
+def _require_session(tenant: Tenant, session_external_id: str, *, writing: bool = False) -> Session:
+    """The session, or 404. `writing` (inside a transaction): its subject's slot is taken too
+    (tenants.locks), and the session read again under it, so that working memory is never written
+    beside an erasure of its subject, which would leave it behind."""
     check_session_id(session_external_id)
     session = Session.objects.filter(external_id=session_external_id).first()
+    if session is not None and writing:
+        subject_lock(tenant.id, [session.subject])
+        session = Session.objects.filter(external_id=session_external_id).first()
     if session is None:
         raise NotFound(f"No session {session_external_id!r}.")
     return session
@@ -210,6 +217,7 @@ def scratchpad_get_or_404(*, tenant: Tenant, session_external_id: str) -> Scratc
     return pad
 
 
+@transaction.atomic
 def scratchpad_put(
     *,
     tenant: Tenant,
@@ -219,7 +227,7 @@ def scratchpad_put(
     if_none_match: bool = False,
 ) -> tuple[Scratchpad, bool]:
     """Replace (or create) the scratchpad. Returns it and whether it was created."""
-    _require_session(tenant, session_external_id)
+    _require_session(tenant, session_external_id, writing=True)
     expected = "0" if if_none_match else ("" if if_match is None else str(if_match))
     ok, version = _write(tenant=tenant, session_external_id=session_external_id, document=document, expected=expected)
     if not ok:
@@ -250,12 +258,13 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+@transaction.atomic
 def scratchpad_patch(
     *, tenant: Tenant, session_external_id: str, patch: dict[str, Any], if_match: int | None = None
 ) -> Scratchpad:
     """Apply a JSON merge patch. Without If-Match a concurrent write is retried on the newer version;
     with it, a stale version is a 412."""
-    _require_session(tenant, session_external_id)
+    _require_session(tenant, session_external_id, writing=True)
     if not isinstance(patch, dict):
         raise ValidationProblem.at("/", "A merge patch for a scratchpad is a JSON object.")
     for _ in range(PATCH_RETRIES):
@@ -334,7 +343,7 @@ def scratchpad_summarise(
 ) -> Episode | None:
     """Turn the live scratchpad into a `summary` episode of its session and drop it once the episode is
     committed (if nobody wrote to it meanwhile). None when there is no scratchpad."""
-    session = _require_session(tenant, session_external_id)
+    session = _require_session(tenant, session_external_id, writing=True)
     pad = _read(tenant, session_external_id)
     if pad is None:
         return None
@@ -350,7 +359,7 @@ def scratchpad_delete(
     *, tenant: Tenant, session_external_id: str, summarise: bool = False, if_match: int | None = None
 ) -> ScratchpadDeletion:
     """Delete the scratchpad; with `summarise` its content first becomes a summary episode."""
-    _require_session(tenant, session_external_id)
+    _require_session(tenant, session_external_id, writing=True)
     pad = _read(tenant, session_external_id)
     if pad is None:
         raise NotFound(f"Session {session_external_id!r} has no scratchpad.")

@@ -20,6 +20,7 @@ from episodic.extraction import MAX_ENTITY_CHARS, normalise_terms
 from episodic.models import Episode, Outcome, Session, SessionStatus
 from episodic.passages import passages_create, passages_embed_inline
 from episodic.validation import MAX_TERMS, EpisodeDraft, check_session_id, parse_items
+from tenants.locks import subject_lock
 from tenants.models import Tenant
 
 
@@ -201,6 +202,9 @@ def episodes_append(
     """
     now = timezone.now()
     drafts = parse_items(items, config=tenant.config, now=now)
+    # Before the sessions are read: an erasure of one of these subjects runs wholly before or after
+    # this batch (tenants.locks), so that a session it deleted is created afresh, never referenced.
+    subject_lock(tenant.id, {d.subject for d in drafts})
     _add_canonical_names(tenant=tenant, drafts=drafts)
     sessions = _resolve_sessions(tenant=tenant, drafts=drafts, now=now)
 
@@ -283,8 +287,14 @@ def session_lock_for_end(
     transaction (consolidation.sessions.session_close is the one caller that orchestrates the end)."""
     _check_outcome(outcome, outcome_signal)
     check_session_id(external_id)
+    owner = Session.objects.filter(external_id=external_id).values_list("subject", flat=True).first()
+    if owner is None:
+        raise NotFound(f"No session {external_id!r}.")
+    # The subject's slot before the session's row (tenants.locks): the end summarises the scratchpad
+    # into an episode, a write of the subject.
+    subject_lock(tenant.id, [owner])
     session = Session.objects.select_for_update().filter(external_id=external_id).first()
-    if session is None:
+    if session is None:  # erased meanwhile
         raise NotFound(f"No session {external_id!r}.")
     if session.status == SessionStatus.ENDED:
         if (session.outcome, session.outcome_signal) == (outcome, outcome_signal):

@@ -147,7 +147,11 @@ def content_hash(content: str, payload: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def _string(item: dict[str, Any], key: str, at: str, errors: _Errors, *, required: bool, max_chars: int) -> str | None:
+def _string(
+    item: dict[str, Any], key: str, at: str, errors: _Errors, *, required: bool, max_chars: int, exact: bool = False
+) -> str | None:
+    """The item's string `key`, trimmed unless `exact` (a subject id is kept as written: DESIGN.md
+    invariant 12; one of whitespace only is refused as empty)."""
     value = item.get(key)
     if value is None:
         if required:
@@ -156,11 +160,12 @@ def _string(item: dict[str, Any], key: str, at: str, errors: _Errors, *, require
     if not isinstance(value, str):
         errors.add(f"{at}/{key}", "Must be a string.")
         return None
-    value = value.strip()
+    if not exact:
+        value = value.strip()
     if (problem := text_problem(value)) is not None:
         errors.add(f"{at}/{key}", problem)
         return None
-    if required and not value:
+    if required and not value.strip():
         errors.add(f"{at}/{key}", "Must not be empty.")
         return None
     if len(value) > max_chars:
@@ -271,7 +276,7 @@ def parse_items(items: Any, *, config: TenantSettings, now: datetime, pointer: s
         unknown = sorted(set(item) - FIELDS)
         for key in unknown:
             errors.add(f"{at}/{key}", "Unknown field.")
-        subject = _string(item, "subject", at, errors, required=True, max_chars=MAX_ID_CHARS)
+        subject = _string(item, "subject", at, errors, required=True, max_chars=MAX_ID_CHARS, exact=True)
         session = _string(item, "session", at, errors, required=False, max_chars=MAX_ID_CHARS)
         if session == "":
             errors.add(f"{at}/session", "Must not be empty; omit it for the subject's session of the day.")

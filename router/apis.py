@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from api.idempotency import idempotency_subjects, idempotent
 from api.pagination import CreatedCursorPagination
-from api.serializers import BodySerializer
+from api.serializers import BodySerializer, SubjectField
 from api.views import TenantAPIView
 from router import selectors, services
 from router.budgets import BUDGET_KEYS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
@@ -53,7 +53,7 @@ class ContextApi(TenantAPIView):
     required_scope = "read"
 
     class InputSerializer(BodySerializer):
-        subject = serializers.CharField(max_length=255)
+        subject = SubjectField()
         session = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
         agent = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
         query = serializers.CharField(max_length=32_000, required=False, allow_blank=True, default="")
@@ -231,7 +231,7 @@ class TracePagination(CreatedCursorPagination):
 
 class TraceListApi(TenantAPIView):
     class FilterSerializer(serializers.Serializer):
-        subject = serializers.CharField(required=False, max_length=255)
+        subject = SubjectField(required=False)
         session = serializers.CharField(required=False, max_length=255)
         since = serializers.DateTimeField(required=False)
 

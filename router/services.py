@@ -28,6 +28,7 @@ from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
 from router.value import pool_of, revalue, serving_model
 from semantic.services import fact_mark_used
+from tenants.locks import subject_lock
 from tenants.models import Tenant
 
 # How many left-out candidates a trace keeps (the best ones): enough to learn from, bounded in size.
@@ -126,6 +127,8 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     # What feedback needs (the ids offered, subject, session) is written with the answer; the items'
     # details (tens of kilobytes of JSON, most of the cost of the row) just after it, off the client's time.
     _bookkeeping_commit()
+    # The trace is the subject's data: not written beside its erasure (tenants.locks).
+    subject_lock(tenant.id, [request.subject])
     trace = ContextTrace.objects.create(
         tenant=tenant,
         subject=request.subject,

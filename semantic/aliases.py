@@ -86,7 +86,7 @@ def _rehome(*, tenant: Tenant, fact_id: object, entity: str, actor: Actor, reaso
         else max(old.confidence, threshold)
     )
     last_confirmed: dict[object, datetime] = dict(
-        Fact.objects.filter(entity=entity, attribute=old.attribute, status__in=LIVE).values_list(
+        Fact.objects.filter(subject=old.subject, entity=entity, attribute=old.attribute, status__in=LIVE).values_list(
             "id", "last_confirmed_at"
         )
     )

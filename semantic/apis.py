@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from api.auth import TenantPrincipal
 from api.idempotency import idempotent
 from api.pagination import CreatedCursorPagination
-from api.serializers import BodySerializer
+from api.serializers import BodySerializer, SubjectField
 from api.views import TenantAPIView
 from core.errors import ValidationProblem
 from episodic.aliases import entity_alias_delete, entity_alias_list
@@ -122,7 +122,7 @@ class FactPagination(CreatedCursorPagination):
 class FactListCreateApi(TenantAPIView):
     @extend_schema_serializer(component_name="FactUpsertInput")
     class InputSerializer(BodySerializer):
-        subject = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
+        subject = SubjectField(required=False, allow_blank=True, default="")
         entity = serializers.CharField(max_length=255)
         attribute = serializers.CharField(max_length=100)
         value = serializers.CharField()
@@ -142,7 +142,7 @@ class FactListCreateApi(TenantAPIView):
         attribute = serializers.CharField(required=False, max_length=100)
         category = serializers.CharField(required=False, max_length=64)
         status = serializers.ChoiceField(choices=[*FactStatus.values, "any"], required=False)
-        subject = serializers.CharField(required=False, max_length=255)
+        subject = SubjectField(required=False)
         as_of = serializers.DateTimeField(required=False)
         needs_confirmation = serializers.BooleanField(required=False, default=False)
 
@@ -346,7 +346,7 @@ class FactSearchApi(TenantAPIView):
     @extend_schema_serializer(component_name="FactSearchInput")
     class InputSerializer(BodySerializer):
         query = serializers.CharField(max_length=4000)
-        subject = serializers.CharField(required=False, max_length=255)
+        subject = SubjectField(required=False)
         entity = serializers.CharField(required=False, max_length=255)
         category = serializers.CharField(required=False, max_length=64)
         k = serializers.IntegerField(min_value=1, max_value=MAX_K, default=10)
@@ -458,7 +458,7 @@ class EntityAliasListCreateApi(TenantAPIView):
         entity = serializers.CharField(required=False, max_length=255)
         alias = serializers.CharField(required=False, max_length=255)
         source = serializers.ChoiceField(choices=AliasSource.values, required=False)  # type: ignore[assignment]
-        subject = serializers.CharField(required=False, max_length=255)
+        subject = SubjectField(required=False)
 
     @extend_schema_serializer(component_name="EntityAliasSetOutput")
     class SetOutputSerializer(serializers.Serializer):

@@ -54,8 +54,10 @@ class Fact(TenantModel):
     """What Engram believes about an entity: (entity, attribute, value) and one sentence saying it."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    # Whose memory this is (the subject whose episodes or API call produced it): what erasure and the
-    # router's "the subject's facts" select on. `entity` is what the fact is about (often the subject).
+    # Whose memory this is (the subject whose episodes or API call produced it), exactly as the tenant
+    # wrote it, or "" for the tenant's own knowledge: what erasure and the router's "the subject's
+    # facts" select on, and part of the fact's slot. `entity` is what the fact is about (often the
+    # subject, then in its normal form: entities are compared loosely, subjects never).
     subject = models.CharField(max_length=255, blank=True, default="")
     entity = models.CharField(max_length=255)
     attribute = models.CharField(max_length=100)
@@ -92,14 +94,16 @@ class Fact(TenantModel):
 
     class Meta:
         constraints = [
-            # At most one active value of a single-valued attribute; one row per value of a multi-valued one.
+            # A fact's slot is (subject, entity, attribute): one subject's memory never merges with
+            # another's (DESIGN.md invariant 12). At most one active value of a single-valued attribute
+            # per slot; one row per value of a multi-valued one.
             models.UniqueConstraint(
-                fields=("tenant", "entity", "attribute"),
+                fields=("tenant", "subject", "entity", "attribute"),
                 condition=models.Q(status="active", cardinality="single"),
                 name="uniq_active_single_fact",
             ),
             models.UniqueConstraint(
-                fields=("tenant", "entity", "attribute", "value_key"),
+                fields=("tenant", "subject", "entity", "attribute", "value_key"),
                 condition=models.Q(status__in=["active", "pending_review"]),
                 name="uniq_live_fact_value",
             ),

@@ -183,11 +183,17 @@ def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.
     return out
 
 
+def subject_facts_q(subject: str) -> Q:
+    """The facts that are a subject's: those of its memory (`subject`, the exact string), and the
+    tenant's own (subject-less) facts whose entity is exactly the subject id. Never another subject's
+    memory, and never by folding the id: "DANAx" is not "danax" (DESIGN.md invariant 12)."""
+    return Q(subject=subject) | Q(subject="", entity=subject)
+
+
 def facts_for_subject(*, tenant: Tenant, subject: str, as_of: datetime | None = None) -> list[Fact]:
-    """What is believed about a subject: facts from its memory or about it as an entity, most
-    confident first."""
+    """What is believed about a subject (subject_facts_q), most confident first."""
     return list(
-        Fact.objects.filter(Q(subject=subject) | Q(entity=normalise_entity(subject)))
+        Fact.objects.filter(subject_facts_q(subject))
         .filter(believed_at(as_of))
         .defer("embedding", "search_vector")
         .order_by("-confidence", "-last_confirmed_at", "id")
@@ -346,14 +352,14 @@ def _search_filters(
         where.append("status IN ('active', 'superseded', 'expired') AND (valid_to IS NULL OR valid_to > %s)")
         params.append(as_of)
     if subject and named:
-        # The subject's memory, facts about the subject as an entity (as facts_for_subject), and the
-        # tenant's own facts (no subject's) about an entity the query names. Another subject's memory
-        # stays closed: its "John" need not be this subject's.
-        where.append("(subject = %s OR entity = %s OR (subject = '' AND entity = ANY(%s)))")
-        params += [subject, normalise_entity(subject), list(named)]
+        # The subject's facts (subject_facts_q), and the tenant's own facts (no subject's) about an
+        # entity the query names. Another subject's memory stays closed: its "John" need not be this
+        # subject's, and "DANAx" is not "danax".
+        where.append("(subject = %s OR (subject = '' AND (entity = %s OR entity = ANY(%s))))")
+        params += [subject, subject, list(named)]
     elif subject:
-        where.append("(subject = %s OR entity = %s)")
-        params += [subject, normalise_entity(subject)]
+        where.append("(subject = %s OR (subject = '' AND entity = %s))")
+        params += [subject, subject]
     names = _entity_names(entity)
     if len(names) == 1:
         where.append("entity = %s")

@@ -6,8 +6,11 @@ wins, whatever the order of arrival), multi-valued attributes accumulate, and lo
 wait for review. Nothing is deleted: a replaced value is closed, and every change is logged as a
 FactChange with its actor, reason and source episodes.
 
-Writers of one (tenant, entity, attribute) are serialised by a transaction-scoped row lock
-(tenants.locks); the partial unique constraints on Fact are the last line behind it.
+A fact's slot is (tenant, subject, entity, attribute): the facts of one subject's memory (or of none,
+subject "") merge, confirm and supersede each other, never another subject's, whatever their entity
+(subject ids are exact strings, DESIGN.md invariant 12). Writers of one slot are serialised by a
+transaction-scoped row lock (tenants.locks); the partial unique constraints on Fact are the last line
+behind it.
 
 Validation lives in semantic.validation, the timeline of single-valued attributes in
 semantic.timeline, and the change log in semantic.history; the public `fact_*` writes are here.
@@ -51,7 +54,7 @@ from semantic.timeline import covers, place_single, seen_again, timeline_of, tim
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
 from semantic.validation import PreparedFact, allowed_categories, fact_prepare
 from semantic.values import values_conflict, values_same
-from tenants.locks import tenant_xact_lock
+from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import for_each_batch
 
@@ -96,9 +99,16 @@ def facts_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[
 # --- locking ---------------------------------------------------------------------------------------------
 
 
-def _lock(tenant: Tenant, entity: str, attribute: str) -> None:
-    """Serialise every writer of one (tenant, entity, attribute) until the transaction ends."""
-    tenant_xact_lock(tenant.id, "fact", entity, attribute)
+def _lock(tenant: Tenant, subject: str, entity: str, attribute: str) -> None:
+    """Serialise every writer of one slot, (tenant, subject, entity, attribute), until the transaction
+    ends; first the subject's own slot, shared with its other writers and held back by its erasure
+    (tenants.locks, in that order)."""
+    subject_lock(tenant.id, [subject])
+    tenant_xact_lock(tenant.id, "fact", subject, entity, attribute)
+
+
+def _slot(fact: Fact | PreparedFact) -> tuple[str, str, str]:
+    return fact.subject, fact.entity, fact.attribute
 
 
 def _get_for_update(tenant: Tenant, fact_id: uuid.UUID | str, *, lock: bool = True) -> Fact:
@@ -114,13 +124,13 @@ def _get_for_update(tenant: Tenant, fact_id: uuid.UUID | str, *, lock: bool = Tr
 
 
 def lock_fact(tenant: Tenant, fact_id: uuid.UUID | str) -> Fact:
-    """Lock the fact's (entity, attribute) slot, then the row: the order of `fact_upsert`, which takes
-    the slot and then writes rows. Row first here deadlocked against it (tenants/locks.py)."""
+    """Lock the fact's slot, then the row: the order of `fact_upsert`, which takes the slot and then
+    writes rows. Row first here deadlocked against it (tenants/locks.py)."""
     key = _get_for_update(tenant, fact_id, lock=False)
     while True:
-        _lock(tenant, key.entity, key.attribute)
+        _lock(tenant, *_slot(key))
         fact = _get_for_update(tenant, fact_id)
-        if (fact.entity, fact.attribute) == (key.entity, key.attribute):
+        if _slot(fact) == _slot(key):
             return fact
         key = fact  # moved to another entity before the slot was ours: lock that one's slot too
 
@@ -220,10 +230,6 @@ def _vouch(
 
 
 def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: str, now: datetime) -> UpsertResult:
-    fields = ["valid_from"]
-    if not fact.subject and c.subject:
-        fact.subject = c.subject
-        fields.append("subject")
     _vouch(
         tenant=tenant,
         fact=fact,
@@ -234,7 +240,7 @@ def _confirm(tenant: Tenant, fact: Fact, c: PreparedFact, actor: Actor, reason: 
         observed_at=c.observed_at,
         now=now,
         episodes=c.episodes,
-        fields=fields,
+        fields=["valid_from"],
     )
     return UpsertResult(fact=fact, action="confirmed", previous=None)
 
@@ -247,17 +253,21 @@ def fact_upsert(
     statement) lets batch writers embed many candidates at once; by default it is computed here."""
     c = fact_prepare(tenant=tenant, candidate=candidate)
     vector = list(embedding) if embedding is not None else embed_statements([c.statement])[0]
-    _lock(tenant, c.entity, c.attribute)
+    _lock(tenant, *_slot(c))
     now = timezone.now()
     config = tenant.config
 
-    live = list(Fact.objects.filter(entity=c.entity, attribute=c.attribute, status__in=LIVE).order_by("recorded_at"))
+    live = list(
+        Fact.objects.filter(subject=c.subject, entity=c.entity, attribute=c.attribute, status__in=LIVE).order_by(
+            "recorded_at"
+        )
+    )
     cardinality = _resolve_cardinality(c, live)
     pending = [f for f in live if f.status == FactStatus.PENDING_REVIEW]
     timeline: list[Fact] = []
 
     if cardinality == Cardinality.SINGLE:
-        timeline = timeline_of(tenant, c.entity, c.attribute)
+        timeline = timeline_of(tenant, *_slot(c))
         prev, nxt = timeline_split(timeline, c.observed_at)
         if prev is not None and _same_value(prev, c) and covers(prev, c.observed_at):
             return _confirm(tenant, prev, c, actor, _same_reason(prev, c), now)
@@ -651,7 +661,9 @@ def _edit(
     if value is not None and value.strip() != fact.value:
         key = value_key(value)
         clash = (
-            Fact.objects.filter(entity=fact.entity, attribute=fact.attribute, value_key=key, status__in=LIVE)
+            Fact.objects.filter(
+                subject=fact.subject, entity=fact.entity, attribute=fact.attribute, value_key=key, status__in=LIVE
+            )
             .exclude(id=fact.id)
             .first()
         )
@@ -754,7 +766,7 @@ def _accept_pending(
     changes: list[ChangeDraft] = []
     if fact.cardinality == Cardinality.SINGLE:
         fact.save(update_fields=fields)
-        timeline = timeline_of(tenant, fact.entity, fact.attribute, exclude=fact.id)
+        timeline = timeline_of(tenant, *_slot(fact), exclude=fact.id)
         _, _, changes = place_single(
             tenant=tenant, fact=fact, timeline=timeline, actor=actor, episode_ids=episode_ids, now=now
         )
@@ -794,7 +806,7 @@ def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult
         raise Conflict(f"Change {change_id} is a '{change.kind}' change; only a supersession can be reverted.")
     # Read apart rather than joined: Django's join would compare the ids alone, not the tenants.
     loser = Fact.objects.get(id=change.fact_id)
-    _lock(tenant, loser.entity, loser.attribute)
+    _lock(tenant, *_slot(loser))
     loser.refresh_from_db(fields=["status"])
     if loser.status != FactStatus.SUPERSEDED:
         raise Conflict(f"Fact {loser.id} is {loser.status}, no longer superseded.")
@@ -818,7 +830,11 @@ def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult
         ),
     )
     now = timezone.now()
-    live = list(Fact.objects.filter(entity=c.entity, attribute=c.attribute, status__in=LIVE).order_by("recorded_at"))
+    live = list(
+        Fact.objects.filter(subject=c.subject, entity=c.entity, attribute=c.attribute, status__in=LIVE).order_by(
+            "recorded_at"
+        )
+    )
     same = next((f for f in live if _same_value(f, c)), None)
     if same is not None and same.status == FactStatus.ACTIVE:
         return UpsertResult(fact=same, action="confirmed", previous=None)
@@ -826,7 +842,7 @@ def fact_revert(*, tenant: Tenant, change_id: int, actor: Actor) -> UpsertResult
     if same is not None:  # the value waits for review: vouch for it, as the merge would
         return _confirm(tenant, same, c, actor, reason, now)
     cardinality = _resolve_cardinality(c, live)
-    timeline = timeline_of(tenant, c.entity, c.attribute) if cardinality == Cardinality.SINGLE else []
+    timeline = timeline_of(tenant, *_slot(c)) if cardinality == Cardinality.SINGLE else []
     vector = list(loser.embedding) if loser.embedding is not None else embed_statements([c.statement])[0]
     result, changes = _insert(
         tenant=tenant, c=c, vector=vector, actor=actor, cardinality=cardinality, timeline=timeline, now=now

@@ -18,9 +18,14 @@ from tenants.models import Tenant
 TIMELINE = (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
 
 
-def timeline_of(tenant: Tenant, entity: str, attribute: str, exclude: uuid.UUID | None = None) -> list[Fact]:
-    """The values of a single-valued attribute through time: contiguous intervals, the last one open."""
-    qs = Fact.objects.filter(entity=entity, attribute=attribute, cardinality=Cardinality.SINGLE, status__in=TIMELINE)
+def timeline_of(
+    tenant: Tenant, subject: str, entity: str, attribute: str, exclude: uuid.UUID | None = None
+) -> list[Fact]:
+    """The values of a single-valued attribute in one subject's memory (its slot, semantic.services)
+    through time: contiguous intervals, the last one open."""
+    qs = Fact.objects.filter(
+        subject=subject, entity=entity, attribute=attribute, cardinality=Cardinality.SINGLE, status__in=TIMELINE
+    )
     if exclude is not None:
         qs = qs.exclude(id=exclude)
     return list(qs.order_by("valid_from", "recorded_at"))
@@ -47,6 +52,7 @@ def seen_again(tenant: Tenant, prev: Fact, after: datetime) -> datetime | None:
     observed at `after` only holds until then."""
     qs = FactChange.objects.filter(
         fact__tenant_id=tenant.id,
+        fact__subject=prev.subject,
         fact__entity=prev.entity,
         fact__attribute=prev.attribute,
         fact__value_key=prev.value_key,

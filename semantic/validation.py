@@ -148,9 +148,12 @@ def fact_prepare(*, tenant: Tenant, candidate: FactCandidate) -> PreparedFact:
         bad("/cardinality", f"cardinality must be one of {Cardinality.values}.")
     if candidate.origin not in FactOrigin.values:
         bad("/origin", f"origin must be one of {FactOrigin.values}.")
-    subject = (candidate.subject or "").strip()
+    # Exactly as written: a subject id is never trimmed or folded (DESIGN.md invariant 12).
+    subject = candidate.subject or ""
     if len(subject) > 255:
         bad("/subject", "subject must be at most 255 characters.")
+    elif subject and not subject.strip():
+        bad("/subject", "subject must not be whitespace only.")
     object_entity = normalise_entity(candidate.object_entity) if candidate.object_entity else None
 
     episodes: list[Episode] = []

@@ -117,6 +117,26 @@ def test_gunicorn_reads_a_chunked_body_whole(transactional_db: None, gunicorn_ba
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("method", ["PUT", "PATCH"])
+def test_gunicorn_refuses_an_empty_chunked_scratchpad_body_and_keeps_the_document(
+    transactional_db: None, gunicorn_base: str, ctx_a: TenantContext, method: str
+) -> None:
+    url = "/v1/sessions/s-1/scratchpad"
+    episode = {"subject": "u-1", "session": "s-1", "kind": "message", "role": "user", "content": "hello"}
+    assert (
+        send(gunicorn_base, "POST", "/v1/episodes", ctx_a.raw_key, json.dumps({"episodes": [episode]}).encode())[0]
+        == 201
+    )
+    assert send(gunicorn_base, "PUT", url, ctx_a.raw_key, b'{"goal": "old"}')[0] == 201
+
+    status, headers, answer = send(gunicorn_base, method, url, ctx_a.raw_key, iter([b""]))
+
+    assert status == 400, answer
+    assert headers["content-type"] == PROBLEM
+    assert json.loads(send(gunicorn_base, "GET", url, ctx_a.raw_key, b"")[2])["document"] == {"goal": "old"}
+
+
+@pytest.mark.slow
 def test_gunicorn_refuses_a_chunked_body_over_the_limit_with_413(
     transactional_db: None, gunicorn_base: str, ctx_a: TenantContext
 ) -> None:

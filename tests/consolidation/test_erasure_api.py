@@ -138,12 +138,13 @@ def seed_through_the_api(api: Any, tenant: Any, capture: Any, subject: str) -> d
     )["fact"]
     assert derived["subject"] == subject
     post(f"/v1/facts/{derived['id']}/confirm", {}, f"{subject}-c-1")
-    # The subject as the entity of a fact recorded under another subject.
+    # The subject as the entity of a fact of the tenant's own (no subject's): its entity is exactly the
+    # subject id (semantic.selectors.subject_facts_q).
     about = _fact(
         api,
         capture,
         key=f"{subject}-f-2",
-        subject=f"{subject}-colleague",
+        subject="",
         entity=subject,
         attribute="phone",
         value=PHONE,

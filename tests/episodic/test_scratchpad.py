@@ -109,6 +109,33 @@ def test_oversized_scratchpad_is_413(api_a, session, settings) -> None:
     assert api_a.get(URL).json()["document"] == {"notes": "small"}
 
 
+@pytest.mark.parametrize("method", ["put", "patch"])
+@pytest.mark.parametrize("content_type", ["application/json", "application/merge-patch+json"])
+def test_an_empty_body_is_a_400_and_changes_nothing(api_a, session, method: str, content_type: str) -> None:
+    """An empty body (Content-Length: 0; a chunked body is read whole into one first) says nothing, and
+    must not replace the document with {}: clearing is an explicit {} or a DELETE (issue 40)."""
+    api_a.put(URL, {"plan": "keep me"}, format="json")
+
+    answer = getattr(api_a, method)(URL, data=b"", content_type=content_type)
+
+    assert answer.status_code == 400, answer.content
+    assert answer["Content-Type"] == "application/problem+json"
+    assert answer.json()["errors"][0]["pointer"] == "/"
+    pad = api_a.get(URL).json()
+    assert (pad["document"], pad["version"]) == ({"plan": "keep me"}, 1)
+
+
+def test_an_empty_body_of_a_new_scratchpad_creates_nothing(api_a, session) -> None:
+    assert api_a.put(URL, data=b"", content_type="application/json").status_code == 400
+    assert api_a.get(URL).status_code == 404
+
+
+def test_an_explicit_empty_object_clears_the_scratchpad(api_a, session) -> None:
+    api_a.put(URL, {"plan": "old"}, format="json")
+    cleared = api_a.put(URL, {}, format="json")
+    assert (cleared.status_code, cleared.json()["document"], cleared.json()["version"]) == (200, {}, 2)
+
+
 def test_scratchpad_must_be_an_object_of_an_existing_session(api_a, session) -> None:
     assert api_a.put(URL, [1, 2], format="json").status_code == 400
     assert api_a.put("/v1/sessions/unknown/scratchpad", {"a": 1}, format="json").status_code == 404
