@@ -422,6 +422,9 @@ NO_SUBJECT_DATA: dict[str, str] = {
     "consolidation.ConsolidationWatermark": "one episode id per tenant",
     "procedural.Procedure": "tenant-level rules; discovery evidence holds aggregate counts only",
     "procedural.ProcedureEvent": "decisions about procedures by operators and discovery, aggregate figures",
+    "router.ValueModel": "a tenant's learned value: coefficients aggregated over every context with feedback and "
+    "the ids of the first and last trace trained on, no text; the traces it learned from are erased, and the "
+    "next training (hourly) no longer sees them",
 }
 
 
