@@ -87,3 +87,39 @@ def test_gunicorn_limits_are_set_deliberately(monkeypatch: pytest.MonkeyPatch, t
     assert cfg.limit_request_fields == 100
     assert cfg.limit_request_field_size == 8190
     assert cfg.timeout == 30 and cfg.graceful_timeout == 30 and cfg.keepalive == 5
+
+
+@pytest.mark.django_db
+def test_a_host_not_allowed_is_a_400_problem_with_debug_pages_on(settings: Any, ctx_a: TenantContext) -> None:
+    """DJANGO_DEBUG=true (asked for) shows Django's debug pages, but a request for another host (DNS
+    rebinding to a laptop's `make run`) gets no page: the debug page printed every setting."""
+    settings.DEBUG = True
+    for path in ("/v1/tenant", "/admin/", "/nowhere"):
+        response = Client().get(path, HTTP_HOST="evil.example.com", HTTP_AUTHORIZATION=f"Bearer {ctx_a.raw_key}")
+        assert response.status_code == 400, path
+        assert response["Content-Type"] == PROBLEM, path
+        assert b"DATABASE" not in response.content and b"evil" not in response.content
+
+
+def test_a_debug_page_if_asked_for_hides_every_address_with_credentials(settings: Any) -> None:
+    from django.views.debug import get_default_exception_reporter_filter
+
+    settings.DATABASE_OWNER_URL = "postgres://postgres@10.0.0.5:5432/engram"
+    safe = get_default_exception_reporter_filter().get_safe_settings()
+    for name in ("DATABASE_OWNER_URL", "REDIS_URL", "CELERY_BROKER_URL"):
+        assert "postgres" not in str(safe[name]) and "redis:" not in str(safe[name]), name
+    assert "6379" not in str(safe["CACHES"])
+
+
+@pytest.mark.django_db
+def test_a_404_and_a_500_outside_v1_are_problems() -> None:
+    from django.test import RequestFactory
+    from django.urls import get_resolver
+
+    response = Client().get("/no/such/page")
+    assert response.status_code == 404
+    assert response["Content-Type"] == PROBLEM
+    assert b"URLconf" not in response.content
+    handler, _ = get_resolver().resolve_error_handler(500), None
+    failed = handler(RequestFactory().get("/admin/"))
+    assert failed.status_code == 500 and failed["Content-Type"] == PROBLEM
