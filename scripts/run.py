@@ -126,15 +126,15 @@ def main() -> int:
     commands = {
         "web": [
             str(BIN / "gunicorn"),
-            "config.wsgi:application",
+            # The front: gunicorn's asyncio worker reads each request whole before one of the worker's
+            # ENGRAM_WEB_THREADS (4) threads runs Django for it (config/front.py).
+            "config.asgi:application",
             "--config",
             "config/gunicorn_conf.py",
             "--bind",
             f"{HOST}:{PORT}",
             "--workers",
             "2",
-            "--threads",
-            "4",
             "--graceful-timeout",
             "10",
             "--log-level",

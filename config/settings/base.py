@@ -191,6 +191,12 @@ _EMBEDDING_ONNX = env.str("ENGRAM_EMBEDDING_ONNX", default="") or str(
 ENGRAM: dict[str, Any] = {
     # Request limits: each gives a 413 or a 400 problem.
     "MAX_BODY_BYTES": env.int("ENGRAM_MAX_BODY_BYTES", default=8 * 1024 * 1024),
+    # The web front (config/front.py) reads a body whole before a thread runs Django: each part must
+    # come within BODY_TIMEOUT_SECONDS of the last, the whole within BODY_DEADLINE_SECONDS, or the
+    # answer is a 400; WEB_THREADS threads per worker process run the requests read.
+    "BODY_TIMEOUT_SECONDS": env.float("ENGRAM_BODY_TIMEOUT_SECONDS", default=15.0),
+    "BODY_DEADLINE_SECONDS": env.float("ENGRAM_BODY_DEADLINE_SECONDS", default=60.0),
+    "WEB_THREADS": env.int("ENGRAM_WEB_THREADS", default=4),
     "MAX_BATCH": env.int("ENGRAM_MAX_BATCH", default=1000),
     "MAX_TEXT_CHARS": env.int("ENGRAM_MAX_TEXT_CHARS", default=32_000),
     # An episode's content (a tool's output, a document): passages make its cost independent of its
