@@ -83,7 +83,8 @@ class BufferedFront:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                self.executor.shutdown(wait=True)
+                # Not waiting: a streamed response's thread waits on this very loop to send.
+                self.executor.shutdown(wait=False)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
