@@ -44,8 +44,7 @@ def gunicorn_base(django_db_setup: None, tmp_path_factory: pytest.TempPathFactor
 
 
 def _raw(base: str, request: bytes, *, timeout: float = 30) -> tuple[int, dict[str, str], bytes]:
-    parts = urlsplit(base)
-    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as sock:
+    with socket.create_connection(_address(base), timeout=timeout) as sock:
         sock.sendall(request)
         data = b""
         while chunk := sock.recv(65536):
