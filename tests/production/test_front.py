@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from config.front import BufferedFront
@@ -21,15 +21,17 @@ SCOPE = {
 }
 
 
-def _serve(app: Callable[..., Any], *, headers: list[tuple[bytes, bytes]], chunks: list[bytes]) -> list[dict[str, Any]]:
+def _serve(
+    app: Callable[..., Any], *, headers: list[tuple[bytes, bytes]], chunks: list[bytes]
+) -> list[MutableMapping[str, Any]]:
     front = BufferedFront(app, threads=2, max_body_bytes=100, body_idle_seconds=5, body_seconds=10)
     incoming = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         return incoming.pop(0)
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
     asyncio.run(front({**SCOPE, "headers": headers, "client": ("127.0.0.1", 5), "server": ("h", 80)}, receive, send))
