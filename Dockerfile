@@ -60,4 +60,6 @@ RUN useradd --system --uid 1000 --user-group --no-create-home engram \
  && chown -R engram:engram /app/.data
 USER engram
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--config", "config/gunicorn_conf.py", "--bind", "0.0.0.0:8000", "--workers", "4", "--threads", "4"]
+# gunicorn's asyncio worker serves the front (config/asgi.py, config/front.py): a request is read whole
+# before one of a worker's ENGRAM_WEB_THREADS threads (4) runs Django for it, so slow clients hold none.
+CMD ["gunicorn", "config.asgi:application", "--config", "config/gunicorn_conf.py", "--bind", "0.0.0.0:8000", "--workers", "4"]

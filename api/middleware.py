@@ -1,4 +1,4 @@
-"""Request-level guard of /v1/: body size and framing."""
+"""Request-level guards: the Host of every request, and the body size and framing of /v1/."""
 
 from __future__ import annotations
 
@@ -6,11 +6,33 @@ import io
 from collections.abc import Callable
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
 from api.problems import problem_response
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+class AllowedHostMiddleware:
+    """A Host not in DJANGO_ALLOWED_HOSTS is a 400 problem before any other code reads the request.
+    Without DEBUG Django answers it through handler400 already; with DEBUG on it answered with the
+    debug page, every setting on it, to whoever pointed a name at the machine (DNS rebinding)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            request.get_host()
+        except DisallowedHost:
+            return problem_response(
+                status=400,
+                title="Bad request",
+                detail="The request was refused before it reached the API.",
+                type_slug="bad-request",
+            )
+        return self.get_response(request)
 
 
 class BodySizeLimitMiddleware:

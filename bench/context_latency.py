@@ -296,10 +296,18 @@ def api_key(db: str) -> str:
 
 
 def serve(db: str, port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, **_db_env(db), "DJANGO_DEBUG": "false", "ENGRAM_TORCH_THREADS": "1", "LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        **_db_env(db),
+        "DJANGO_DEBUG": "false",
+        "ENGRAM_TORCH_THREADS": "1",
+        "LOG_LEVEL": "WARNING",
+        "ENGRAM_WEB_THREADS": str(threads),
+    }
+    # The deployed front (docs/production.md): gunicorn's asyncio worker, `threads` request threads each.
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "-c", "config/gunicorn_conf.py", "-b", f"127.0.0.1:{port}", "-w", str(workers),
-         "-k", "gthread", "--threads", str(threads), "--preload", "--log-level", "warning"],
+        [str(Path(sys.executable).parent / "gunicorn"), "config.asgi:application", "-c", "config/gunicorn_conf.py", "-b", f"127.0.0.1:{port}", "-w", str(workers),
+         "--preload", "--log-level", "warning"],
         cwd=ROOT, env=env,
     )  # fmt: skip
     import httpx

@@ -1,5 +1,5 @@
-"""Gunicorn hooks for the web process: `gunicorn -c config/gunicorn_conf.py config.wsgi` (make run, the
-image, the latency benchmark)."""
+"""Gunicorn set-up of the web process: `gunicorn -c config/gunicorn_conf.py config.asgi:application` (make
+run, the image, the latency benchmark): its asyncio worker and protocol, limits, access line and hooks."""
 
 import gc
 import json
@@ -7,14 +7,18 @@ import os
 import shutil
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+from gunicorn.asgi.protocol import ASGIProtocol
 from gunicorn.glogging import Logger
+from gunicorn.workers import gasgi
+from gunicorn.workers.gasgi import ASGIWorker
 
 
-def access_line(*, environ: dict[str, Any], status: str, sent: int | None, duration: timedelta) -> dict[str, Any]:
+def access_line(*, environ: dict[str, Any], status: str | int, sent: int | None, duration: Any) -> dict[str, Any]:
     """The request's line: what config.logs.RequestContextMiddleware left in the environ, and the
     route pattern, never the path or the query string (they hold subject ids)."""
     return {
@@ -26,9 +30,10 @@ def access_line(*, environ: dict[str, Any], status: str, sent: int | None, durat
         "tenant_id": environ.get("engram.tenant_id"),
         "method": environ.get("REQUEST_METHOD"),
         "route": environ.get("engram.route"),
-        "status": int(str(status).split(None, 1)[0]),
+        "status": int(environ.get("engram.status") or str(status).split(None, 1)[0]),
         "bytes": sent,
-        "duration_ms": round(duration.total_seconds() * 1000, 1),
+        # A timedelta, or the asyncio worker's stand-in with the same `seconds` and `microseconds`.
+        "duration_ms": round(duration.seconds * 1000 + duration.microseconds / 1000, 1),
         "remote_addr": environ.get("REMOTE_ADDR"),
     }
 
@@ -48,7 +53,7 @@ def access_plain(*, configured: str, isatty: bool) -> bool:
 
 
 class JsonAccessLogger(Logger):
-    def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: timedelta) -> None:
+    def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> None:
         if not (self.cfg.accesslog or self.cfg.logconfig or self.cfg.logconfig_dict or self.cfg.syslog):
             return
         try:
@@ -71,31 +76,108 @@ ACCESS_PLAIN = access_plain(configured=os.environ.get("LOG_FORMAT", "json"), isa
 forwarded_allow_ips = os.environ.get("ENGRAM_TRUSTED_PROXIES", "")
 
 # Limits and timeouts, set here rather than left to gunicorn's defaults (docs/production.md). gunicorn
-# answers past them itself, with a short HTML page, before Django runs:
+# answers past them itself, before Django runs, with the problem+json bodies of FrontProtocol below:
 # - the request line: its maximum, so that every URL the API forms fits (a 255-character id of 4-byte
 #   characters is 3,060 bytes percent-encoded, a cursor up to 1,000): 414 past 8,190 bytes;
 # - headers: 100 fields of at most 8,190 bytes each, 431 past them (the application refuses an
 #   Idempotency-Key over 255 characters itself, as problem+json);
-# - a worker silent for `timeout` seconds is restarted; `graceful_timeout` to finish on a restart;
-#   `keepalive` for the next request on a connection (a reverse proxy reuses its connections).
+# - the headers of a new connection must be complete within HEADER_TIMEOUT_SECONDS (408 and closed);
+#   an idle kept-alive connection is closed after `keepalive` seconds;
+# - a worker whose event loop is silent for `timeout` seconds is restarted; `graceful_timeout` to
+#   finish on a restart; `keepalive` for the next request on a connection (a proxy reuses them);
+# - `worker_connections`: the connections one worker holds at once, slow ones included.
 limit_request_line = 8190
 limit_request_fields = 100
 limit_request_field_size = 8190
 timeout = 30
 graceful_timeout = 30
 keepalive = 5
+worker_connections = 1000
+HEADER_TIMEOUT_SECONDS = float(os.environ.get("ENGRAM_HEADER_TIMEOUT_SECONDS", "10"))
 
-# A body that stops arriving (a Content-Length larger than what is sent) would hold its thread for as
-# long as the client keeps the connection open: gthread reads the body from a blocking socket with no
-# timeout. Every read of the request now waits at most this long for the next bytes; the parser then
-# answers 400 (api/parsers.py).
-BODY_TIMEOUT_SECONDS = float(os.environ.get("ENGRAM_BODY_TIMEOUT_SECONDS", "15"))
+# What gunicorn says before the application runs, as the API says it (api/problems.py): a fixed title
+# and detail per status, never gunicorn's message, which can quote the request.
+FRONT_PROBLEMS: dict[int, tuple[str, str, str]] = {
+    400: ("Malformed request", "malformed-request", "The request is not valid HTTP/1.1."),
+    408: ("Request timeout", "request-timeout", "The request's headers did not arrive in time."),
+    414: ("URI too long", "uri-too-long", f"The request line is longer than {limit_request_line} bytes."),
+    431: (
+        "Request header fields too large",
+        "header-fields-too-large",
+        f"More than {limit_request_fields} header fields, or one longer than {limit_request_field_size} bytes.",
+    ),
+    500: ("Internal error", "internal", "The server failed to answer this request."),
+    501: (
+        "Not implemented",
+        "not-implemented",
+        "This transfer coding is not supported: send Content-Length or Transfer-Encoding: chunked.",
+    ),
+}
 
 
-def pre_request(worker: Any, req: Any) -> None:
-    sock = getattr(getattr(req, "unreader", None), "sock", None)
-    if sock is not None:
-        sock.settimeout(BODY_TIMEOUT_SECONDS)
+def front_problem(status: int) -> bytes:
+    title, slug, detail = FRONT_PROBLEMS.get(status, ("Error", "error", "The request was refused."))
+    body = {"type": f"/problems/{slug}", "title": title, "status": status, "detail": detail}
+    return json.dumps(body).encode()
+
+
+class FrontProtocol(ASGIProtocol):
+    """gunicorn's HTTP/1.1 protocol with three changes: its own error answers are problem+json; the
+    headers of a new connection have HEADER_TIMEOUT_SECONDS to arrive (gunicorn times only kept-alive
+    connections); the access line gets the ids the request's environ carried (config/front.py)."""
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._engram_scopes: dict[Any, dict[str, Any]] = {}
+        self._engram_header_timer = self.worker.loop.call_later(HEADER_TIMEOUT_SECONDS, self._engram_header_timeout)
+
+    def _engram_header_timeout(self) -> None:
+        if self._current_request is None and self.req_count <= 1 and not self._closed:
+            self._send_error_response(408, "")
+            self._close_transport()
+
+    def _on_headers_complete(self) -> Any:
+        self._engram_header_timer.cancel()
+        return super()._on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        timer = getattr(self, "_engram_header_timer", None)
+        if timer is not None:
+            timer.cancel()
+        super().connection_lost(exc)
+
+    def _send_error_response(self, status: int, message: str, extra_headers: Any = ()) -> None:
+        body = front_problem(status)
+        reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+        extra = "".join(f"{name}: {value}\r\n" for name, value in extra_headers)
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/problem+json\r\n"
+            f"Content-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n"
+        )
+        self._safe_write(head.encode("latin-1") + body)
+
+    def _build_http_scope(self, request: Any, sockname: Any, peername: Any) -> dict[str, Any]:
+        scope: dict[str, Any] = super()._build_http_scope(request, sockname, peername)
+        self._engram_scopes[request] = scope
+        return scope
+
+    def _build_environ(self, request: Any, sockname: Any, peername: Any) -> dict[str, Any]:
+        environ: dict[str, Any] = super()._build_environ(request, sockname, peername)
+        scope = self._engram_scopes.pop(request, None) or {}
+        environ.update(scope.get("engram.log") or {})
+        return environ
+
+
+class FrontWorker(ASGIWorker):
+    """gunicorn's asyncio worker serving FrontProtocol: no thread waits on a client (config/front.py)."""
+
+    def init_process(self) -> None:
+        # The worker builds its protocol by this module-level name (gunicorn.workers.gasgi._serve).
+        gasgi.ASGIProtocol = FrontProtocol
+        super().init_process()
+
+
+worker_class = FrontWorker
 
 
 # Every worker counts on its own; in multiprocess mode /metrics adds them up (config/metrics.py). The

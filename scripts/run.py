@@ -89,9 +89,14 @@ def manage(*args: str) -> None:
 def process_envs(
     base_env: Mapping[str, str], metrics_dirs: Mapping[str, str], worker_port: int
 ) -> dict[str, dict[str, str]]:
-    """The environment of web, worker and beat. The worker logs in as its own role, the only one that
-    may switch to the eraser role (tenants/dbroles.py); web and beat never see that login."""
-    app_env = {k: v for k, v in base_env.items() if k != "ENGRAM_WORKER_DATABASE_URL"}
+    """The environment of web, worker and beat. None of them holds the owner's login (DATABASE_OWNER_URL:
+    only migrate, which this command runs first, needs it) nor reads .data/engram.env, which names it
+    (ENGRAM_ENV_FILE empty); they get their addresses from this environment. The worker logs in as its
+    own role, the only one that may switch to the eraser role (tenants/dbroles.py); web and beat log
+    in as the application role and never see the worker's login."""
+    shared = {k: v for k, v in base_env.items() if k not in ("DATABASE_OWNER_URL", "ENGRAM_WORKER_DATABASE_URL")}
+    shared["ENGRAM_ENV_FILE"] = ""
+    app_env = shared
     worker_db = (
         {"DATABASE_URL": base_env["ENGRAM_WORKER_DATABASE_URL"]} if base_env.get("ENGRAM_WORKER_DATABASE_URL") else {}
     )
@@ -103,7 +108,7 @@ def process_envs(
             "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["web"],
         },
         "worker": {
-            **base_env,
+            **shared,
             **worker_db,
             "PROMETHEUS_MULTIPROC_DIR": metrics_dirs["worker"],
             "ENGRAM_WORKER_METRICS_PORT": str(worker_port),
@@ -121,15 +126,15 @@ def main() -> int:
     commands = {
         "web": [
             str(BIN / "gunicorn"),
-            "config.wsgi:application",
+            # The front: gunicorn's asyncio worker reads each request whole before one of the worker's
+            # ENGRAM_WEB_THREADS (4) threads runs Django for it (config/front.py).
+            "config.asgi:application",
             "--config",
             "config/gunicorn_conf.py",
             "--bind",
             f"{HOST}:{PORT}",
             "--workers",
             "2",
-            "--threads",
-            "4",
             "--graceful-timeout",
             "10",
             "--log-level",

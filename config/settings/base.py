@@ -14,9 +14,10 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
 # The run and test commands write the addresses of the embedded services here; real deployments use
-# the environment and have no such file.
-_local_env = Path(env.str("ENGRAM_ENV_FILE", default=str(BASE_DIR / ".data" / "engram.env")))
-if _local_env.exists():
+# the environment and have no such file. It names the database owner, so the run command starts web,
+# worker and beat with ENGRAM_ENV_FILE empty: they read no file and get only the logins they need.
+_local_env = env.str("ENGRAM_ENV_FILE", default=str(BASE_DIR / ".data" / "engram.env"))
+if _local_env and Path(_local_env).is_file():
     environ.Env.read_env(_local_env, overwrite=False)
 
 
@@ -32,6 +33,9 @@ def env_secret(name: str, default: str | None = None) -> str:
 
 SECRET_KEY = env_secret("DJANGO_SECRET_KEY", default="insecure-dev-key-change-me")
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
+# Should DEBUG be switched on, its pages hide every setting that holds an address with credentials
+# (DATABASE_OWNER_URL, REDIS_URL, ...) as well as Django's own list (keys, tokens, passwords).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "config.debug.AddressHidingFilter"
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -60,6 +64,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a Host not allowed is a 400 problem before anything else reads the request, in DEBUG too.
+    "api.middleware.AllowedHostMiddleware",
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "config.logs.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -185,6 +191,12 @@ _EMBEDDING_ONNX = env.str("ENGRAM_EMBEDDING_ONNX", default="") or str(
 ENGRAM: dict[str, Any] = {
     # Request limits: each gives a 413 or a 400 problem.
     "MAX_BODY_BYTES": env.int("ENGRAM_MAX_BODY_BYTES", default=8 * 1024 * 1024),
+    # The web front (config/front.py) reads a body whole before a thread runs Django: each part must
+    # come within BODY_TIMEOUT_SECONDS of the last, the whole within BODY_DEADLINE_SECONDS, or the
+    # answer is a 400; WEB_THREADS threads per worker process run the requests read.
+    "BODY_TIMEOUT_SECONDS": env.float("ENGRAM_BODY_TIMEOUT_SECONDS", default=15.0),
+    "BODY_DEADLINE_SECONDS": env.float("ENGRAM_BODY_DEADLINE_SECONDS", default=60.0),
+    "WEB_THREADS": env.int("ENGRAM_WEB_THREADS", default=4),
     "MAX_BATCH": env.int("ENGRAM_MAX_BATCH", default=1000),
     "MAX_TEXT_CHARS": env.int("ENGRAM_MAX_TEXT_CHARS", default=32_000),
     # An episode's content (a tool's output, a document): passages make its cost independent of its

@@ -475,3 +475,33 @@ def test_every_periodic_task_expires_before_its_next_tick() -> None:
         assert schedule.expire_seconds, schedule.name
         if schedule.every_seconds is not None:
             assert schedule.expire_seconds <= schedule.every_seconds, schedule.name
+
+
+def test_the_image_and_the_run_command_serve_the_front_that_reads_requests_whole(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Slow clients hold no thread (issue 40, item 6): gunicorn's asyncio worker of config/gunicorn_conf.py
+    serves config.asgi, the front; a `--threads` or `-k` would bring back the thread-per-connection
+    worker, or be ignored by this one."""
+    import json as json_module
+
+    cmd = json_module.loads(next(rest for word, rest in _dockerfile() if word == "CMD"))
+    assert "web" not in compose["services"] or not compose["services"]["web"].get("command")
+    run_py = (ROOT / "scripts" / "run.py").read_text()
+    assert '"config.asgi:application"' in run_py and '"--threads"' not in run_py
+    assert cmd[:2] == ["gunicorn", "config.asgi:application"]
+    assert "config/gunicorn_conf.py" in cmd
+    assert not {"--threads", "-k", "--worker-class", "--preload"} & set(cmd)
+
+    from gunicorn.config import Config
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    cfg = Config()
+    namespace: dict[str, Any] = {"__file__": str(ROOT / "config" / "gunicorn_conf.py")}
+    exec(compile((ROOT / "config" / "gunicorn_conf.py").read_text(), "gunicorn_conf.py", "exec"), namespace)  # noqa: S102
+    for key, value in namespace.items():
+        if key in cfg.settings:
+            cfg.set(key, value)
+    from gunicorn.workers.gasgi import ASGIWorker
+
+    assert issubclass(cfg.worker_class, ASGIWorker)

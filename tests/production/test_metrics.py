@@ -99,8 +99,8 @@ def test_gunicorn_workers_count_into_one_cleaned_directory_and_log_json(
     port = _free_port()
     log = (tmp_path / "web.log").open("w+")
     proc = subprocess.Popen(  # noqa: S603 - our own binaries, fixed arguments
-        [str(BIN / "gunicorn"), "config.wsgi:application", "-c", "config/gunicorn_conf.py"]
-        + ["--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "2"],
+        [str(BIN / "gunicorn"), "config.asgi:application", "-c", "config/gunicorn_conf.py"]
+        + ["--bind", f"127.0.0.1:{port}", "--workers", "2"],
         cwd=ROOT,
         env=_env(PROMETHEUS_MULTIPROC_DIR=str(metrics_dir)),
         stdout=log,

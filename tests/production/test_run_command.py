@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import pty
 import subprocess
@@ -142,3 +143,54 @@ def test_only_the_worker_gets_the_workers_database_login(run: ModuleType) -> Non
     for name in ("web", "beat"):
         assert envs[name]["DATABASE_URL"] == app
         assert worker not in envs[name].values(), name
+
+
+def _settings_of(env: dict[str, str], *names: str) -> dict[str, str]:
+    """What a process started with `env` (as the run command starts it) sees: its settings and environ."""
+    code = (
+        "import json, os; from django.conf import settings; "
+        f"print(json.dumps({{n: str(getattr(settings, n, os.environ.get(n, ''))) for n in {list(names)!r}}}))"
+    )
+    out = subprocess.run(  # noqa: S603 (our own manage.py)
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "config.settings.local"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_no_long_running_process_holds_the_owners_login_nor_reads_it_from_the_env_file(
+    run: ModuleType, tmp_path: Path
+) -> None:
+    """Only migrate (run by the command itself) needs the owner; web, worker and beat get the
+    application's or the worker's login, and do not read .data/engram.env, which names the owner."""
+    owner = "postgres://postgres@127.0.0.1:54329/engram"
+    env_file = tmp_path / "engram.env"
+    env_file.write_text(f"DATABASE_OWNER_URL={owner}\nENGRAM_WORKER_DATABASE_URL=postgres://engram_worker:w@h/e\n")
+    base = {
+        **{k: v for k, v in os.environ.items() if k not in ("DATABASE_OWNER_URL", "ENGRAM_WORKER_DATABASE_URL")},
+        "DATABASE_URL": "postgres://engram_app:a@127.0.0.1:54329/engram",
+        "DATABASE_OWNER_URL": owner,
+        "ENGRAM_WORKER_DATABASE_URL": "postgres://engram_worker:w@127.0.0.1:54329/engram",
+        "ENGRAM_ENV_FILE": str(env_file),
+    }
+    dirs = {name: str(tmp_path / name) for name in ("web", "worker")}
+    for directory in dirs.values():
+        Path(directory).mkdir()
+    envs = run.process_envs(base, dirs, 9808)
+    for name in ("web", "worker", "beat"):
+        assert owner not in envs[name].values(), name
+        seen = _settings_of(envs[name], "DATABASE_OWNER_URL", "DEBUG")
+        assert seen == {"DATABASE_OWNER_URL": "", "DEBUG": "False"}, name
+    web = _settings_of(envs["web"], "ENGRAM_WORKER_DATABASE_URL")
+    assert web == {"ENGRAM_WORKER_DATABASE_URL": ""}
+
+
+def test_debug_pages_are_off_in_the_run_command_unless_asked_for(run: ModuleType) -> None:
+    base = {k: v for k, v in os.environ.items() if k != "DJANGO_DEBUG"}
+    assert _settings_of(run.child_env(base), "DEBUG") == {"DEBUG": "False"}
+    assert _settings_of(run.child_env({**base, "DJANGO_DEBUG": "true"}), "DEBUG") == {"DEBUG": "True"}

@@ -38,15 +38,21 @@ def _database_url() -> str:
 
 @contextmanager
 def gunicorn_server(*args: str, log_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start gunicorn (one worker, two threads unless `args` say otherwise); yield its base URL."""
+    """Start gunicorn with the web front (one worker, two request threads unless `args` and `env` say
+    otherwise); yield its base URL."""
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    environ.update(DJANGO_SETTINGS_MODULE="config.settings.test", DATABASE_URL=_database_url(), DATABASE_OWNER_URL="")
+    environ.update(
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DATABASE_URL=_database_url(),
+        DATABASE_OWNER_URL="",
+        ENGRAM_WEB_THREADS="2",
+    )
     environ.update(env or {})
     with log_path.open("w+") as log:
         proc = subprocess.Popen(  # noqa: S603 - our own binary, fixed arguments
-            [str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application", "-c", "config/gunicorn_conf.py"]
-            + ["--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "2", *args],
+            [str(ROOT / ".venv" / "bin" / "gunicorn"), "config.asgi:application", "-c", "config/gunicorn_conf.py"]
+            + ["--bind", f"127.0.0.1:{port}", "--workers", "1", *args],
             cwd=ROOT,
             env=environ,
             stdout=log,
