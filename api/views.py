@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.auth import request_tenant
-from core.errors import NotFound, ValidationProblem
+from core.errors import ValidationProblem
 from core.text import text_problem
 from tenants.models import Tenant
 
@@ -44,12 +44,12 @@ class TenantAPIView(APIView):
 
 
 def _check_request_text(request: Request, kwargs: dict[str, Any]) -> None:
-    """Path (404), query and header (400) text the database cannot store is refused here, for every view, rather
-    than an error from wherever it first reaches PostgreSQL (the body is checked by the parser)."""
+    """Path, query and header text the database cannot store is a 400 here, for every view, rather than an
+    error from wherever it first reaches PostgreSQL (the body is checked by the parser). A path parameter
+    is named by its name, as a query parameter is."""
     for name, value in kwargs.items():
-        # A path naming something that cannot exist is not found, like any other missing thing.
-        if isinstance(value, str) and text_problem(value) is not None:
-            raise NotFound(f"No such {name}.")
+        if isinstance(value, str) and (problem := text_problem(value)) is not None:
+            raise ValidationProblem.at(f"/{name}", f"The {name} in the path: {problem}")
     for name, values in request.query_params.lists():
         for value in (name, *values):
             if (problem := text_problem(value)) is not None:

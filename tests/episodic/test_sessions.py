@@ -121,7 +121,20 @@ def test_another_tenant_cannot_end_a_session(api_b, append, tenant_a) -> None:
         assert Session.objects.for_tenant(tenant_a).get().status == SessionStatus.OPEN
 
 
-@pytest.mark.parametrize("session", ["a%00b", "x" * 300])
+def test_a_nul_in_a_session_id_is_a_400_naming_the_parameter(api_a) -> None:
+    for method, path in [
+        ("GET", "/v1/sessions/a%00b"),
+        ("POST", "/v1/sessions/a%00b/end"),
+        ("GET", "/v1/sessions/a%00b/scratchpad"),
+        ("PUT", "/v1/sessions/a%00b/scratchpad"),
+    ]:
+        response = api_a.generic(method, path, "{}", content_type="application/json")
+        assert response.status_code == 400, (method, path, response.content[:200])
+        assert response["Content-Type"] == "application/problem+json"
+        assert [e["pointer"] for e in response.json()["errors"]] == ["/session"]
+
+
+@pytest.mark.parametrize("session", ["x" * 300])
 def test_impossible_session_ids_are_404_not_500(api_a, session) -> None:
     assert api_a.get(f"/v1/sessions/{session}").status_code == 404
     assert api_a.post(f"/v1/sessions/{session}/end", {}, format="json").status_code == 404
