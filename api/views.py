@@ -1,15 +1,17 @@
 """The base of every /v1/ view."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db.models import QuerySet
+from rest_framework import exceptions
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.auth import request_tenant
+from api.auth import BEARER_FORMAT, request_tenant
 from core.errors import ValidationProblem
 from core.text import text_problem
 from tenants.models import Tenant
@@ -34,6 +36,19 @@ class TenantAPIView(APIView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         _check_request_text(request, kwargs)
+
+    def permission_denied(self, request: Request, message: str | None = None, code: str | None = None) -> NoReturn:
+        # DRF's own text ("Authentication credentials were not provided.") leaves out the format.
+        if request.authenticators and not request.successful_authenticator:
+            sent = "The Authorization header is not a Bearer token" if request.headers.get("Authorization") else ""
+            raise exceptions.NotAuthenticated(f"{sent or 'No API key was sent'}. {BEARER_FORMAT}")
+        super().permission_denied(request, message=message, code=code)
+
+    def handle_exception(self, exc: Exception) -> Any:
+        if isinstance(exc, exceptions.UnsupportedMediaType):
+            accepted = " or ".join(parser.media_type for parser in self.get_parsers())
+            exc.detail = ErrorDetail(f"{exc.detail} Send the body as JSON with Content-Type: {accepted}.")
+        return super().handle_exception(exc)
 
     def paginated(
         self, paginator: BasePagination, queryset: QuerySet[Any], render: Callable[[list[Any]], Any]
