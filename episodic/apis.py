@@ -191,7 +191,9 @@ class EpisodeListCreateApi(TenantAPIView):
             raise ValidationProblem.at(f"/{unknown[0]}", "Unknown field.")
         if "episodes" not in request.data:
             raise ValidationProblem.at("/episodes", "This field is required.")
-        stored = episodes_append(tenant=self.tenant, items=request.data["episodes"], embed_inline=True)
+        stored = episodes_append(
+            tenant=self.tenant, items=request.data["episodes"], embed_inline=True, refuse_ended=True
+        )
         body = {
             "count": len(stored),
             "episodes": [
