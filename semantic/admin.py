@@ -1,4 +1,4 @@
-"""Operator admin of semantic memory: facts, the review queue of pending facts and the conflict audit.
+"""Operator admin of semantic memory: facts, the review queue of pending facts and fact changes (the audit).
 
 Every decision goes through semantic.services (fact_review_decide, fact_edit, fact_revert, ...), so
 each one is a FactChange with the operator as actor, exactly like a change made through the API.
@@ -339,7 +339,7 @@ class FactAdmin(TenantOwnedAdmin):
             ),
         )
         url = reverse("admin:semantic_factchange_changelist") + f"?fact={obj.id}"
-        return format_html('<ul class="engram-history">{}</ul><a href="{}">in the conflict audit</a>', rows, url)
+        return format_html('<ul class="engram-history">{}</ul><a href="{}">in fact changes</a>', rows, url)
 
     def save_model(self, request: HttpRequest, obj: Fact, form: Any, change: bool) -> None:
         changed = {name: form.cleaned_data[name] for name in form.changed_data if name in EDITABLE_FIELDS}
@@ -487,7 +487,7 @@ class FactAdmin(TenantOwnedAdmin):
 
 @admin.register(FactChange)
 class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
-    """The conflict audit: every change of every fact, who made it and why; supersessions can be
+    """Fact changes, the audit: every change of every fact, who made it and why; supersessions can be
     reverted (through fact_revert, itself logged)."""
 
     # Fits 1280 px beside the filters: old -> new in one column, the revert under the kind, a fixed
@@ -634,7 +634,7 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
     def _revert(self, request: HttpRequest, changes: Iterable[FactChange]) -> None:
         reason = " ".join(request.POST.get("reason", "").split())[:500]
-        actor = operator_actor(request, "; ".join(p for p in ("reverted in the conflict audit", reason) if p))
+        actor = operator_actor(request, "; ".join(p for p in ("reverted in the admin", reason) if p))
 
         def revert(change: FactChange) -> None:
             if _reverted_already(change):
