@@ -92,10 +92,13 @@ def _known_external_ids(
 
 
 def _ended_session_errors(drafts: Sequence[EpisodeDraft], sessions: dict[str, Session]) -> list[dict[str, Any]]:
+    """One error per ended session of the batch, at its first episode."""
     errors = []
+    named: set[str] = set()
     for draft in drafts:
         session = sessions[draft.session]
-        if session.status == SessionStatus.ENDED:
+        if session.status == SessionStatus.ENDED and draft.session not in named:
+            named.add(draft.session)
             ended = f" at {session.ended_at.isoformat(timespec='seconds')}" if session.ended_at else ""
             errors.append(
                 {
