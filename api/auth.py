@@ -18,6 +18,9 @@ from core.db import set_local
 from tenants import scope
 from tenants.models import ApiKey, Tenant, hash_key
 
+# What every authentication failure of a missing or malformed header says: the one format accepted.
+BEARER_FORMAT = "Send the API key in the header Authorization: Bearer <api key>."
+
 # Touch last_used_at at most this often, so that reads do not turn into writes on every request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -73,7 +76,7 @@ class ApiKeyAuthentication(BaseAuthentication):
 
     def _verify(self, header: list[bytes], raw: str, prefix: str | None) -> ApiKey:
         if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <api key>'.")
+            raise exceptions.AuthenticationFailed(f"The Authorization header is malformed. {BEARER_FORMAT}")
         if prefix is None:
             raise exceptions.AuthenticationFailed("Invalid API key.")
         api_key = self._lookup(prefix)
@@ -105,5 +108,5 @@ def request_tenant(request: Any) -> Tenant:
     """The tenant of an authenticated API request."""
     user = request.user
     if not isinstance(user, TenantPrincipal):
-        raise exceptions.NotAuthenticated()
+        raise exceptions.NotAuthenticated(f"No API key was sent. {BEARER_FORMAT}")
     return user.tenant

@@ -1,6 +1,7 @@
 """The one rule for request bodies: a field the serializer does not know, or a value of the wrong JSON
 type, is a 400 naming it by JSON pointer. DRF alone drops unknown fields and coerces: `true` becomes
-1.0 in a FloatField, `5` becomes "5" in a CharField, "yes" becomes true in a BooleanField."""
+1.0 and "0.5" becomes 0.5 in a FloatField, `5` becomes "5" in a CharField, "yes" becomes true in a
+BooleanField."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ def _type_errors(field: serializers.Field, value: Any) -> Any:
         return None
     if isinstance(field, _NUMBER_FIELDS) and isinstance(value, bool):
         return ["A number is required, not a boolean."]
+    if isinstance(field, _NUMBER_FIELDS) and not isinstance(value, (int, float)):
+        return [f"A number is required, not {_json_type(value)}."]
     if isinstance(field, serializers.BooleanField) and not isinstance(value, bool):
         return ["Must be true or false."]
     if isinstance(field, serializers.CharField) and not isinstance(value, str):
@@ -28,6 +31,16 @@ def _type_errors(field: serializers.Field, value: Any) -> Any:
         nested = {k: errors for k, item in value.items() if (errors := _type_errors(field.child, item))}
         return nested or None
     return None
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "a " + type(value).__name__
 
 
 class StrictSerializer(serializers.Serializer):

@@ -1,16 +1,18 @@
 """The base of every /v1/ view."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db.models import QuerySet
+from rest_framework import exceptions
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.auth import request_tenant
-from core.errors import NotFound, ValidationProblem
+from api.auth import BEARER_FORMAT, request_tenant
+from core.errors import ValidationProblem
 from core.text import text_problem
 from tenants.models import Tenant
 
@@ -35,6 +37,19 @@ class TenantAPIView(APIView):
         super().initial(request, *args, **kwargs)
         _check_request_text(request, kwargs)
 
+    def permission_denied(self, request: Request, message: str | None = None, code: str | None = None) -> NoReturn:
+        # DRF's own text ("Authentication credentials were not provided.") leaves out the format.
+        if request.authenticators and not request.successful_authenticator:
+            sent = "The Authorization header is not a Bearer token" if request.headers.get("Authorization") else ""
+            raise exceptions.NotAuthenticated(f"{sent or 'No API key was sent'}. {BEARER_FORMAT}")
+        super().permission_denied(request, message=message, code=code)
+
+    def handle_exception(self, exc: Exception) -> Any:
+        if isinstance(exc, exceptions.UnsupportedMediaType):
+            accepted = " or ".join(parser.media_type for parser in self.get_parsers())
+            exc.detail = ErrorDetail(f"{exc.detail} Send the body as JSON with Content-Type: {accepted}.")
+        return super().handle_exception(exc)
+
     def paginated(
         self, paginator: BasePagination, queryset: QuerySet[Any], render: Callable[[list[Any]], Any]
     ) -> Response:
@@ -44,12 +59,12 @@ class TenantAPIView(APIView):
 
 
 def _check_request_text(request: Request, kwargs: dict[str, Any]) -> None:
-    """Path (404), query and header (400) text the database cannot store is refused here, for every view, rather
-    than an error from wherever it first reaches PostgreSQL (the body is checked by the parser)."""
+    """Path, query and header text the database cannot store is a 400 here, for every view, rather than an
+    error from wherever it first reaches PostgreSQL (the body is checked by the parser). A path parameter
+    is named by its name, as a query parameter is."""
     for name, value in kwargs.items():
-        # A path naming something that cannot exist is not found, like any other missing thing.
-        if isinstance(value, str) and text_problem(value) is not None:
-            raise NotFound(f"No such {name}.")
+        if isinstance(value, str) and (problem := text_problem(value)) is not None:
+            raise ValidationProblem.at(f"/{name}", f"The {name} in the path: {problem}")
     for name, values in request.query_params.lists():
         for value in (name, *values):
             if (problem := text_problem(value)) is not None:

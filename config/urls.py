@@ -15,7 +15,7 @@ import procedural.apis
 import router.apis
 import semantic.apis
 from api import converters  # noqa: F401  (registers extid and session_id)
-from api.problems import not_found_view
+from api.not_found import v1_not_found_view
 from core import health, metrics_access
 
 v1: list[URLPattern | URLResolver] = [
@@ -66,8 +66,9 @@ v1: list[URLPattern | URLResolver] = [
     ),
     # Counts over every layer
     path("stats", dashboard.apis.StatsApi.as_view(), name="stats"),
-    # Last: any other path under /v1/ is a problem+json 404, in DEBUG too (handler404 is not used then).
-    re_path(r"^[\s\S]*$", csrf_exempt(not_found_view), name="v1-not-found"),
+    # Last: any other path under /v1/ is a problem+json 404 naming the closest route, in DEBUG too
+    # (handler404 is not used then).
+    re_path(r"^[\s\S]*$", csrf_exempt(v1_not_found_view), name="v1-not-found"),
 ]
 
 urlpatterns = [

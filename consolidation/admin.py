@@ -6,6 +6,7 @@ and wrote, what they cost), archive manifests, and erasure requests: created her
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -289,13 +290,15 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
     @admin.display(description="age")
     def age(self, obj: ErasureRequest) -> str:
         if obj.status == ErasureStatus.DONE and obj.completed_at:
-            return f"done in {timesince(obj.created_at, obj.completed_at)}"
+            return f"done in {_duration(obj.created_at, obj.completed_at)}"
         state = "waiting" if obj.started_at is None else "running"
-        return f"{state} {timesince(obj.created_at, timezone.now())}"
+        return f"{state} {_duration(obj.created_at, timezone.now())}"
 
     @admin.display(description="queue")
     def queue_state(self, obj: ErasureRequest) -> str:
-        started = "not started" if obj.started_at is None else f"started {timesince(obj.started_at)} ago"
+        started = (
+            "not started" if obj.started_at is None else f"started {_duration(obj.started_at, timezone.now())} ago"
+        )
         if obj.status == ErasureStatus.DONE:
             return f"{self.age(obj)}; {started}"
         waiting = queue_waiting("erasure")
@@ -353,7 +356,7 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
         if remaining is None:
             return "not verified yet"
         left = {k: v for k, v in remaining.items() if v}
-        when = verification.get("verified_at", "")
+        when = _when(verification.get("verified_at", ""))
         if left:
             return format_html("rows remain at {}: {}", when, ", ".join(f"{k} {v}" for k, v in sorted(left.items())))
         return f"none of the subject's rows remain in {len(remaining)} locations (checked {when})"
@@ -370,11 +373,31 @@ class ErasureRequestAdmin(TenantOwnedAdmin):
             "<dt>verified empty</dt><dd>{} locations</dd></dl>",
             receipt.get("request_id", ""),
             receipt.get("subject_hash", ""),
-            receipt.get("completed_at", ""),
+            _when(receipt.get("completed_at", "")),
             sum(v for v in locations.values() if isinstance(v, int)),
             len(locations),
             len(receipt.get("verified_zero") or []),
         )
+
+
+def _duration(start: datetime, end: datetime) -> str:
+    """How long from start to end as a person says it: seconds under a minute (timesince says "0
+    minutes"), else timesince's minutes, hours and days."""
+    seconds = int((end - start).total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)}\xa0second{'' if seconds == 1 else 's'}"
+    return timesince(start, end)
+
+
+def _when(stored: str) -> str:
+    """An ISO timestamp of a receipt (microseconds and all) in the admin's time zone, to the second."""
+    try:
+        moment = datetime.fromisoformat(stored)
+    except (TypeError, ValueError):
+        return stored
+    if timezone.is_naive(moment):
+        return stored
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 # --- tenant exports, filed from the tenant list ---------------------------------------------------

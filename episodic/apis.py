@@ -25,7 +25,7 @@ from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS
 from episodic.models import Episode, EpisodeKind, Outcome, Session
 from episodic.selectors import ScoredEpisode, SessionDetail, episode_list, episode_search, session_detail
 from episodic.services import episodes_append
-from episodic.validation import unit_vector, vector_component_ok
+from episodic.validation import FIELDS, unit_vector, vector_component_ok
 
 
 class AwareDateTimeField(serializers.DateTimeField):
@@ -181,11 +181,19 @@ class EpisodeListCreateApi(TenantAPIView):
         if not isinstance(request.data, dict):
             raise ValidationProblem.at("/", 'The body is an object: {"episodes": [...]}.')
         unknown = sorted(set(request.data) - {"episodes"})
+        if unknown and "episodes" not in request.data and set(request.data) & FIELDS:
+            raise ValidationProblem.at(
+                "/",
+                'This looks like one episode sent bare; the body is a list of 1 to 1,000 episodes under "episodes": '
+                '{"episodes": [{"subject": ..., "content": ...}]}.',
+            )
         if unknown:
             raise ValidationProblem.at(f"/{unknown[0]}", "Unknown field.")
         if "episodes" not in request.data:
             raise ValidationProblem.at("/episodes", "This field is required.")
-        stored = episodes_append(tenant=self.tenant, items=request.data["episodes"], embed_inline=True)
+        stored = episodes_append(
+            tenant=self.tenant, items=request.data["episodes"], embed_inline=True, refuse_ended=True
+        )
         body = {
             "count": len(stored),
             "episodes": [

@@ -91,8 +91,29 @@ def _known_external_ids(
     return {(s, e) for s, e in rows if e is not None and (s, e) in wanted}
 
 
-def _bump_session_counters(*, tenant: Tenant, episodes: Sequence[Episode]) -> None:
-    """One UPDATE for every session of the batch: count, first and last event times."""
+def _ended_session_errors(drafts: Sequence[EpisodeDraft], sessions: dict[str, Session]) -> list[dict[str, Any]]:
+    """One error per ended session of the batch, at its first episode."""
+    errors = []
+    named: set[str] = set()
+    for draft in drafts:
+        session = sessions[draft.session]
+        if session.status == SessionStatus.ENDED and draft.session not in named:
+            named.add(draft.session)
+            ended = f" at {session.ended_at.isoformat(timespec='seconds')}" if session.ended_at else ""
+            errors.append(
+                {
+                    "pointer": f"/episodes/{draft.index}/session",
+                    "detail": f"Session {draft.session!r} ended{ended}: an ended session takes no new episodes "
+                    "(its outcome, summary and consolidation are final). Send them under a new session id.",
+                }
+            )
+    return errors
+
+
+def _bump_session_counters(*, tenant: Tenant, episodes: Sequence[Episode], open_only: bool = False) -> None:
+    """One UPDATE for every session of the batch: count, first and last event times. With `open_only`,
+    a session ended meanwhile is a 409 (the transaction rolls back): the UPDATE waits for the end's lock
+    on the row and then sees the ended status, which the batch's earlier read could not."""
     per_session: dict[int, list[Any]] = {}
     for episode in episodes:
         entry = per_session.setdefault(episode.session_id, [0, episode.occurred_at, episode.occurred_at])
@@ -108,9 +129,12 @@ def _bump_session_counters(*, tenant: Tenant, episodes: Sequence[Episode]) -> No
         cursor.execute(
             "UPDATE episodic_session AS s SET episode_count = s.episode_count + v.n, "  # noqa: S608
             "last_event_at = GREATEST(s.last_event_at, v.last), started_at = LEAST(s.started_at, v.first) "
-            f"FROM (VALUES {values}) AS v(id, n, first, last) WHERE s.id = v.id AND s.tenant_id = %s",
+            f"FROM (VALUES {values}) AS v(id, n, first, last) WHERE s.id = v.id AND s.tenant_id = %s"
+            + (" AND s.status <> 'ended'" if open_only else ""),
             params,
         )
+        if open_only and cursor.rowcount != len(per_session):
+            raise Conflict("A session of this batch ended while it was being stored; send it under a new session id.")
 
 
 # A draft's fields of the episode's own names; the time of the write fills the two times it may lack.
@@ -187,7 +211,12 @@ def _add_canonical_names(*, tenant: Tenant, drafts: Sequence[EpisodeDraft]) -> N
 
 @transaction.atomic
 def episodes_append(
-    *, tenant: Tenant, items: list[dict[str, Any]], skip_existing: bool = False, embed_inline: bool = False
+    *,
+    tenant: Tenant,
+    items: list[dict[str, Any]],
+    skip_existing: bool = False,
+    embed_inline: bool = False,
+    refuse_ended: bool = False,
 ) -> list[Episode]:
     """Validate and store a batch of 1 to MAX_BATCH episodes, all or nothing.
 
@@ -197,8 +226,10 @@ def episodes_append(
     against stored episodes, is a 409; with `skip_existing` (imports) the stored ones are skipped
     instead and are not in the result. With `embed_inline`, a batch of at most
     ENGRAM["INLINE_EMBED_MAX_PASSAGES"] passages is embedded before it commits (read-your-writes:
-    found by meaning at once); a bigger one waits in the backlog. Returns the new episodes in the order
-    of `items`.
+    found by meaning at once); a bigger one waits in the backlog. With `refuse_ended` (the API's
+    writers), an episode for an ended session is a 409 naming it: the session's outcome, summary and
+    consolidation are final; Engram's own writers (a session's summary, imports) may still add to it.
+    Returns the new episodes in the order of `items`.
     """
     now = timezone.now()
     drafts = parse_items(items, config=tenant.config, now=now)
@@ -207,6 +238,8 @@ def episodes_append(
     subject_lock(tenant.id, {d.subject for d in drafts})
     _add_canonical_names(tenant=tenant, drafts=drafts)
     sessions = _resolve_sessions(tenant=tenant, drafts=drafts, now=now)
+    if refuse_ended and (ended := _ended_session_errors(drafts, sessions)):
+        raise Conflict(ended[0]["detail"], errors=ended)
 
     seen: dict[tuple[str, str], int] = {}
     conflicts: list[dict[str, Any]] = []
@@ -258,7 +291,7 @@ def episodes_append(
         # Another request stored the same (session, external_id) between our check and the insert.
         raise Conflict("An episode with one of these external_ids was stored concurrently; retry.") from exc
     passages_create(tenant=tenant, episodes=episodes)
-    _bump_session_counters(tenant=tenant, episodes=episodes)
+    _bump_session_counters(tenant=tenant, episodes=episodes, open_only=refuse_ended)
     if embed_inline:
         passages_embed_inline(
             tenant=tenant,

@@ -64,6 +64,7 @@ class ContextFeedback(TenantModel):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = verbose_name_plural = "context feedback"  # an uncountable noun: no "feedbacks"
         constraints = [models.UniqueConstraint(fields=("tenant", "trace"), name="uniq_feedback_per_trace")]
         indexes = [
             models.Index(fields=("tenant", "subject", "-created_at"), name="feedback_subject_created"),

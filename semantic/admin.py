@@ -1,4 +1,4 @@
-"""Operator admin of semantic memory: facts, the review queue of pending facts and the conflict audit.
+"""Operator admin of semantic memory: facts, the review queue of pending facts and fact changes (the audit).
 
 Every decision goes through semantic.services (fact_review_decide, fact_edit, fact_revert, ...), so
 each one is a FactChange with the operator as actor, exactly like a change made through the API.
@@ -16,7 +16,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -91,6 +91,10 @@ def _short(text: str | None, n: int = 60) -> str:
     return Truncator(text or "").chars(n)
 
 
+class NothingToDo(DomainError):
+    """An action that would change nothing: said as a warning, not counted as done."""
+
+
 def apply_each(request: HttpRequest, items: Iterable[Any], fn: Callable[[Any], object], done: str) -> tuple[int, int]:
     """Run one service call per item, each in its own savepoint and in the scope of the item's tenant
     alone (the admin's holds every tenant of the operator), so that one refusal (a Conflict, say) is
@@ -100,6 +104,8 @@ def apply_each(request: HttpRequest, items: Iterable[Any], fn: Callable[[Any], o
         try:
             with tenant_scope(item.tenant_id):
                 fn(item)
+        except NothingToDo as exc:
+            messages.warning(request, exc.detail)
         except DomainError as exc:
             failed += 1
             messages.error(request, f"{item}: {exc.detail}")
@@ -333,7 +339,7 @@ class FactAdmin(TenantOwnedAdmin):
             ),
         )
         url = reverse("admin:semantic_factchange_changelist") + f"?fact={obj.id}"
-        return format_html('<ul class="engram-history">{}</ul><a href="{}">in the conflict audit</a>', rows, url)
+        return format_html('<ul class="engram-history">{}</ul><a href="{}">in fact changes</a>', rows, url)
 
     def save_model(self, request: HttpRequest, obj: Fact, form: Any, change: bool) -> None:
         changed = {name: form.cleaned_data[name] for name in form.changed_data if name in EDITABLE_FIELDS}
@@ -481,7 +487,7 @@ class FactAdmin(TenantOwnedAdmin):
 
 @admin.register(FactChange)
 class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
-    """The conflict audit: every change of every fact, who made it and why; supersessions can be
+    """Fact changes, the audit: every change of every fact, who made it and why; supersessions can be
     reverted (through fact_revert, itself logged)."""
 
     # Fits 1280 px beside the filters: old -> new in one column, the revert under the kind, a fixed
@@ -544,7 +550,23 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
         return (*super().get_list_filter(request), self.FactFilter)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[FactChange]:
-        return super().get_queryset(request).defer("fact__embedding", "fact__search_vector")
+        # Whether the value a supersession closed is the current one again (reverted already, or
+        # observed anew): then a revert would change nothing, and none is offered.
+        value_is_current = Exists(
+            Fact.objects.filter(
+                tenant_id=OuterRef("tenant_id"),
+                entity=OuterRef("fact__entity"),
+                attribute=OuterRef("fact__attribute"),
+                value_key=OuterRef("fact__value_key"),
+                status=FactStatus.ACTIVE,
+            )
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .defer("fact__embedding", "fact__search_vector")
+            .annotate(value_is_current=value_is_current)
+        )
 
     @admin.display(description="fact")
     def fact_link(self, obj: FactChange) -> str:
@@ -601,7 +623,7 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
     @admin.display(description="")
     def revert_button(self, obj: FactChange) -> str:
-        if obj.kind != FactChangeKind.SUPERSEDED or obj.fact.status != FactStatus.SUPERSEDED:
+        if not _revertible(obj):
             return ""
         # A link to a confirmation page: one click used to revert at once.
         url = reverse("admin:semantic_factchange_revert", args=[obj.pk])
@@ -612,8 +634,23 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
     def _revert(self, request: HttpRequest, changes: Iterable[FactChange]) -> None:
         reason = " ".join(request.POST.get("reason", "").split())[:500]
-        actor = operator_actor(request, "; ".join(p for p in ("reverted in the conflict audit", reason) if p))
-        apply_each(request, changes, lambda c: fact_revert(tenant=c.tenant, change_id=c.pk, actor=actor), "Reverted")
+        actor = operator_actor(request, "; ".join(p for p in ("reverted in the admin", reason) if p))
+
+        def revert(change: FactChange) -> None:
+            if _reverted_already(change):
+                raise NothingToDo(_nothing_to_revert(change))
+            current = set(
+                Fact.objects.filter(
+                    entity=change.fact.entity, attribute=change.fact.attribute, status=FactStatus.ACTIVE
+                ).values_list("id", flat=True)
+            )
+            result = fact_revert(tenant=change.tenant, change_id=change.pk, actor=actor)
+            # The service answers a revert carried out meanwhile (or a value written another way that
+            # is current already) with that fact, writing nothing.
+            if result.action == "confirmed" and result.fact.pk in current:
+                raise NothingToDo(_nothing_to_revert(change))
+
+        apply_each(request, changes, revert, "Reverted")
 
     def _revert_confirmation(
         self, request: HttpRequest, changes: list[FactChange], *, next_url: str, action: str = "", form_url: str = ""
@@ -628,12 +665,20 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
             live = Fact.objects.filter(tenant_id__in=operator_tenant_ids(request), status=FactStatus.ACTIVE).filter(q)
             for tenant_id, entity, attribute, value in live.values_list("tenant_id", "entity", "attribute", "value"):
                 current[(tenant_id, entity, attribute)] = value
-        items = [{"change": c, "current": current.get((c.tenant_id, c.fact.entity, c.fact.attribute))} for c in changes]
+        items = [
+            {
+                "change": c,
+                "current": current.get((c.tenant_id, c.fact.entity, c.fact.attribute)),
+                "unchanged": _reverted_already(c),
+            }
+            for c in changes
+        ]
         context = {
             **self.admin_site.each_context(request),
             "title": "Revert supersession" if len(changes) == 1 else "Revert supersessions",
             "opts": self.opts,
             "items": items,
+            "to_revert": sum(1 for item in items if not item["unchanged"]),
             "next": next_url,
             "action": action,
             "form_url": form_url,
@@ -670,6 +715,27 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
             return HttpResponseRedirect(self._next_url(request, request.POST.get("next", "")))
         next_url = self._next_url(request, request.META.get("HTTP_REFERER", ""))
         return self._revert_confirmation(request, [change], next_url=next_url)
+
+
+def _is_open_supersession(change: FactChange) -> bool:
+    return change.kind == FactChangeKind.SUPERSEDED and change.fact.status == FactStatus.SUPERSEDED
+
+
+def _reverted_already(change: FactChange) -> bool:
+    """A supersession whose closed value is the current one again: a revert would change nothing."""
+    return _is_open_supersession(change) and bool(getattr(change, "value_is_current", False))
+
+
+def _revertible(change: FactChange) -> bool:
+    return _is_open_supersession(change) and not _reverted_already(change)
+
+
+def _nothing_to_revert(change: FactChange) -> str:
+    fact = change.fact
+    return (
+        f"Nothing to revert: {fact.entity}.{fact.attribute} already holds {fact.value!r} "
+        f"(change {change.pk} was reverted before, or the value was observed again)."
+    )
 
 
 class AliasEntityFilter(EntityFilter):

@@ -46,7 +46,7 @@ class Cardinality(models.TextChoices):
 
 class FactOrigin(models.TextChoices):
     EXTRACTED = "extracted"
-    API = "api"
+    API = "api", "API"
     OPERATOR = "operator"
 
 
@@ -179,7 +179,7 @@ class FactChangeKind(models.TextChoices):
 
 class ActorType(models.TextChoices):
     CONSOLIDATION = "consolidation"
-    API_KEY = "api_key"
+    API_KEY = "api_key", "API key"
     OPERATOR = "operator"
     SYSTEM = "system"
 

@@ -177,6 +177,26 @@ def test_the_revert_action_confirms_before_it_reverts(op_client: Client, memory_
     assert len(_changes(memory_a.tenant, kind=FactChangeKind.REVERTED)) == 1
 
 
+def test_a_supersession_already_reverted_is_not_offered_and_a_second_revert_says_it_changed_nothing(
+    op_client: Client, memory_a: Memory
+) -> None:
+    url = f"{AUDIT}{memory_a.supersession_id}/revert/"
+    assert f'href="{url}"' in op_client.get(AUDIT).content.decode()
+    op_client.post(url, {"post": "yes"})
+    before = {c.pk for c in _changes(memory_a.tenant)}
+    assert f'href="{url}"' not in op_client.get(AUDIT).content.decode()
+    page = op_client.get(url).content.decode()
+    assert "already the current value" in page and 'name="post" value="yes"' not in page
+    again = op_client.post(url, {"post": "yes"}, follow=True)
+    said = [str(m) for m in again.context["messages"]]
+    assert not any(m.startswith("Reverted") for m in said), said
+    assert any("Nothing to revert" in m and "Paris" in m for m in said), said
+    action = {"action": "revert_selected", "_selected_action": [str(memory_a.supersession_id)], "post": "yes"}
+    said = [str(m) for m in op_client.post(AUDIT, action, follow=True).context["messages"]]
+    assert not any(m.startswith("Reverted") for m in said) and any("Nothing to revert" in m for m in said), said
+    assert {c.pk for c in _changes(memory_a.tenant)} == before
+
+
 def test_revert_action_refuses_what_is_not_a_supersession(op_client: Client, memory_a: Memory) -> None:
     created = _changes(memory_a.tenant, fact_id=memory_a.new_fact.id, kind=FactChangeKind.CREATED)[0]
     response = op_client.post(

@@ -1,10 +1,18 @@
-"""The memory nodes name what the graph state lacks instead of failing with a bare KeyError."""
+"""The memory nodes name what the graph state lacks instead of failing with a bare KeyError, and leave
+no stale value in it."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from engram_client import EngramClient
 from engram_client.langgraph import load_memory, record_memory
+from pytest_django.live_server_helper import LiveServer
+
+from router.models import ContextFeedback
+from tenants.scope import tenant_scope
+from tests.conftest import TenantContext
 
 
 @pytest.mark.parametrize("make_node", [load_memory, record_memory])
@@ -14,3 +22,18 @@ def test_a_state_without_subject_is_named_before_any_request(make_node: object) 
         node = make_node(client)  # type: ignore[operator]
         with pytest.raises(ValueError, match="`subject`"):
             node({"messages": [{"role": "user", "content": "hi"}]})
+
+
+@pytest.mark.live
+def test_record_memory_clears_the_trace_id_to_none_once_its_feedback_is_sent(
+    live_server: LiveServer, ctx_a: TenantContext
+) -> None:
+    with EngramClient(live_server.url, ctx_a.raw_key) as engram:
+        state: dict[str, Any] = {"subject": "tr", "session": "tr-1", "messages": [("user", "hello")]}
+        state.update(load_memory(engram)(state))
+        trace_id = state["memory_trace_id"]
+        state["messages"].append(("assistant", "hi"))
+        update = record_memory(engram)(state)
+        assert "memory_trace_id" in update and update["memory_trace_id"] is None
+    with tenant_scope(ctx_a.tenant):  # the feedback was sent on the trace the state held
+        assert [str(f.trace_id) for f in ContextFeedback.objects.for_tenant(ctx_a.tenant)] == [trace_id]

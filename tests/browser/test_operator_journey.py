@@ -66,9 +66,9 @@ def test_operator_reviews_reverts_and_reads_the_dashboard(live_server: Any, page
         decision = FactChange.objects.get(fact=approved, kind=FactChangeKind.REVIEW_APPROVED)
         assert (decision.actor_type, decision.actor_id) == (ActorType.OPERATOR, "operator-a")
 
-    # The conflict audit: Paris was superseded by Berlin; revert it from the list.
+    # Fact changes: Paris was superseded by Berlin; revert it from the list.
     page.goto(f"{base}/admin/")
-    page.click("text=Conflict audit")
+    page.click("#engram-memory >> text=Fact changes")
     page.fill("input[name=entity]", "alice")
     page.press("input[name=entity]", "Enter")
     page.wait_for_url(re.compile(r".*entity=alice.*"))

@@ -121,9 +121,62 @@ def test_another_tenant_cannot_end_a_session(api_b, append, tenant_a) -> None:
         assert Session.objects.for_tenant(tenant_a).get().status == SessionStatus.OPEN
 
 
-@pytest.mark.parametrize("session", ["a%00b", "x" * 300])
+def test_a_nul_in_a_session_id_is_a_400_naming_the_parameter(api_a) -> None:
+    for method, path in [
+        ("GET", "/v1/sessions/a%00b"),
+        ("POST", "/v1/sessions/a%00b/end"),
+        ("GET", "/v1/sessions/a%00b/scratchpad"),
+        ("PUT", "/v1/sessions/a%00b/scratchpad"),
+    ]:
+        response = api_a.generic(method, path, "{}", content_type="application/json")
+        assert response.status_code == 400, (method, path, response.content[:200])
+        assert response["Content-Type"] == "application/problem+json"
+        assert [e["pointer"] for e in response.json()["errors"]] == ["/session"]
+
+
+@pytest.mark.parametrize("session", ["x" * 300])
 def test_impossible_session_ids_are_404_not_500(api_a, session) -> None:
     assert api_a.get(f"/v1/sessions/{session}").status_code == 404
     assert api_a.post(f"/v1/sessions/{session}/end", {}, format="json").status_code == 404
     assert api_a.get(f"/v1/sessions/{session}/scratchpad").status_code == 404
     assert api_a.put(f"/v1/sessions/{session}/scratchpad", {"a": 1}, format="json").status_code == 404
+
+
+def test_appending_to_an_ended_session_is_a_409_that_stores_nothing_and_names_the_fix(api_a, append, tenant_a) -> None:
+    append(tenant_a, [item("before the end")])
+    assert api_a.post("/v1/sessions/s-1/end", {"outcome": "success"}, format="json").status_code == 200
+    late = {"episodes": [item("fine, thanks", session="s-2"), item("one more thing")]}
+    response = api_a.post("/v1/episodes", late, format="json")
+    assert response.status_code == 409, response.content[:300]
+    body = response.json()
+    assert [e["pointer"] for e in body["errors"]] == ["/episodes/1/session"]
+    assert "ended" in body["detail"] and "new session id" in body["detail"]
+    with tenant_scope(tenant_a):
+        assert Episode.objects.count() == 1  # all or nothing: s-2's episode is not stored either
+        session = Session.objects.get(external_id="s-1")
+        assert (session.status, session.episode_count) == (SessionStatus.ENDED, 1)
+    assert (
+        api_a.post("/v1/episodes", {"episodes": [item("one more thing", session="s-1b")]}, format="json").status_code
+        == 201
+    )
+
+
+def test_consolidation_still_writes_its_summary_into_an_ended_session(append, tenant_a) -> None:
+    append(tenant_a, [item("before the end")])
+    with tenant_scope(tenant_a):
+        Session.objects.filter(external_id="s-1").update(status=SessionStatus.ENDED)
+    [summary] = append(tenant_a, [item("The session in short.", kind=EpisodeKind.SUMMARY)])
+    assert summary.session.external_id == "s-1"
+
+
+def test_a_session_that_ends_after_the_batch_read_it_still_refuses_the_batch(api_a, append, tenant_a) -> None:
+    # As if the end committed between the batch's read of its sessions and its counter update: the
+    # conditional UPDATE, which waits for the end's row lock, is what refuses it then.
+    append(tenant_a, [item("before the end")])
+    assert api_a.post("/v1/sessions/s-1/end", {}, format="json").status_code == 200
+    with mock.patch("episodic.services._ended_session_errors", return_value=[]):
+        response = api_a.post("/v1/episodes", {"episodes": [item("late")]}, format="json")
+    assert response.status_code == 409
+    with tenant_scope(tenant_a):
+        assert Episode.objects.count() == 1
+        assert Session.objects.get(external_id="s-1").episode_count == 1

@@ -21,12 +21,18 @@ def add_tenant_argument(parser: CommandParser) -> None:
 def resolve_tenant(value: str) -> Tenant:
     try:
         return Tenant.objects.get(id=uuid.UUID(value))
-    except (ValueError, Tenant.DoesNotExist):
-        pass
+    except ValueError:
+        is_id = False
+    except Tenant.DoesNotExist:
+        is_id = True
     try:
         return Tenant.objects.get(slug=value)
     except Tenant.DoesNotExist as exc:
-        raise CommandError(f"No tenant {value!r}.") from exc
+        # A tenant's id is chosen when it is created, so only a slug can be named in advance.
+        slug = "<slug>" if is_id else value
+        raise CommandError(
+            f'No tenant {value!r} (by slug or id). Create it with: manage.py create_tenant "<name>" --slug {slug}'
+        ) from exc
 
 
 def add_tenants_arguments(parser: CommandParser, *, every: str = "Every tenant") -> None:

@@ -5,7 +5,8 @@
     graph.add_node("record_memory", record_memory(engram))
 
 The nodes read and write these state keys (all optional except `subject` and `messages`):
-`subject`, `session`, `agent`, `memory_context` (the rendered prompt), `memory_trace_id`,
+`subject`, `session`, `agent`, `memory_context` (the rendered prompt), `memory_trace_id` (the
+context's trace, None once record_memory has sent its feedback),
 `memory_item_ids` (what the context offered) and `memory_items` (their id, type and text),
 `memory_used_item_ids` (what the model used; set it in
 your model node), `memory_asked_to_repeat`, `memory_recorded` (how many messages are stored).
@@ -86,7 +87,7 @@ class MemoryState(TypedDict, total=False):
     session: str
     agent: str
     memory_context: str
-    memory_trace_id: str
+    memory_trace_id: str | None
     memory_item_ids: list[str]
     memory_items: list[dict[str, Any]]
     memory_used_item_ids: list[str]
@@ -195,7 +196,8 @@ def _record_calls(
                 idempotency_key=f"lg-feedback-{trace_id}",
             )
         )
-    return calls, {"memory_recorded": len(messages), "memory_trace_id": ""}
+    # The feedback is sent: no trace awaits it (None, not "", which reads as an id that is empty).
+    return calls, {"memory_recorded": len(messages), "memory_trace_id": None}
 
 
 def load_memory(

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
 from engram_client import (
     APIError,
@@ -57,6 +58,51 @@ def _tool_error(exc: EngramError) -> ToolError:
         where = "; ".join(f"{e.get('pointer')}: {e.get('detail')}" for e in exc.errors[:5])
         return ToolError(f"Engram answered {exc.status} {exc.title}: {where or exc.detail}")
     return ToolError(f"Engram is unreachable: {exc}")
+
+
+# What an argument should be, by pydantic's error type; other types keep pydantic's own phrase.
+_SHOULD_BE = {
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "an object",
+}
+
+
+def _arguments_error(tool: str, exc: ValidationError) -> ToolError:
+    """pydantic's report on a tool's arguments as one sentence naming each argument (never its value,
+    which the caller has): `recall: max_tokens must be a whole number.`"""
+    said = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"]) or "the arguments"
+        if error["type"] == "missing":
+            said.append(f"{name} is required")
+        elif error["type"] == "literal_error":
+            said.append(f"{name} must be {error.get('ctx', {}).get('expected', 'one of the values listed')}")
+        elif error["type"] in _SHOULD_BE:
+            said.append(f"{name} must be {_SHOULD_BE[error['type']]}")
+        else:
+            said.append(f"{name}: {error['msg'][0].lower()}{error['msg'][1:]}")
+    return ToolError(f"{tool}: {'; '.join(said)}.")
+
+
+class EngramMCPServer(MCPServer):
+    """MCPServer whose refusal of a tool's arguments reads as a sentence."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                # The cause is kept: the SDK logs the names of the rejected arguments from it.
+                raise _arguments_error(name, exc.__cause__) from exc.__cause__
+            raise
 
 
 def _why_unsure(fact: Fact) -> str:
@@ -348,7 +394,7 @@ class EngramTools:
 
 def build_server(tools: EngramTools) -> MCPServer:
     """The MCP server whose tools are the methods of `tools` (MCP passes each call's Context as `ctx`)."""
-    server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
+    server: MCPServer = EngramMCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
     for method, description in (
         (tools.remember, "Store an event (by default what the user said) in the subject's episodic memory."),
         (
