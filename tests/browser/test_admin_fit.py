@@ -1,7 +1,8 @@
-"""Every admin changelist fits 1280x800 with the navigation sidebar open (issue 44): a superuser of two
-tenants (so the tenant column and filter are shown) opens the list of every registered model, each
-with rows of realistic length, and no table is wider than its box, no cell's content runs out of its
-cell (headers included) and no word is broken across lines."""
+"""The operator's pages at 1280x800 (issue 44). Every admin changelist fits with the navigation sidebar
+open: a superuser of two tenants (so the tenant column and filter are shown) opens the list of every
+registered model, each with rows of realistic length, and no table is wider than its box, no cell's
+content runs out of its cell (headers included) and no word is broken across lines. The subject
+timeline draws each session over its own events. The screenshots of docs/admin.md are taken here."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from django_celery_beat.models import ClockedSchedule, SolarSchedule
 
 from consolidation.erasure import subject_hash
 from consolidation.models import ArchiveManifest, ErasureRequest, ErasureStatus
-from episodic.models import AliasSource, EntityAlias
+from episodic.models import AliasSource, EntityAlias, Session
+from episodic.services import episodes_append
 from procedural.models import ProcedureOutcome, ProcedureSource, ProcedureStatus
 from semantic.models import ActorType
 from semantic.services import fact_upsert
@@ -28,7 +30,7 @@ from semantic.types import Actor, FactCandidate
 from tenants.scope import tenant_scope
 from tenants.services import api_key_create
 from tests.browser.support import PASSWORD, doc_screenshot, login
-from tests.factories.admin import build_memory
+from tests.factories.admin import build_history, build_memory, make_operator
 from tests.factories.procedural import ProcedureFactory
 from tests.factories.tenants import TenantFactory
 
@@ -157,3 +159,30 @@ def test_every_changelist_fits_1280x800_with_the_sidebar_open(live_server: Any, 
     doc_screenshot(page, "admin-conflict-audit")
     page.goto(f"{live_server.url}{reverse('admin:semantic_fact_changelist')}")
     doc_screenshot(page, "admin-facts")
+
+
+def test_the_subject_timeline_draws_each_session_over_its_own_events(live_server: Any, page: Any) -> None:
+    """Sessions ended (and summarised) long after they were held, as a seeded demo or an import ends
+    them: every bar still spans its conversation, not the time up to the end call."""
+    tenant: Any = TenantFactory(name="Acme Support", slug="acme")
+    build_memory(tenant, subject="alice")
+    build_history(tenant, subjects=("alice",), weeks=3)
+    with tenant_scope(tenant):
+        # Appended as consolidation appends a session's summary: at the time of the end call.
+        for session in Session.objects.filter(subject="alice", status="ended"):
+            episodes_append(
+                tenant=tenant,
+                items=[
+                    {"subject": "alice", "session": session.external_id, "kind": "summary", "role": "system",
+                     "content": f"summary of {session.external_id}", "occurred_at": timezone.now()},
+                ],
+            )  # fmt: skip
+    make_operator("operator-a", tenant, password=PASSWORD)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/dashboard/acme/subjects/alice/")
+    panel = page.locator("section.engram-panel svg.chart").first.bounding_box()
+    bars = [b for b in (r.bounding_box() for r in page.locator("section.engram-panel svg.chart a rect").all()) if b]
+    assert panel is not None and len(bars) >= 5
+    assert max(b["width"] for b in bars) < panel["width"] / 4  # no staircase up to today
+    doc_screenshot(page, "dashboard-subject-timeline")
