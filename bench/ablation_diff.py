@@ -7,8 +7,10 @@ all-layers context misses, and what the all-layers context served instead.
 
 Asks every question of a tenant that memory_eval wrote (in the scratch database `--db`) twice, with all
 layers and with episodic and working only, at each budget; prints per budget and half how many questions
-each mode alone finds, and for the losses the items of the other layers that were served (type, tokens,
-value, score parts, text) and the evidence lines that the episodic-only context served. Writes the losses as JSON lines to `--out`.
+each mode alone finds, grounded (an item restates the evidence turn, evaluation.grounding; the default)
+or plain (`--plain`: every source at its word), and for the losses the items of the other layers that
+were served (type, tokens, value, score parts, text) and the evidence lines that the episodic-only
+context served. Writes the losses as JSON lines to `--out`.
 Nothing is written to the database but the traces and the revoked read key.
 """
 
@@ -37,6 +39,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--out", default="/tmp/ablation_diff.jsonl")
+    parser.add_argument("--plain", action="store_true", help="count every cited source, grounded or not")
     args = parser.parse_args()
     os.environ["DATABASE_URL"] = _with_db(os.environ["DATABASE_URL"], args.db)
     os.environ["DATABASE_OWNER_URL"] = _with_db(os.environ["DATABASE_OWNER_URL"], args.db)
@@ -45,7 +48,7 @@ def main() -> None:
 
     django.setup()
     from evaluation.management.commands.memory_eval import TENANTS, Command, _Asker, served_items
-    from evaluation.recall import evidence_found, half_of, resolve_sources
+    from evaluation.recall import evidence_found, evidence_turn_terms, grounded_found, half_of, resolve_sources
     from tenants.models import Tenant
 
     options = {
@@ -72,12 +75,15 @@ def main() -> None:
                     for mode, layers in (("all", None), ("episodic", ("episodic", "working"))):
                         body = asker.body(q, budget, layers)
                         answers[mode] = asker.client.post("/v1/context", body, format="json").json()
-                    found = {
-                        mode: all(
-                            evidence_found(e, resolve_sources(served_items(a), contents)).found for e in q.evidence
+                    found = {}
+                    for mode, a in answers.items():
+                        served = resolve_sources(served_items(a), contents)
+                        found[mode] = all(
+                            evidence_found(e, served).found
+                            if args.plain
+                            else grounded_found(e, served, evidence_turn_terms(e, contents)).found
+                            for e in q.evidence
                         )
-                        for mode, a in answers.items()
-                    }
                     tally[(budget, half, f"all={found['all']:d} episodic={found['episodic']:d}")] += 1
                     if found["episodic"] and not found["all"]:
                         others = [
@@ -110,6 +116,7 @@ def main() -> None:
                             + "\n"
                         )
             print(f"{conv.sample_id}: {len(conv.questions)} questions", file=sys.stderr)
+    print(f"{'plain' if args.plain else 'grounded'} recall_all")
     print("| budget | half | outcome | questions |\n|---:|---|---|---:|")
     for (budget, half, outcome), n in sorted(tally.items()):
         print(f"| {budget} | {half} | {outcome} | {n} |")

@@ -10,8 +10,9 @@ and full replay.
 Creates (as the owner) and migrates a scratch database of its own, then runs
 `manage.py memory_eval locomo` there: the real write path (episodes through the API, every session
 ended, consolidation and embeddings run to completion), then every question at 1,000 / 2,000 / 4,000 /
-8,000 tokens; every figure for conversations 0-4, 5-9 and all. --no-consolidation leaves the sessions
-open (labelled as such in the report).
+8,000 tokens; every figure for conversations 0-4, 5-9 and all, grounded recall (the headline) beside
+plain recall, and answer containment. --no-consolidation leaves the sessions open (labelled as such in
+the report).
 Writes docs/benchmarks/locomo.md and locomo.png. bench/locomo_long.py, bench/updates.py and
 bench/eval_latency.py run the other sets the same way.
 """

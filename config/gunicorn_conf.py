@@ -152,6 +152,6 @@ def post_worker_init(worker: Any) -> None:
 
 def worker_exit(server: Any, worker: Any) -> None:
     # The helper threads' connections would otherwise be dropped without a goodbye to PostgreSQL.
-    from router.readers import close_readers
+    from router.helper_threads import close_readers
 
     close_readers()

@@ -62,6 +62,12 @@ SCHEDULES: list[Schedule] = [
         description="Delete stored idempotent answers older than ENGRAM_IDEMPOTENCY_TTL_HOURS.",
     ),
     Schedule(
+        "engram: value models",
+        "router.tasks.value_models",
+        every_seconds=3600,
+        description="Roll back a learned value that fell below the formula; train the next from feedback.",
+    ),
+    Schedule(
         "engram: decay and forgetting",
         "consolidation.tasks.decay_and_forget",
         crontab=("15", "2"),

@@ -5,15 +5,17 @@ It looks for them in what it can see: the current conversation and, with memory 
 serves for the user's message. A fact it cannot see, it asks for; the user answers with the sentence
 that states it. Everything is deterministic: the same script gives the same figures.
 
-With memory on, every turn is appended as episodes, each context gets feedback (the items that held
-a needed value are "used"), procedures offered are credited with an outcome, and each conversation
-is ended, which consolidates it into facts.
+With memory on, the agent answers with what it was told: for each needed value the context holds, it
+quotes the sentence that holds it (a fact first, then what the user said). Every turn is appended as
+episodes, each context gets feedback (the items quoted are "used"), procedures offered are credited
+with an outcome, and each conversation is ended, which consolidates it into facts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,7 +44,13 @@ class UserStats:
     # Without memory: what the calls would cost if every earlier conversation were replayed into them.
     tokens_full_replay: int = 0
     offered: int = 0  # context items offered (memory on)
-    used: int = 0  # ... and used
+    used: int = 0  # ... and used: the items its answers quoted
+    told_before: int = 0  # needed values given in an earlier conversation and not in this one so far
+    recalled: int = 0  # needed values not in this conversation that the context held: answered with them
+
+    @property
+    def recall_rate(self) -> float:
+        return self.recalled / self.told_before if self.told_before else 0.0
 
     @property
     def hit_rate(self) -> float:
@@ -160,8 +168,12 @@ class ScriptedAgent:
             repeated = False
             if turn.needs:
                 stats.needed += len(turn.needs)
-                visible = (memory + "\n" + state.conversation_text()).casefold()
-                missing = [k for k in turn.needs if state.truth[k].value.casefold() not in visible]
+                said_here = state.conversation_text().casefold()
+                unseen = [k for k in turn.needs if state.truth[k].value.casefold() not in said_here]
+                quotes = {k: q for k in unseen if (q := _quote(items, state.truth[k].value)) is not None}
+                stats.told_before += sum(state.given_before.get(k) == state.truth[k].value for k in unseen)
+                stats.recalled += len(quotes)
+                missing = [k for k in unseen if k not in quotes]
                 if missing:
                     stats.asked += len(missing)
                     known = [k for k in missing if state.given_before.get(k) == state.truth[k].value]
@@ -173,12 +185,14 @@ class ScriptedAgent:
                     stats.model_calls += 1
                     stats.tokens_sent += self._prompt_tokens(memory, state, stats)
                 values = ", ".join(f"{k}: {state.truth[k].value}" for k in turn.needs)
-                state.say("assistant", f"Thanks. With your setup ({values}), here is what I recommend for this.")
-                used = [
-                    str(item["id"])
-                    for item in items
-                    if any(state.truth[k].value.casefold() in str(item["text"]).casefold() for k in turn.needs)
-                ]
+                answer = f"With your setup ({values}), here is what I recommend for this."
+                if quotes:
+                    recalled = " ".join(dict.fromkeys(text for _, text in quotes.values()))
+                    answer = f"From what you told me: {recalled} {answer}"
+                else:
+                    answer = f"Thanks. {answer}"
+                state.say("assistant", answer)
+                used = list(dict.fromkeys(item_id for item_id, _ in quotes.values()))
             else:
                 state.say("assistant", "Thanks, noted. Tell me if there is anything else I can help with.")
             self._store(state, turn_index)
@@ -264,6 +278,34 @@ class ScriptedAgent:
                     session=state.session,
                     idempotency_key=_key(state.session, "procedure", procedure_id, turn_index),
                 )
+
+
+_EARLIER = "(earlier) "
+_ROLE = re.compile(r"^(user|assistant|tool|system): ")
+_FACT_NOTE = re.compile(r"\s*\([^()]*confidence [0-9.]+\)\s*$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _quote(items: Sequence[dict[str, Any]], value: str) -> tuple[str, str] | None:
+    """The context item the agent answers with for a value, and the sentence of it that holds the value:
+    a fact before what the user said, before anything else (the agent's own earlier answers), each in
+    the order served; None when no item holds the value."""
+    found: list[tuple[int, int, str, str]] = []
+    for n, item in enumerate(items):
+        text = str(item["text"]).strip().removeprefix(_EARLIER)
+        if item["type"] == "fact":
+            rank, text = 0, _FACT_NOTE.sub("", text)
+        else:
+            role = _ROLE.match(text)
+            rank = 1 if role is None or role[1] == "user" else 2
+            text = text[role.end() :] if role else text
+        sentence = next((s for s in _SENTENCE.split(text) if value.casefold() in s.casefold()), None)
+        if sentence is not None:
+            found.append((rank, n, str(item["id"]), sentence.strip()))
+    if not found:
+        return None
+    _, _, item_id, sentence = min(found)
+    return item_id, sentence
 
 
 def totals(per_user: Sequence[UserStats]) -> UserStats:

@@ -604,7 +604,7 @@ class EpisodeRow:
     occurred_at: datetime
     external_id: str | None
     content_hash: str
-    # Tokens of `content` (cl100k), counted at ingestion: the line's cost (router.packing.said_tokens).
+    # Tokens of `content` (cl100k), counted at ingestion: the line's cost (router.pricing.said_tokens).
     token_count: int = 0
     payload: dict[str, Any] = field(default_factory=dict)
 

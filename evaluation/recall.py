@@ -19,6 +19,14 @@ Evidence without a span (one turn, one episode) is found when any source names t
 with a span is found when a served span of its episode overlaps it by at least one character; `strict`
 figures ask that the served spans cover all of it.
 
+Grounded figures (the headline, `grounded_*`) count a source only when its item restates the evidence
+turn (evaluation.grounding): a verbatim excerpt of the episode passes at once (a source with a span
+whose item's text is found in the episode's content, or an item whose text is), any other item only
+where one of its lines restates the turn (the evidence's span of the episode when it has one). Plain
+figures (`recall_*`) take every source at its word, as before. Answer containment
+(`answer_containment`, questions with a gold answer) asks whether the prompt holds every content term of
+the answer.
+
 Baselines pack whole stored units (turns, or merged episodes in the long-turn variant), one line each
 with its date, into the same budget, counted with the same tokenizer.
 """
@@ -42,6 +50,7 @@ import numpy as np
 
 from core.cpu import postgres_cpu_seconds
 from core.tokens import count_tokens
+from evaluation.grounding import answer_terms, contains_answer, content_terms, item_lines, lines_restate
 from router.rendering import format_day
 
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
@@ -49,6 +58,7 @@ _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _WORD = re.compile(r"\w+")
 _SPEAKER_PREFIX = re.compile(r"^[^:\n]{1,64}: ")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+MULTI_SESSION = "multi-session"
 METHODS = ("engram", "engram-episodic", "bm25", "dense", "recent", "full")
 # The ablation: the same context request with every layer, and with `layers: ["episodic", "working"]`.
 ENGRAM_MODES = ("engram", "engram-episodic")
@@ -59,6 +69,8 @@ METHOD_LABELS = {
     "full": "full replay",
 }
 HALVES = ("first", "second", "all")
+# The figure every report leads with; the plain reading (`recall_all`) stands beside it.
+HEADLINE = "grounded_recall_all"
 ELLIPSIS = "…"
 
 Span = tuple[int, int]
@@ -106,11 +118,17 @@ class Question:
     evidence: tuple[Evidence, ...]
     # Knowledge updates: the older statement that the evidence replaces.
     stale: tuple[Evidence, ...] = ()
+    # The gold answer (LoCoMo), for answer containment; "" when the set has none.
+    answer: str = ""
 
     @property
     def groups(self) -> tuple[str, ...]:
         if self.category == CATEGORIES[5]:
             return ("adversarial",)
+        # Questions over many sessions are reported apart (evaluation.techchat.STORYLINES), so the overall
+        # figure stays comparable with the sets' earlier runs.
+        if self.category.startswith(MULTI_SESSION):
+            return (MULTI_SESSION, self.category)
         return ("overall", self.category)
 
 
@@ -171,14 +189,18 @@ def load_locomo(path: Path) -> list[Conversation]:
         questions = []
         for index, qa in enumerate(sample["qa"]):
             evidence = normalise_evidence(qa.get("evidence", []), known)
+            category = CATEGORIES[int(qa["category"])]
+            # Adversarial questions have no answer in the conversation (their `adversarial_answer` is a trap).
+            answer = qa.get("answer") if category != CATEGORIES[5] else None
             if evidence:
                 questions.append(
                     Question(
                         sample_id,
                         index,
                         str(qa["question"]),
-                        CATEGORIES[int(qa["category"])],
+                        category,
                         tuple(Evidence(dia, None, dia) for dia in evidence),
+                        answer="" if answer is None else str(answer),
                     )
                 )
         out.append(Conversation(sample_id, turns, questions))
@@ -288,7 +310,14 @@ def build_long(
         merged = merge_turns(conv.turns, sample_id=conv.sample_id, min_tokens=min_tokens, max_tokens=max_tokens)
         where = {dia: Evidence(m.external_id, (s, e), dia) for m in merged for dia, s, e in m.turns}
         questions = [
-            Question(q.sample_id, q.index, q.text, q.category, tuple(where[e.external_id] for e in q.evidence))
+            Question(
+                q.sample_id,
+                q.index,
+                q.text,
+                q.category,
+                tuple(where[e.external_id] for e in q.evidence),
+                answer=q.answer,
+            )
             for q in conv.questions
         ]
         # No speaker: an episode holds the lines of both, each with its own.
@@ -324,11 +353,25 @@ class ServedItem:
 
 
 @dataclass(frozen=True)
+class Served:
+    """What one context request served: its items, its tokens, its latency (None when not timed) and
+    the prompt as the model would read it."""
+
+    items: list[ServedItem]
+    tokens: int
+    latency_ms: float | None
+    prompt: str
+
+
+@dataclass(frozen=True)
 class ServedSource:
     external_id: str
     position: int
     # The part of the episode served; None: the whole episode by fallback.
     span: Span | None
+    # None: the item is a verbatim excerpt of the episode (grounded at once); else the content terms of
+    # each line of the item, which ground an evidence turn only where one of them restates it.
+    lines: tuple[frozenset[str], ...] | None = None
 
 
 @lru_cache(maxsize=4096)
@@ -373,17 +416,24 @@ def excerpt_spans(content: str, text: str) -> list[Span]:
 
 def resolve_sources(items: Sequence[ServedItem], contents: Mapping[str, str]) -> list[ServedSource]:
     """Each source's span: its own, else the parts of its episode that the item's text serves, else the
-    whole episode (fallback, span None). Sources of episodes outside `contents` are kept, by episode."""
+    whole episode (fallback, span None). Sources of episodes outside `contents` are kept, by episode.
+    A source is verbatim (`lines` None) when the item's text is an excerpt of the episode's content;
+    the others keep the item's lines, to be grounded against the evidence turn."""
     out: list[ServedSource] = []
     for item in items:
+        lines: tuple[frozenset[str], ...] | None = None
         for external_id, span in item.sources:
-            if span is not None:
-                out.append(ServedSource(external_id, item.position, (int(span[0]), int(span[1]))))
-                continue
             content = contents.get(external_id)
             found = excerpt_spans(content, item.text) if content is not None else []
+            if not found and lines is None:
+                lines = item_lines(item.text)
+            if span is not None:
+                out.append(
+                    ServedSource(external_id, item.position, (int(span[0]), int(span[1])), None if found else lines)
+                )
+                continue
             if not found:
-                out.append(ServedSource(external_id, item.position, None))
+                out.append(ServedSource(external_id, item.position, None, lines))
             out.extend(ServedSource(external_id, item.position, s) for s in found)
     return out
 
@@ -412,6 +462,28 @@ def evidence_found(evidence: Evidence, served: Sequence[ServedSource]) -> Found:
     if fallback:
         return Found(True, True, True, min(s.position for s in fallback))
     return Found(False, False, False, None)
+
+
+def evidence_turn_terms(evidence: Evidence, contents: Mapping[str, str]) -> frozenset[str]:
+    """The content terms of the turn a piece of evidence is: its span of the episode's content, or all
+    of it, without a leading `speaker: ` (the long-turn variant's lines carry their speaker)."""
+    content = contents.get(evidence.external_id, "")
+    if evidence.span is not None:
+        content = content[evidence.span[0] : evidence.span[1]]
+    return content_terms(_SPEAKER_PREFIX.sub("", content.lstrip(), count=1))
+
+
+def grounded_found(evidence: Evidence, served: Sequence[ServedSource], turn: frozenset[str]) -> Found:
+    """evidence_found over the sources that ground it: verbatim excerpts, and items one of whose lines
+    restates the turn (`turn`: its content terms, evidence_turn_terms)."""
+    return evidence_found(
+        evidence,
+        [
+            s
+            for s in served
+            if s.external_id == evidence.external_id and (s.lines is None or lines_restate(s.lines, turn))
+        ],
+    )
 
 
 def _covers(spans: Iterable[Span], start: int, end: int) -> bool:
@@ -520,6 +592,15 @@ class Tally:
     episode_all: int = 0
     fraction: float = 0.0
     fallback: int = 0
+    # Grounded: only the sources that restate the evidence turn (evaluation.grounding).
+    grounded_any: int = 0
+    grounded_all: int = 0
+    grounded_fraction: float = 0.0
+    # Questions grounded in full where some evidence was grounded by a restating line, not an excerpt.
+    grounded_by_line: int = 0
+    # Answer containment: questions whose gold answer has content terms, and those the prompt holds.
+    answers: int = 0
+    contained: int = 0
     tokens: list[int] = field(default_factory=list)
     latency_ms: list[float] = field(default_factory=list)
     # Knowledge updates (questions with stale evidence only).
@@ -530,9 +611,34 @@ class Tally:
     both_served: int = 0
     together: int = 0
 
-    def add(self, question: Question, served: Sequence[ServedSource], tokens: int, latency_ms: float | None) -> None:
+    def add(
+        self,
+        question: Question,
+        served: Sequence[ServedSource],
+        tokens: int,
+        latency_ms: float | None,
+        *,
+        turn_terms: Callable[[Evidence], frozenset[str]] | None = None,
+        prompt_terms: frozenset[str] | None = None,
+    ) -> None:
+        """Count one answered request. `turn_terms` gives each evidence turn's content terms (without
+        it, only verbatim excerpts ground); `prompt_terms` the prompt's, for answer containment."""
         results = [evidence_found(e, served) for e in question.evidence]
         hits = sum(r.found for r in results)
+        grounded = [
+            grounded_found(e, served, turn_terms(e) if turn_terms else frozenset()).found for e in question.evidence
+        ]
+        g_hits = sum(grounded)
+        self.grounded_any += g_hits > 0
+        self.grounded_all += g_hits == len(grounded)
+        self.grounded_fraction += g_hits / len(grounded)
+        if g_hits == len(grounded):
+            quoted = [s for s in served if s.lines is None]
+            self.grounded_by_line += not all(evidence_found(e, quoted).found for e in question.evidence)
+        wanted = answer_terms(question.answer) if question.answer else frozenset()
+        if wanted and prompt_terms is not None:
+            self.answers += 1
+            self.contained += bool(contains_answer(wanted, prompt_terms))
         self.n += 1
         self.any += hits > 0
         self.all += hits == len(results)
@@ -570,6 +676,12 @@ class Tally:
             "recall_all_episode": self.episode_all / self.n if self.n else None,
             "recall_fraction": self.fraction / self.n if self.n else None,
             "found_by_fallback": self.fallback,
+            "grounded_recall_any": self.grounded_any / self.n if self.n else None,
+            "grounded_recall_all": self.grounded_all / self.n if self.n else None,
+            "grounded_recall_fraction": self.grounded_fraction / self.n if self.n else None,
+            "grounded_by_line": self.grounded_by_line,
+            "answers": self.answers,
+            "answer_containment": self.contained / self.answers if self.answers else None,
             "tokens_mean": statistics.fmean(self.tokens) if self.tokens else None,
             "latency_ms_p50": statistics.median(lat) if lat else None,
             "latency_ms_p95": percentile(lat, 0.95) if lat else None,
@@ -591,8 +703,8 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-# Served items, tokens used, latency in ms (None when not timed).
-Retriever = Callable[[Question, int], tuple[list[ServedItem], int, float | None]]
+# One context request: the question, the budget.
+Retriever = Callable[[Question, int], Served]
 # Query texts -> vectors, for the dense baseline.
 QueryEmbedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
@@ -632,7 +744,10 @@ def evaluate(
             embedded = embed_queries([q.text for q in conv.questions])
             query_vectors = {q.index: v for q, v in zip(conv.questions, embedded, strict=True)}
         all_ids = [t.external_id for t in conv.turns]
+        line_of = {t.external_id: t.line() for t in conv.turns}
         recent_cache = {b: recent_window(conv.turns, b) for b in budgets}
+        turn_terms = {e: evidence_turn_terms(e, contents) for q in conv.questions for e in q.evidence}
+
         for q in conv.questions:
             # Each baseline ranks once per question; only the packing depends on the budget.
             bm25_ranked = bm25.ranked(q.text) if bm25 is not None else []
@@ -641,7 +756,8 @@ def evaluate(
                 for method in methods:
                     latency: float | None = None
                     if method in ENGRAM_MODES:
-                        items, tokens, latency = retrievers[method](q, budget)
+                        answer = retrievers[method](q, budget)
+                        items, tokens, latency, prompt = answer.items, answer.tokens, answer.latency_ms, answer.prompt
                     else:
                         if method == "bm25" and bm25 is not None:
                             ids, tokens = pack_lines(bm25_ranked, budget)
@@ -654,10 +770,14 @@ def evaluate(
                         else:
                             raise ValueError(f"unknown method {method!r}")
                         items = whole_units(ids, contents)
+                        prompt = "\n".join(line_of[i] for i in ids)
                     served = resolve_sources(items, contents)
+                    prompt_terms = content_terms(prompt) if q.answer else None
                     for key in q.groups:
                         for h in (half, "all"):
-                            tallies.setdefault((method, budget, h, key), Tally()).add(q, served, tokens, latency)
+                            tallies.setdefault((method, budget, h, key), Tally()).add(
+                                q, served, tokens, latency, turn_terms=turn_terms.__getitem__, prompt_terms=prompt_terms
+                            )
         if progress:
             progress(f"{conv.sample_id}: {len(conv.questions)} questions")
     return {
@@ -762,7 +882,7 @@ def method_label(method: str, result: Mapping[str, Any] | None = None) -> str:
 
 
 def ablation_table(
-    result: dict[str, Any], *, budgets: Sequence[int], metric: str = "recall_all", group: str = "overall"
+    result: dict[str, Any], *, budgets: Sequence[int], metric: str = HEADLINE, group: str = "overall"
 ) -> list[str]:
     """All layers against episodic + working only, side by side per budget and half, with the difference
     (a layer that lowers the metric on any half or budget is a defect)."""
@@ -810,28 +930,62 @@ def halves_table(
     return lines
 
 
-def category_tables(result: dict[str, Any], *, budgets: Sequence[int], metric: str = "recall_all") -> list[str]:
+# The grounded figure and the plain one beside it, as the tables show them.
+GROUNDED_AND_PLAIN = (("grounded recall_all", HEADLINE), ("plain recall_all", "recall_all"))
+
+
+def has_answers(result: Mapping[str, Any]) -> bool:
+    return any(r.get("answers") for r in result["results"])
+
+
+def category_tables(
+    result: dict[str, Any], *, budgets: Sequence[int], metrics: Sequence[str] = (HEADLINE, "recall_all")
+) -> list[str]:
+    """Per half, one row per method and budget, one column per category; a cell holds each metric,
+    separated by " / " (by default grounded / plain recall_all)."""
     rows = _rows(result)
     cats = [CATEGORIES[c] for c in (1, 2, 3, 4, 5)]
     out: list[str] = []
     for h in HALVES:
-        out += ["", f"### {metric} per category, {result['halves'][h]}", ""]
+        out += ["", f"### {' / '.join(metrics)} per category, {result['halves'][h]}", ""]
         out.append("| method | budget | " + " | ".join(cats) + " |")
         out.append("|---|---:|" + "---:|" * len(cats))
         for m in _methods(rows):
             if m == "full":
                 continue
             for b in budgets:
-                vals = [rows.get((m, b, h, c), {}).get(metric) for c in cats]
-                out.append(f"| {method_label(m, result)} | {b} | " + " | ".join(_fmt(v) for v in vals) + " |")
+                cells = [" / ".join(_fmt(rows.get((m, b, h, c), {}).get(k)) for k in metrics) for c in cats]
+                out.append(f"| {method_label(m, result)} | {b} | " + " | ".join(cells) + " |")
     return out
+
+
+def grounding_note(result: Mapping[str, Any]) -> str:
+    """What grounded means, with how many fully grounded questions a restating line (not an excerpt)
+    grounded, per budget, for all layers."""
+    rows = [r for r in result["results"] if r["method"] == "engram" and r["half"] == "all" and r["group"] == "overall"]
+    by_line = ", ".join(f"{r['grounded_by_line']} of {r['n']} at {r['budget']}" for r in rows) or "none asked"
+    return (
+        "Grounded recall (the headline) counts a source only when its item restates the evidence turn: a verbatim "
+        "excerpt passes at once, a fact or summary line only for the turns it restates (at least min(3, 40% "
+        "rounded up) of the line's content terms, and 2 of 2, occur in the turn; docs/router.md, "
+        "`evaluation/grounding.py`). Plain recall takes every source at its word. Questions grounded in full "
+        f"through a restating line rather than an excerpt (all layers): {by_line}."
+    )
+
+
+def containment_note() -> str:
+    return (
+        "Answer containment: the share of questions (with a gold answer that has content terms) whose every "
+        "content term of the answer is in the prompt; numbers as their digits, dates as day, month name and "
+        "year, lists item by item (`evaluation/grounding.py`)."
+    )
 
 
 def ablation_section(
     result: dict[str, Any],
     *,
     budgets: Sequence[int],
-    metrics: Sequence[tuple[str, str]] = (("recall_all", "recall_all"),),
+    metrics: Sequence[tuple[str, str]] = GROUNDED_AND_PLAIN,
     group: str = "overall",
 ) -> list[str]:
     """The ablation gate's tables (empty when episodic-only was not asked)."""
@@ -841,6 +995,27 @@ def ablation_section(
         if table:
             out += [f"## {label}: all layers against episodic + working only, each half and all", "", *table, ""]
     return out
+
+
+OVERALL_METRICS = (
+    *GROUNDED_AND_PLAIN,
+    ("grounded recall_any", "grounded_recall_any"),
+    ("plain recall_any", "recall_any"),
+)
+
+
+def answers_section(result: dict[str, Any], *, budgets: Sequence[int]) -> list[str]:
+    """Answer containment, each half and all, and all layers against episodic-only (empty without gold
+    answers)."""
+    if not has_answers(result):
+        return []
+    return [
+        *ablation_section(result, budgets=budgets, metrics=(("answer containment", "answer_containment"),)),
+        "## answer containment (share of questions whose gold answer's content terms are all in the prompt)",
+        "",
+        *halves_table(result, budgets=budgets, metrics=(("answer containment", "answer_containment"),)),
+        "",
+    ]
 
 
 def report_markdown(
@@ -854,19 +1029,26 @@ def report_markdown(
         intro.strip(),
         "",
         *ablation_section(result, budgets=budgets),
+        *answers_section(result, budgets=budgets),
         "## Overall (categories 1-4), each half and all",
         "",
-        *halves_table(result, budgets=budgets, metrics=(("recall_all", "recall_all"), ("recall_any", "recall_any"))),
+        *halves_table(result, budgets=budgets, metrics=OVERALL_METRICS),
         "",
         "## recall fraction (share of a question's evidence found), each half and all",
         "",
-        *halves_table(result, budgets=budgets, metrics=(("fraction", "recall_fraction"),)),
+        *halves_table(
+            result,
+            budgets=budgets,
+            metrics=(("grounded fraction", "grounded_recall_fraction"), ("plain fraction", "recall_fraction")),
+        ),
         "",
         "## Per category",
         *category_tables(result, budgets=budgets),
         "",
         "## How it was measured",
         "",
+        f"- {grounding_note(result)}",
+        *([f"- {containment_note()}"] if has_answers(result) else []),
         *(f"- {n}" for n in notes),
     ]
     return "\n".join(lines) + "\n"
@@ -887,20 +1069,20 @@ def chart(result: dict[str, Any], path: Path, budgets: Sequence[int]) -> None:
         ("dense", "d-."),
         ("recent", "^:"),
     ):
-        points = [(rows[(method, b, "all", "overall")]["tokens_mean"], rows[(method, b, "all", "overall")]["recall_all"])
+        points = [(rows[(method, b, "all", "overall")]["tokens_mean"], rows[(method, b, "all", "overall")][HEADLINE])
                   for b in budgets if (method, b, "all", "overall") in rows]  # fmt: skip
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], style, label=method_label(method, result))
     full = rows.get(("full", budgets[0], "all", "overall")) if budgets else None
     if full:
-        ax.plot([full["tokens_mean"]], [full["recall_all"]], "k*", markersize=12, label="full replay")
+        ax.plot([full["tokens_mean"]], [full[HEADLINE]], "k*", markersize=12, label="full replay")
     ax.set_xscale("log")
     ax.set_xlabel("context tokens (mean, log scale)")
-    ax.set_ylabel("evidence recall_all (categories 1-4)")
+    ax.set_ylabel("grounded evidence recall_all (categories 1-4)")
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
     ax.legend()
-    ax.set_title("LoCoMo: evidence recall against context tokens")
+    ax.set_title("LoCoMo: grounded evidence recall against context tokens")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from core.tokens import count_tokens, truncate_to_tokens
-from evaluation.recall import Conversation, Evidence, Question, Turn
+from evaluation.recall import MULTI_SESSION, Conversation, Evidence, Question, Turn
 
 DEFAULT_SEED = 29
 DEFAULT_CONVERSATIONS = 30
@@ -224,6 +224,132 @@ TRAITS: tuple[Trait, ...] = (
     ),
 )
 WHO = ("Alex", "Kim", "Jordan", "Robin", "Taylor", "Morgan", "Casey")
+
+
+# --- questions over many sessions ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Storyline:
+    """Statements said one per session, in order, over at least MIN_STORY_SESSIONS sessions, and the
+    question that needs every one of them: putting events in order, how something evolved, a count."""
+
+    kind: str
+    # {x}: one of `things`, each said once; {n}: the storyline's number at that step.
+    statement: str
+    question: str
+    things: tuple[str, ...] = ()
+    numbers: tuple[int, int] = (0, 0)
+
+
+MIN_STORY_SESSIONS = 4
+STORYLINES: tuple[Storyline, ...] = (
+    Storyline(
+        "order",
+        "Status update: we shipped the {x} today.",
+        "In what order did the user ship the pieces of work they mentioned?",
+        things=(
+            "auth service rewrite",
+            "billing export",
+            "search indexer",
+            "cache layer",
+            "audit log",
+            "rate limiter",
+            "webhook retries",
+            "CSV importer",
+        ),  # fmt: skip
+    ),
+    Storyline(
+        "order",
+        "I finally closed the ticket about the {x}.",
+        "Which tickets did the user close, and in what order?",
+        things=(
+            "flaky login test",
+            "memory leak in the worker",
+            "slow dashboard query",
+            "broken password reset",
+            "timezone bug in reports",
+            "duplicate emails",
+        ),  # fmt: skip
+    ),
+    Storyline(
+        "evolution",
+        "Quick aside: our team is {n} engineers at the moment.",
+        "How has the size of the user's team changed over time?",
+        numbers=(3, 14),
+    ),
+    Storyline(
+        "evolution",
+        "By the way, the full test suite now takes {n} minutes on CI.",
+        "How did the run time of the user's test suite on CI evolve?",
+        numbers=(6, 40),
+    ),
+    Storyline(
+        "aggregation",
+        "We had another production incident, this time with the {x}.",
+        "How many production incidents has the user mentioned, and what were they about?",
+        things=(
+            "payment gateway",
+            "DNS records",
+            "message queue",
+            "disk on the database host",
+            "TLS certificate",
+            "load balancer",
+        ),  # fmt: skip
+    ),
+    Storyline(
+        "aggregation",
+        "I gave a talk about {x} at a meetup this week.",
+        "How many talks has the user given, and on which topics?",
+        things=(
+            "structured logging",
+            "database migrations",
+            "property-based testing",
+            "async Python",
+            "observability",
+            "feature flags",
+        ),  # fmt: skip
+    ),
+)
+
+
+def _story_steps(story: Storyline, rng: random.Random, count: int) -> list[str]:
+    if story.things:
+        return [story.statement.format(x=x) for x in rng.sample(story.things, count)]
+    low, high = story.numbers
+    values = sorted(rng.sample(range(low, high + 1), count))
+    if rng.random() < 0.5:
+        values.reverse()
+    return [story.statement.format(n=n) for n in values]
+
+
+def _tell_stories(
+    rng: random.Random, subject: str, turns: list[Turn], taken: set[str], first_index: int
+) -> list[Question]:
+    """Weave two storylines into user turns that hold no planted statement, one statement per session
+    (at least MIN_STORY_SESSIONS of them), and return their questions. Changes the turns in place."""
+    questions: list[Question] = []
+    for story in rng.sample(STORYLINES, 2):
+        free: dict[str, list[int]] = {}
+        for i, turn in enumerate(turns):
+            if turn.speaker == "user" and turn.external_id not in taken:
+                free.setdefault(turn.session, []).append(i)
+        order = list(free)
+        count = min(rng.randint(MIN_STORY_SESSIONS, MIN_STORY_SESSIONS + 2), len(order))
+        if count < MIN_STORY_SESSIONS:
+            break
+        chosen = sorted(rng.sample(order, count), key=order.index)
+        evidence = []
+        for session, text in zip(chosen, _story_steps(story, rng, count), strict=True):
+            i = rng.choice(free[session])
+            turn = turns[i]
+            turns[i] = Turn(turn.external_id, turn.speaker, f"{turn.text}\n\n{text}", turn.when, turn.session)
+            taken.add(turn.external_id)
+            evidence.append(Evidence(turn.external_id, None, text))
+        questions.append(
+            Question(
+                subject, first_index + len(questions), story.question, f"{MULTI_SESSION}: {story.kind}", tuple(evidence)
+            )
+        )
+    return questions
 
 
 # --- the corpus --------------------------------------------------------------------------------
@@ -440,7 +566,8 @@ def generate(
     *, seed: int = DEFAULT_SEED, conversations: int = DEFAULT_CONVERSATIONS, min_tokens: int = MIN_TOKENS
 ) -> list[Conversation]:
     """`conversations` conversations of subject `tech-<nn>`, each at least `min_tokens` tokens, with 11
-    questions (2 of them knowledge updates)."""
+    questions (2 of them knowledge updates), and 2 more that need statements of 4 to 6 sessions each
+    (STORYLINES: order, evolution, aggregation), reported apart from the overall figures."""
     corpus = load_corpus(seed)
     master = random.Random(seed)
     return [
@@ -520,4 +647,7 @@ def _conversation(rng: random.Random, corpus: Corpus, subject: str, min_tokens: 
                 stale,
             )
         )
+    # The storylines draw from a generator of their own, seeded last, so that everything above is the
+    # same text as before they were added.
+    questions += _tell_stories(random.Random(rng.getrandbits(64)), subject, turns, set(said.values()), len(questions))
     return Conversation(subject, turns, questions)

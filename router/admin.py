@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from router.models import ContextFeedback, ContextTrace
+from router.models import ContextFeedback, ContextTrace, ValueModel, ValueModelState
+from router.value import model_serve, model_stop
 from tenants.admin import (
     InputFilter,
     ReadOnlyAdminMixin,
@@ -22,6 +23,7 @@ from tenants.admin import (
     stacked,
     timestamp_column,
 )
+from tenants.scope import tenant_scope
 
 
 class SessionFilter(InputFilter):
@@ -162,3 +164,76 @@ class ContextFeedbackAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     @admin.display(description="used of offered")
     def hit_rate(self, obj: ContextFeedback) -> str:
         return _rate(obj.used_count, obj.offered_count)
+
+
+@admin.register(ValueModel)
+class ValueModelAdmin(TenantOwnedAdmin):
+    """Each tenant's learned value models: version, state, the off-policy estimate against the formula
+    and what serving measured; the switch (off: the formula serves; on: only a model whose estimate beat
+    the formula)."""
+
+    list_display = ("version", "state", "estimate_short", "measured_short", "created", "tenant")
+    list_filter = ("state",)
+    ordering = ("-created_at",)
+    actions = ("switch_off", "switch_on")
+    fields = (
+        "tenant",
+        "version",
+        "state",
+        "note",
+        "estimate",
+        "measured",
+        "trained_on",
+        "features",
+        "coefficients",
+        "intercept",
+        "created_at",
+        "state_changed_at",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    created = timestamp_column("created_at", "created")
+
+    @admin.display(description="estimate (used per context)")
+    def estimate_short(self, obj: ValueModel) -> str:
+        e = obj.estimate
+        if not e:
+            return "-"
+        return f"{e['model']:.2f} vs {e['formula']:.2f} ({e['low']:+.2f} to {e['high']:+.2f})"
+
+    @admin.display(description="measured serving")
+    def measured_short(self, obj: ValueModel) -> str:
+        m = obj.measured
+        if not m or m.get("used_per_context") is None:
+            return "-"
+        return f"{m['used_per_context']:.2f} over {m['contexts']}"
+
+    @admin.action(description="Switch off (the formula serves)", permissions=("change",))
+    def switch_off(self, request: HttpRequest, queryset: QuerySet[ValueModel]) -> None:
+        done = 0
+        for model in queryset.filter(state=ValueModelState.SERVING):
+            with tenant_scope(model.tenant_id):
+                model_stop(
+                    tenant=model.tenant, model=model, state=ValueModelState.DISABLED, note="switched off in the admin"
+                )
+            done += 1
+        self.message_user(request, f"Switched off: {done}." if done else "None of these models was serving.")
+
+    @admin.action(description="Switch on (only a model whose estimate beat the formula)", permissions=("change",))
+    def switch_on(self, request: HttpRequest, queryset: QuerySet[ValueModel]) -> None:
+        done = 0
+        for model in queryset.exclude(state=ValueModelState.SERVING):
+            if float(model.estimate.get("low", 0.0)) <= 0.0:
+                messages.warning(request, f"v{model.version}: its estimate did not beat the formula; not switched on.")
+                continue
+            with tenant_scope(model.tenant_id):
+                model_serve(tenant=model.tenant, model=model)
+            done += 1
+        if done:
+            self.message_user(request, f"Switched on: {done}.")

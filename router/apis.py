@@ -140,8 +140,7 @@ class ContextApi(TenantAPIView):
 
 def context_body(result: services.ContextResult) -> dict[str, Any]:
     built = result.built
-    # The trace holds the chosen items as the answer shows them.
-    shown_items = {item["id"]: item for item in result.trace.offered}
+    shown_items = result.shown
     layers: dict[str, Any] = {layer: [shown_items[item.id] for item in built.chosen[layer]] for layer in LIST_LAYERS}
     notes = [shown_items[item.id] for item in built.chosen["working"]]
     shown = {item.id.split(":", 1)[1] for item in built.chosen["working"]}

@@ -73,3 +73,54 @@ class ContextFeedback(TenantModel):
 
     def __str__(self) -> str:
         return f"feedback on {self.trace_id}"
+
+
+class ValueModelState(models.TextChoices):
+    # Trained, estimated, not (yet) shown to beat the formula: the formula serves.
+    TRAINED = "trained"
+    SERVING = "serving"
+    # Replaced by a newer serving model.
+    RETIRED = "retired"
+    # Measured below the formula's interval while it served, and switched off by the watch.
+    ROLLED_BACK = "rolled_back"
+    # Switched off by an operator.
+    DISABLED = "disabled"
+
+
+class ValueModel(TenantModel):
+    """One tenant's learned value of a candidate (the chance the agent uses it), a version of it: the
+    coefficients of a regularised logistic regression over router.features, what it was trained on, its
+    off-policy estimate against the formula, and its state. A model is data: rows are never changed
+    but for their state; a new training makes a new version."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    version = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=ValueModelState.choices, default=ValueModelState.TRAINED)
+    features = models.JSONField(default=list)
+    coefficients = models.JSONField(default=list)
+    intercept = models.FloatField(default=0.0)
+    # Standardisation of each feature before the coefficients apply.
+    means = models.JSONField(default=list)
+    scales = models.JSONField(default=list)
+    trained_on = models.JSONField(default=dict)
+    estimate = models.JSONField(default=dict)
+    measured = models.JSONField(default=dict)
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    state_changed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("tenant", "version"), name="uniq_value_model_version"),
+            models.UniqueConstraint(
+                fields=("tenant",), condition=models.Q(state="serving"), name="uniq_serving_value_model"
+            ),
+        ]
+        indexes = [models.Index(fields=("tenant", "state", "-version"), name="value_model_state")]
+
+    def __str__(self) -> str:
+        return f"value model v{self.version} ({self.state})"
+
+    @property
+    def label(self) -> str:
+        return f"value-v{self.version}"

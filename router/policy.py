@@ -27,7 +27,7 @@ from router.candidates.episodic import episode_candidates, settle_episodes
 from router.candidates.procedural import procedure_candidates
 from router.candidates.semantic import fact_candidates, settle_facts
 from router.candidates.working import note_candidates
-from router.readers import read_beside
+from router.helper_threads import read_beside
 from router.timeframe import Timeframe, query_window
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
 from tenants.models import Tenant
@@ -95,7 +95,7 @@ class HeuristicPolicy:
             else []
         )
         # Procedures and facts do not depend on the episodes: they are read beside them, on a second
-        # connection (router.readers), while this thread reads the scratchpad and the history.
+        # connection (router.helper_threads), while this thread reads the scratchpad and the history.
         rules_and_facts = (
             read_beside(
                 self.rules_and_facts,

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from core.db import set_local
 from core.errors import Conflict, ValidationProblem
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
+from router.exploration import explore
+from router.features import logged_fields
+from router.helper_threads import write_after_commit
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
-from router.packing import assemble, line_tokens
+from router.packing import assemble
 from router.policy import get_policy
-from router.readers import write_after_commit
+from router.pricing import line_tokens
 from router.selectors import trace_get
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
+from router.value import pool_of, revalue, serving_model
 from semantic.services import fact_mark_used
 from tenants.models import Tenant
 
@@ -31,10 +38,12 @@ MAX_CONSIDERED_IN_TRACE = 200
 class ContextResult:
     trace: ContextTrace
     built: BuiltContext
+    # The chosen items as the answer shows them, by id.
+    shown: dict[str, dict[str, Any]]
 
 
 def item_dict(item: Candidate) -> dict[str, Any]:
-    """An item as the answer shows it, and as its trace keeps it."""
+    """An item as the answer shows it."""
     return {
         "id": item.id,
         "type": item.type,
@@ -48,9 +57,16 @@ def item_dict(item: Candidate) -> dict[str, Any]:
     }
 
 
-def considered_dict(item: Candidate) -> dict[str, Any]:
-    """A candidate left out, as its trace keeps it: what a policy learns from (its value, cost and score
-    parts), without the text and sources, which its id leads back to: about 40% smaller than the item."""
+def traced_dict(item: Candidate, shown: dict[str, Any], *, propensity: float, now: datetime) -> dict[str, Any]:
+    """An item served, as its trace keeps it: as the answer shows it, with what a value model learns from
+    (router.features) and its chance of being served (router.exploration)."""
+    return {**shown, **logged_fields(item, now=now), "propensity": round(propensity, 6)}
+
+
+def considered_dict(item: Candidate, *, propensity: float, now: datetime) -> dict[str, Any]:
+    """A candidate left out, as its trace keeps it: what a policy learns from (its value, cost, score
+    parts and features, and its chance of having been served), without the text and sources, which its
+    id leads back to: about 40% smaller than the item."""
     return {
         "id": item.id,
         "type": item.type,
@@ -58,6 +74,8 @@ def considered_dict(item: Candidate) -> dict[str, Any]:
         "score": round(item.score, 6),
         "value": round(item.value, 6),
         "score_parts": {k: round(float(v), 6) for k, v in sorted(item.score_parts.items())},
+        **logged_fields(item, now=now),
+        "propensity": round(propensity, 6),
     }
 
 
@@ -89,7 +107,19 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     )
     policy = get_policy()
     offered = policy.offer(tenant=tenant, request=request, plan=plan)
+    now = request.as_of or timezone.now()
+    model = serving_model(tenant=tenant)
+    if model is not None:
+        revalue(model=model, pool=pool_of(offered), now=now)
     built = assemble(offered=offered, plan=plan, fmt=request.format)
+    chance = tenant.config.exploration
+    explored = explore(
+        built=built,
+        chance=chance,
+        request_key=json.dumps(request.as_json(), sort_keys=True) if chance > 0 else "",
+        fmt=request.format,
+    )
+    built, propensity = explored.built, explored.propensity
     chosen = [item for layer in LAYERS for item in built.chosen[layer]]
     considered = sorted(built.considered, key=lambda c: (-c.value, c.id))[:MAX_CONSIDERED_IN_TRACE]
     latency_ms = (time.perf_counter() - started) * 1000
@@ -103,27 +133,44 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
         agent=request.agent,
         query=request.query,
         request=request.as_json(),
-        policy=policy.name,
+        policy=f"{policy.name}+{model.label}" if model is not None else policy.name,
         budgets={**plan.as_dict(), "granted": built.granted},
         tokens=built.tokens,
         total_tokens=built.tokens["total"],
         offered_ids=[item.id for item in chosen],
         latency_ms=round(latency_ms, 3),
     )
-    trace.offered = [item_dict(item) for item in chosen]
+    shown = {item.id: item_dict(item) for item in chosen}
+    trace.offered = [
+        traced_dict(item, shown[item.id], propensity=propensity.get(item.id, 1.0), now=now) for item in chosen
+    ]
     write_after_commit(
-        trace_items_record, tenant=tenant, trace_id=trace.id, offered=trace.offered, considered=considered
+        trace_items_record,
+        tenant=tenant,
+        trace_id=trace.id,
+        offered=trace.offered,
+        considered=considered,
+        propensity=propensity,
+        now=now,
     )
-    return ContextResult(trace=trace, built=built)
+    return ContextResult(trace=trace, built=built, shown=shown)
 
 
 def trace_items_record(
-    *, tenant: Tenant, trace_id: uuid.UUID, offered: list[dict[str, Any]], considered: Sequence[Candidate]
+    *,
+    tenant: Tenant,
+    trace_id: uuid.UUID,
+    offered: list[dict[str, Any]],
+    considered: Sequence[Candidate],
+    propensity: dict[str, float],
+    now: datetime,
 ) -> None:
-    """The items of a trace: those offered as the answer showed them, and the best of those left out."""
+    """The items of a trace: those offered as the answer showed them, and the best of those left out,
+    each with its chance of having been served."""
     _bookkeeping_commit()
     ContextTrace.objects.filter(id=trace_id).update(
-        offered=offered, considered=[considered_dict(item) for item in considered]
+        offered=offered,
+        considered=[considered_dict(c, propensity=propensity.get(c.id, 0.0), now=now) for c in considered],
     )
 
 

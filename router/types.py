@@ -102,7 +102,7 @@ class Candidate:
     # Tried by packing only after every other item: a session's summary, served only where its turns
     # are not (they cover it), never in their place.
     filler: bool = False
-    # Token count of the rendered line, filled once by router.packing.line_tokens.
+    # Token count of the rendered line, filled once by router.pricing.line_tokens.
     line_tokens: int = -1
 
 

@@ -64,6 +64,10 @@ class TenantSettings:
     procedure_semantic_threshold: float = 0.5
     # API.
     rate_limit_per_minute: int = 6000
+    # The router's memory control (docs/router.md): the chance of one swap at the budget's margin, logged
+    # with its probabilities (0 to 0.2), and whether a learned value may serve once it beats the formula.
+    exploration: float = 0.0
+    learned_value: bool = True
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> TenantSettings:
@@ -83,6 +87,9 @@ class Tenant(models.Model):
     # Whether the tenant has ever had an entity alias (episodic.aliases): searches of a tenant without
     # one skip the alias lookup. Read from the row each request loads, so never stale on the read path.
     has_entity_aliases = models.BooleanField(default=False)
+    # The tenant's learned value model that serves (router.models.ValueModel, state serving), or null: the
+    # formula. Kept on the row every request loads, so choosing the value costs no query.
+    serving_value_model = models.UUIDField(null=True, blank=True)
 
     class Meta:
         ordering = ("slug",)

@@ -217,7 +217,13 @@ ENGRAM: dict[str, Any] = {
     "VECTOR_PREFILTER_CANDIDATES": env.int("ENGRAM_VECTOR_PREFILTER_CANDIDATES", default=400),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
-    # Helper threads per process for reads beside the request (router.readers); 0 reads in line.
+    # A tenant's learned value (router.learning, docs/router.md): trained on at most MAX contexts with
+    # feedback, once there are MIN_CONTEXTS of them and MIN_USED used items; rolled back on MIN_MEASURED.
+    "VALUE_MODEL_MAX_CONTEXTS": env.int("ENGRAM_VALUE_MODEL_MAX_CONTEXTS", default=5000),
+    "VALUE_MODEL_MIN_CONTEXTS": env.int("ENGRAM_VALUE_MODEL_MIN_CONTEXTS", default=200),
+    "VALUE_MODEL_MIN_USED": env.int("ENGRAM_VALUE_MODEL_MIN_USED", default=50),
+    "VALUE_MODEL_MIN_MEASURED": env.int("ENGRAM_VALUE_MODEL_MIN_MEASURED", default=50),
+    # Helper threads per process for reads beside the request (router.helper_threads); 0 reads in line.
     "PARALLEL_READERS": env.int("ENGRAM_PARALLEL_READERS", default=4),
     "ANTHROPIC_MODEL": env.str("ENGRAM_ANTHROPIC_MODEL", default="claude-sonnet-4-5"),
     "IDEMPOTENCY_TTL_HOURS": env.int("ENGRAM_IDEMPOTENCY_TTL_HOURS", default=24),

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.tokens import count_tokens, truncate_to_tokens
-from router.packing import line_tokens
+from router.pricing import line_tokens
 from router.types import Candidate
 
 # No cl100k token is longer than this many characters in ordinary text; a clip reads at most this many
@@ -28,6 +28,9 @@ def clip(text: str, limit: int) -> str:
 
 @dataclass(frozen=True)
 class HeuristicWeights:
+    """The policy's constants; the measurements behind their values are in
+    docs/benchmarks/router_weights.md."""
+
     # Longest single line an episode may take; longer content is cut (the full text is in the store).
     episode_max_tokens: int = 300
     fact_max_tokens: int = 120
@@ -42,16 +45,15 @@ class HeuristicWeights:
     recent_decay: float = 0.85
     # When the request names no session, the subject's latest events in any session are offered too,
     # valued below any relevant line: they fill only what relevant history leaves (a memory written a
-    # moment ago is there even before anything finds it by its words or meaning). Valued at 0.05 they
-    # cost long-turn LoCoMo 0.038 recall_all at 4K on conversations 5-9: five long turns crowd out hits.
+    # moment ago is there even before anything finds it by its words or meaning).
     latest_limit: int = 5
     latest_value: float = 1e-5
     neighbour_factor: float = 0.35
     neighbour_hits: int = 40
     summary_factor: float = 0.6
     # When the query names who said something (an episode's role, as a word of the query), lines of
-    # other speakers keep this share of their relevance: "What has Maria been to?" is answered by Maria.
-    # Not lower: a question with a wrong premise ("What did Maria do?" when John did it) needs John's line.
+    # other speakers keep this share of their relevance: "What has Maria been to?" is answered by Maria,
+    # but a question with a wrong premise ("What did Maria do?" when John did it) needs John's line.
     other_speaker_factor: float = 0.5
     # A session is judged by its best `session_top` hits; a line's relevance is scaled between
     # (1 - session_weight) and 1 by its session's standing, so that the lines of the sessions about the
@@ -72,32 +74,24 @@ class HeuristicWeights:
     # window it names keeps this share of its relevance, when some of the pool is inside it.
     time_outside_factor: float = 0.5
     # Search depth: one candidate per this many tokens of the context's memory (max_tokens less the
-    # reserve), within bounds. The re-ranking orders the pool better than the search's fused rank does,
-    # so a deeper pool finds more (docs/router.md, "Search depth").
+    # reserve), within bounds: the re-ranking orders the pool better than the search's fused rank, so a
+    # deeper pool finds more (docs/router.md, "Search depth").
     tokens_per_candidate: int = 4
     min_candidates: int = 30
     max_candidates: int = 400
-    # Absolute relevance floors: an item under its layer's floor is not offered, however it ranks among
-    # the others, so a context is shorter than its budget when little is relevant. They are read on
-    # scales that mean the same for every query: the cosine similarity of the query's and the item's
-    # vectors, and whether a word of the query matches the item at all (its text part, or an entity or
-    # topic it shares with the query). docs/router.md ("Relevance floors") gives the measurements.
-    # A fact is offered when a query word matches its statement or its similarity is above this; 0 by
-    # default, which drops only facts that have nothing in common with the query: facts are few and short, and what links a fact to a question is often knowledge of
-    # the world, not words or MiniLM similarity ("our company" and "works at Brightpath": 0.01); at 0.2
-    # the support demo's agent asked for the company again three times more.
+    # Absolute relevance floors (docs/router.md, "Relevance floors"): an item under its layer's floor
+    # is not offered however it ranks, read on scales that mean the same for every query (the cosine of
+    # the query's and the item's vectors; whether a word, entity or topic of the query matches it).
+    # Both are 0, dropping only what has nothing in common with the query: what links a fact or a line
+    # to a question is often knowledge of the world, not words or MiniLM similarity ("our company" and
+    # "works at Brightpath"), and an item not served is a question asked again.
     fact_min_similarity: float = 0.0
-    # An episode found by search is offered when a query word, entity or topic matches it or its
-    # similarity is above this; the turns beside it and its session's summary go with it.
-    # 0 by default: at 0.1 (where LoCoMo lost nothing) the knowledge-update set lost the newer statement
-    # in 8% of its questions ("I moved to Austin" shares no word with "Where do I live now?").
     episode_min_similarity: float = 0.0
     # One relevance scale (docs/router.md, "One relevance scale"): the probability that a candidate is
     # evidence for the query, a logistic model per kind over the score parts it carries (intercept
     # first, then the weights of passage_features, fact_features, summary_features), fitted by
-    # bench/relevance_fit.py on LoCoMo conversations 0-4 through the real write path and checked on
-    # 5-9. A fact's or a summary's probability is placed on history's scale: the relevance at which a
-    # line of history is as likely to be evidence, valued as that line would be.
+    # bench/relevance_fit.py. A fact's or a summary's probability is placed on history's scale: the
+    # relevance at which a line of history is as likely to be evidence, valued as that line would be.
     passage_logit: tuple[float, ...] = (-7.9102, 7.4388)
     fact_logit: tuple[float, ...] = (-11.7589, 11.4837, 1.7357, 0.3206)
     summary_logit: tuple[float, ...] = (-10.5974, 7.7779)

@@ -26,7 +26,7 @@ from router.candidates.common import (
     query_words,
     summary_features,
 )
-from router.packing import said_tokens
+from router.pricing import said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_scores
 from router.selectors import session_summaries

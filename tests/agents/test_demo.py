@@ -82,6 +82,31 @@ def test_memory_on_remembers_across_conversations_and_follows_the_migration(
         assert Episode.objects.for_tenant(tenant).filter(session__external_id=session_id(ANA, 0)).count() >= 8
 
 
+def test_with_memory_the_agent_answers_with_what_it_was_told_in_earlier_conversations(
+    live_server: LiveServer, ctx_a: TenantContext
+) -> None:
+    off = ScriptedAgent(None, start=demo_start()).run([ANA_PART])[0]
+    with engram_for(ctx_a.tenant, url=live_server.url) as engram:
+        on = ScriptedAgent(engram, start=demo_start()).run([ANA_PART])[0]
+    # What it had been told before, the agent without memory asks for again; with memory it answers
+    # with what the context holds and asks for the rest.
+    assert off.recalled == 0 and off.told_before == off.asked_known > 0
+    assert on.told_before == off.told_before
+    assert on.recalled > 0 and on.recalled + on.asked_known == on.told_before
+    tenant = ctx_a.tenant
+    with tenant_scope(tenant):
+        # The conversation after the migration: the answer quotes what the user said, the new version.
+        replies = list(
+            Episode.objects.for_tenant(tenant)
+            .filter(session__external_id=session_id(ANA, 6), role="assistant")
+            .order_by("id")
+            .values_list("content", flat=True)
+        )
+    [answer] = [r for r in replies if "PostgreSQL" in r]
+    assert answer.startswith("From what you told me: ") and "PostgreSQL 16" in answer
+    assert "PostgreSQL 15" not in answer
+
+
 def test_seed_demo_is_idempotent(
     live_server: LiveServer, ctx_a: TenantContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:

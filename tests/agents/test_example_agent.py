@@ -74,3 +74,54 @@ def test_record_memory_is_idempotent_when_a_turn_is_replayed(live_server: LiveSe
         assert first["memory_recorded"] == 2
         assert [message_parts(m) for m in state["messages"]] == [("user", "hello"), ("assistant", "hi there")]
         assert len(engram.episodes.list(session="rp-1").results) == 2
+
+
+def test_the_example_agent_answers_a_later_conversation_with_the_stored_fact_not_the_question(
+    live_server: LiveServer, ctx_a: TenantContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    example = _example()
+    question = "Which database are we on?"
+    with EngramClient(live_server.url, ctx_a.raw_key) as engram:
+        # The first conversation tells the database and already asks once, so that the question itself
+        # is in memory too; ending it consolidates the turns into facts.
+        example.run_conversation(
+            engram, "db-user", ["Our production database is PostgreSQL 16.", question], session="db-1"
+        )
+        engram.sessions.end("db-1", outcome="success")
+        [fact] = engram.facts.list(subject="db-user", attribute="database").results
+        assert fact["value"] == "PostgreSQL 16"
+        [turn] = example.run_conversation(engram, "db-user", [question], session="db-2")
+    assert "PostgreSQL 16" in turn["answer"]
+    assert question not in turn["answer"] and "user:" not in turn["answer"]
+    # The fact, or the line it came from (a context serves one of the two, docs/router.md).
+    assert len(turn["used_item_ids"]) == 1
+
+
+def test_without_memory_the_example_agent_asks_in_a_later_conversation(
+    live_server: LiveServer, ctx_a: TenantContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    example = _example()
+    with EngramClient(live_server.url, ctx_a.raw_key) as engram:
+        example.run_conversation(engram, "nm-user", ["Our production database is PostgreSQL 16."], session="nm-1")
+        engram.sessions.end("nm-1", outcome="success")
+        [off] = example.run_conversation(engram, "nm-user", ["Which database are we on?"], session="nm-2", memory=False)
+        [on] = example.run_conversation(engram, "nm-user", ["Which database are we on?"], session="nm-3")
+    assert off["answer"].startswith("Could you tell me") and off["used_item_ids"] == []
+    assert "PostgreSQL 16" in on["answer"]
+
+
+def test_the_scripted_model_answers_with_a_fact_before_a_line_and_never_with_a_question_or_itself() -> None:
+    model = _example().ScriptedModel()
+    items = [
+        {"id": "episode:1", "type": "episode", "text": "(earlier) user: Which database are we on?"},
+        {"id": "episode:2", "type": "episode", "text": "assistant: Your database question: the database docs."},
+        {"id": "episode:3", "type": "episode", "text": "(earlier) user: Our database is PostgreSQL 15."},
+        {"id": "fact:9", "type": "fact", "text": "u's database is PostgreSQL 16. (17 Nov 2026, confidence 0.75)"},
+    ]
+    reply = model({"memory_items": items, "messages": [("user", "Which database are we on?")]})
+    assert message_parts(reply["messages"][0])[1] == "From what you told me before: u's database is PostgreSQL 16."
+    assert reply["memory_used_item_ids"] == ["fact:9"]
+    without_the_fact = model({"memory_items": items[:3], "messages": [("user", "Which database are we on?")]})
+    assert message_parts(without_the_fact["messages"][0])[1].endswith("Our database is PostgreSQL 15.")

@@ -24,6 +24,7 @@ from consolidation.models import ArchiveManifest, ErasureRequest, ErasureStatus
 from episodic.models import AliasSource, EntityAlias, Session
 from episodic.services import episodes_append
 from procedural.models import ProcedureOutcome, ProcedureSource, ProcedureStatus
+from router.models import ValueModel, ValueModelState
 from semantic.models import ActorType
 from semantic.services import fact_upsert
 from semantic.types import Actor, FactCandidate
@@ -124,6 +125,11 @@ def _world() -> None:
                 started_at=now - timedelta(minutes=3), completed_at=now - timedelta(minutes=2), attempts=1,
                 counts={"episodes": 128, "facts": 14, "fact_changes": 31, "context_traces": 40},
                 verification={"remaining": {"episodes": 0, "facts": 0}},
+            )  # fmt: skip
+            ValueModel.objects.create(
+                tenant=tenant, version=3, state=ValueModelState.SERVING,
+                estimate={"model": 1.84, "formula": 1.52, "low": 0.12, "high": 0.51},
+                measured={"used_per_context": 1.77, "contexts": 4210},
             )  # fmt: skip
             ErasureRequest.objects.create(
                 tenant=tenant, subject_hash=subject_hash(tenant, "yann.leroy"), requested_by="api:support-agent",

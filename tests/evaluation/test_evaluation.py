@@ -17,6 +17,7 @@ from evaluation.recall import (
     Conversation,
     Evidence,
     Question,
+    Served,
     ServedItem,
     ServedSource,
     Tally,
@@ -225,10 +226,11 @@ def test_every_figure_is_reported_for_each_half_and_all() -> None:
         questions = [Question(f"c{n}", 0, f"fact number {n}?", "single-hop", (Evidence(turns[0].external_id),))]
         conversations.append(Conversation(f"c{n}", turns, questions))
 
-    def engram(q: Question, budget: int) -> tuple[list[ServedItem], int, float]:
+    def engram(q: Question, budget: int) -> Served:
         # Finds the evidence of the first two conversations only.
         hit = q.sample_id in ("c0", "c1")
-        return ([ServedItem("x", 0, ((f"{q.sample_id}:session_1#0", None),))] if hit else []), 5, 1.0
+        items = [ServedItem("x", 0, ((f"{q.sample_id}:session_1#0", None),))]
+        return Served(items if hit else [], 5, 1.0, "")
 
     result = evaluate(conversations, [100], engram, methods=("engram", "bm25"))
     rows = {(r["method"], r["half"], r["group"]): r for r in result["results"]}
@@ -273,18 +275,22 @@ def test_memory_eval_updates_writes_json_and_report_with_the_command(tmp_path: P
             row = rows[(method, half, "overall")]
             assert 0 <= row["newer_above_older"] <= 1 and 0 <= row["stale_only"] <= 1
     assert rows[("engram", "all", "overall")]["tokens_mean"] <= 1000
+    for method in ("engram", "bm25"):
+        row = rows[(method, "all", "overall")]
+        assert 0 <= row["grounded_recall_all"] <= row["recall_all"]
     text = report.read_text()
     assert "Produced by `bench/updates.py`" in text and "newer above older (conversations 0-2)" in text
+    assert "grounded recall_all (all) | plain recall_all (all)" in text
 
 
 @needs_locomo
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
 def test_memory_eval_locomo_long_scores_todays_clipped_episodes_by_what_they_serve(tmp_path: Path) -> None:
-    out = tmp_path / "long.json"
+    out, report = tmp_path / "long.json", tmp_path / "long.md"
     call_command(
         "memory_eval", "locomo-long", "--dataset", str(LOCOMO_FILE), "--conversations", "1", "--questions", "15", "--budgets", "1000",
-        "--methods", "engram", "--tenant", "long-test", "--json", str(out), "--no-consolidation",
+        "--methods", "engram", "--tenant", "long-test", "--json", str(out), "--report", str(report), "--no-consolidation",
     )  # fmt: skip
     row = next(
         r
@@ -295,6 +301,11 @@ def test_memory_eval_locomo_long_scores_todays_clipped_episodes_by_what_they_ser
     # and serving a clipped prefix finds less than citing the episode would.
     assert row["found_by_fallback"] == 0
     assert row["recall_all"] < row["recall_all_episode"]
+    # Every served line is an excerpt, so grounded and plain agree; LoCoMo's answers are looked for.
+    assert row["grounded_recall_all"] == row["recall_all"]
+    assert row["answers"] > 0 and 0 <= row["answer_containment"] <= 1
+    text = report.read_text()
+    assert "grounded recall_all (all)" in text and "plain recall_all (all)" in text and "answer containment" in text
 
 
 @needs_locomo

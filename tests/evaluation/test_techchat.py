@@ -10,7 +10,7 @@ import pytest
 
 from core.tokens import count_tokens
 from evaluation import techchat
-from evaluation.recall import Conversation
+from evaluation.recall import MULTI_SESSION, Conversation
 
 
 def _fingerprint(convs: list[Conversation]) -> list[object]:
@@ -47,9 +47,11 @@ def test_conversations_are_long_with_turns_of_200_to_2000_tokens_of_code_logs_an
         assert len({t.session for t in conv.turns}) >= 5
         text = "\n".join(t.text for t in conv.turns)
         assert "```python" in text and "Traceback (most recent call last):" in text and "\n- " in text
-        # 11 questions, 2 of them updates: 30 conversations give 330 questions, 60 updates.
-        assert len(conv.questions) == 11
-        assert sum(bool(q.stale) for q in conv.questions) == 2
+        # 11 planted questions, 2 of them updates: 30 conversations give 330 questions, 60 updates; and
+        # 2 over many sessions, reported apart.
+        planted = [q for q in conv.questions if not q.category.startswith(MULTI_SESSION)]
+        assert len(planted) == 11 and len(conv.questions) == 13
+        assert sum(bool(q.stale) for q in planted) == 2
 
 
 @pytest.mark.slow
@@ -59,6 +61,8 @@ def test_every_question_cites_the_turn_that_holds_its_statement_and_updates_come
         turns = {t.external_id: t for t in conv.turns}
         kinds = set()
         for q in conv.questions:
+            if q.category.startswith(MULTI_SESSION):
+                continue
             (evidence,) = q.evidence
             said = turns[evidence.external_id]
             assert said.speaker == "user" and evidence.label in said.text
@@ -73,3 +77,28 @@ def test_every_question_cites_the_turn_that_holds_its_statement_and_updates_come
             # Each planted statement is said once: no other turn holds it.
             assert sum(evidence.label in t.text for t in conv.turns) == 1
         assert techchat.UPDATE in kinds and len(kinds) >= 3
+
+
+@pytest.mark.slow
+def test_questions_over_many_sessions_need_one_statement_of_each_of_at_least_four_sessions() -> None:
+    kinds = set()
+    for conv in techchat.generate(conversations=3):
+        turns = {t.external_id: t for t in conv.turns}
+        order = {t.external_id: i for i, t in enumerate(conv.turns)}
+        planted = {
+            e.external_id for q in conv.questions if not q.category.startswith(MULTI_SESSION) for e in q.evidence
+        }
+        stories = [q for q in conv.questions if q.category.startswith(MULTI_SESSION)]
+        assert len(stories) == 2
+        for q in stories:
+            kinds.add(q.category)
+            # Reported apart: never part of the overall figure.
+            assert q.groups == (MULTI_SESSION, q.category)
+            said = [turns[e.external_id] for e in q.evidence]
+            assert len({t.session for t in said}) == len(said) >= techchat.MIN_STORY_SESSIONS
+            assert all(t.speaker == "user" and e.label in t.text for t, e in zip(said, q.evidence, strict=True))
+            # Told in order, in turns that hold no planted statement, each statement once.
+            assert [order[e.external_id] for e in q.evidence] == sorted(order[e.external_id] for e in q.evidence)
+            assert not planted & {e.external_id for e in q.evidence}
+            assert all(sum(e.label in t.text for t in conv.turns) == 1 for e in q.evidence)
+    assert len(kinds) >= 2

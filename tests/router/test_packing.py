@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from core.errors import ValidationProblem
 from core.tokens import count_tokens
 from router.budgets import budget_plan
-from router.packing import assemble, pack_layer, said_tokens
+from router.packing import assemble, pack_layer
+from router.pricing import said_tokens
 from router.rendering import format_day, item_line, render_layer
 from router.types import LAYERS, BudgetPlan, Candidate, LayerCandidates, Source
 from tenants.models import TenantSettings

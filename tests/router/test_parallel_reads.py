@@ -1,4 +1,4 @@
-"""Reads beside the request (router.readers): the procedures and facts of a context are read on a
+"""Reads beside the request (router.helper_threads): the procedures and facts of a context are read on a
 helper thread with its own connection. The data here is committed (transactional tests), since a
 helper's connection cannot see a test's open transaction."""
 
@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 
 from episodic.models import Episode
+from router.helper_threads import close_readers, read_beside, write_after_commit
 from router.models import ContextTrace
-from router.readers import close_readers, read_beside, write_after_commit
 from semantic.models import Fact
 from tenants.scope import active_tenant_ids, tenant_scope
 from tests.router.conftest import believe, remember
@@ -40,7 +40,7 @@ def _where() -> tuple[str, frozenset[Any] | None, list[str], bool]:
 
 
 def _read_helpers() -> list[str]:
-    from router import readers as module
+    from router import helper_threads as module
 
     return [name for name, _ in module._wrappers.values() if name.startswith("engram-read")]
 
@@ -72,7 +72,7 @@ def test_close_readers_closes_the_helpers_connections(tenant_a, readers) -> None
     with tenant_scope(tenant_a):
         futures = [read_beside(_where) for _ in range(6)]
         names = {f.result(timeout=10)[0] for f in futures}
-    from router import readers as module
+    from router import helper_threads as module
 
     wrappers = [wrapper for _, wrapper in module._wrappers.values()]
     assert names and len(wrappers) == len(names)
@@ -170,7 +170,7 @@ def test_a_write_after_commit_is_dropped_with_a_rolled_back_transaction(tenant_a
 
 
 def test_writes_run_in_line_after_the_commit_when_the_writer_is_behind(tenant_a, readers, monkeypatch) -> None:
-    from router import readers as module
+    from router import helper_threads as module
 
     monkeypatch.setattr(module, "MAX_PENDING_WRITES", 0)
     done: list[tuple[str, frozenset[Any] | None, bool]] = []

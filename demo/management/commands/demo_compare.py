@@ -28,14 +28,15 @@ def _row(label: str, off: UserStats, on: UserStats) -> str:
     ratio = on.tokens_sent / off.tokens_sent if off.tokens_sent else 0.0
     return (
         f"| {label} | {off.needed} | {off.asked_known} | {on.asked_known} | {off.asked} | {on.asked} "
+        f"| {on.recall_rate:.0%} ({on.recalled}/{on.told_before}) "
         f"| {off.tokens_sent:,} | {on.tokens_sent:,} | {ratio:.1f}x | {on.hit_rate:.0%} ({on.used}/{on.offered}) |"
     )
 
 
 HEADER = (
     "| user | facts needed | asked again, memory off | asked again, memory on | asked in all, off | asked in all, on "
-    "| tokens sent, off | tokens sent, on | tokens on/off | context hit rate, on |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| answered from memory, on | tokens sent, off | tokens sent, on | tokens on/off | context hit rate, on |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -129,22 +130,28 @@ feature requests; `demo/script.py`) replayed twice by the same scripted agent
 (`demo/agent.py`). The agent needs named facts to answer (the user's database and its
 version, cloud, plan, ...). It looks for the current value of each in what it can see: the
 conversation so far and, with memory on, the context Engram serves for the user's message
-(`POST /v1/context`, a {budget}-token budget). When a value is not there it asks, and the user answers.
-With memory on, every turn is stored as episodes, each context gets feedback and every conversation
-is ended and consolidated before the next one starts. The run is deterministic: the same script gives
+(`POST /v1/context`, a {budget}-token budget). When a value is not there it asks, and the user answers;
+when the context holds it, the agent answers with it, quoting the sentence that holds it (a fact
+first, then what the user said). With memory on, every turn is stored as episodes, each context gets
+feedback (the items quoted are the ones used) and every conversation is ended and consolidated
+before the next one starts. The run is deterministic: the same script gives
 the same figures.
 
 - **asked again**: the agent asked for a fact the user had already given in an earlier conversation;
 - **asked in all**: also counts facts the user had never given (these must be asked either way);
+- **answered from memory**: of the needed values the user had given in an earlier conversation and
+  not in this one so far, the share the context held, so that the agent answered with them instead of asking;
 - **tokens sent**: prompt tokens over every model call (system prompt, memory context, conversation), cl100k;
-- **context hit rate**: share of the context items offered that held a value the agent needed.
+- **context hit rate**: share of the context items offered that the agent's answers quoted (a turn
+  that needs no value uses none of its context, and one value needs one item).
 
 {table}
 
 ![asked again and tokens, memory on and off]({chart})
 
 Overall, over {o.needed} needed facts: with memory off the agent asked {o.asked_known} times for something it
-had been told before, with memory on {n.asked_known}. The price is tokens: the context (up to {budget} tokens)
+had been told before, with memory on {n.asked_known}: it answered {n.recalled} of the {n.told_before} values it had been told in an earlier
+conversation from its context, quoting what it had been told. The price is tokens: the context (up to {budget} tokens)
 rides on every call, so the agent with memory sent {n.tokens_sent:,} prompt tokens against {o.tokens_sent:,}
 for the agent that remembers nothing (these conversations are short: a few turns each). The other way
 to remember, replaying every earlier conversation into each call, would have sent {o.tokens_full_replay:,}

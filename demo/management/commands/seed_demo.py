@@ -35,6 +35,9 @@ class Command(BaseCommand):
             return
         overall = totals(stats)
         self.stdout.write(
-            f"Seeded {overall.conversations} conversations for {len(stats)} users "
-            f"(context hit rate {overall.hit_rate:.0%}; the agent asked for {overall.asked_known} facts it had been told)."
+            f"Seeded {overall.conversations} conversations for {len(stats)} users. Of the {overall.told_before} "
+            f"facts the agent needed and had been told in an earlier conversation, it answered {overall.recalled} "
+            f"from memory, quoting what it had been told, and asked again for {overall.asked_known}; its answers "
+            f"quoted {overall.used} of the {overall.offered} context items offered ({overall.hit_rate:.0%}). "
+            "manage.py demo_compare runs the same agent without memory."
         )

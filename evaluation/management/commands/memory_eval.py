@@ -41,16 +41,22 @@ from evaluation import knowledge_updates, techchat
 from evaluation.recall import (
     EPISODIC_ONLY_LAYERS,
     HALVES,
+    HEADLINE,
     METHODS,
+    OVERALL_METRICS,
     Conversation,
     Question,
+    Served,
     ServedItem,
     ablation_section,
+    answers_section,
     build_long,
     category_tables,
     chart,
+    containment_note,
     episode_items,
     evaluate,
+    grounding_note,
     halves_table,
     load_locomo,
     measure_latency,
@@ -147,9 +153,13 @@ class Command(BaseCommand):
         for row in result["results"]:
             if row["group"] == "overall":
                 line = (
-                    f"{row['method']:>15} {row['budget']:>6} {row['half']:>6}  recall_all={row['recall_all']:.3f} "
-                    f"recall_any={row['recall_any']:.3f} tokens={row['tokens_mean']:.0f}"
+                    f"{row['method']:>15} {row['budget']:>6} {row['half']:>6}  "
+                    f"grounded recall_all={row['grounded_recall_all']:.3f} plain={row['recall_all']:.3f} "
+                    f"grounded recall_any={row['grounded_recall_any']:.3f} plain={row['recall_any']:.3f}"
                 )
+                if row["answer_containment"] is not None:
+                    line += f" answer_containment={row['answer_containment']:.3f}"
+                line += f" tokens={row['tokens_mean']:.0f}"
                 if "newer_above_older" in row:
                     line += f" newer_above_older={row['newer_above_older']:.3f} stale_only={row['stale_only']:.3f}"
                 self.stdout.write(line)
@@ -236,7 +246,7 @@ class Command(BaseCommand):
         try:
 
             def ask(case: str, question: Question, budget: int) -> int:
-                return askers[case].engram(question, budget)[1]
+                return askers[case].engram(question, budget).tokens
 
             result = measure_latency(cases, budgets, ask, rounds=options["rounds"])
         finally:
@@ -281,8 +291,11 @@ class Command(BaseCommand):
             intro = (
                 f"{result['questions']} scoreable questions (categories 1-4 overall; category 5, adversarial, "
                 "apart). A question's evidence is found when a context item's sources name its `dia_id` (one "
-                "turn, one episode). Full replay costs "
-                f"{result['full_replay_tokens_mean']:.0f} tokens per conversation, counted with cl100k."
+                "turn, one episode): plain recall; grounded recall, the headline, counts such a source only when "
+                "the item restates that turn (a verbatim excerpt, or a fact or summary line that restates it). "
+                "Answer containment: the share of questions whose gold answer's content terms are all in the "
+                f"prompt. Full replay costs {result['full_replay_tokens_mean']:.0f} tokens per conversation, "
+                "counted with cl100k."
             )
             notes = [
                 "The conversations were written as `manage.py import_conversations --format locomo` builds them "
@@ -376,9 +389,7 @@ class _Asker:
             body["layers"] = list(layers)
         return body
 
-    def engram(
-        self, q: Question, budget: int, layers: Sequence[str] | None = None
-    ) -> tuple[list[ServedItem], int, float]:
+    def engram(self, q: Question, budget: int, layers: Sequence[str] | None = None) -> Served:
         body = self.body(q, budget, layers)
         started = time.perf_counter()
         response = self.client.post("/v1/context", body, format="json")
@@ -386,9 +397,9 @@ class _Asker:
         if response.status_code != 200:
             raise CommandError(f"POST /v1/context answered {response.status_code}: {response.content[:300]!r}")
         data = response.json()
-        return served_items(data), data["tokens"]["total"], latency
+        return Served(served_items(data), data["tokens"]["total"], latency, data["prompt"])
 
-    def episodic_only(self, q: Question, budget: int) -> tuple[list[ServedItem], int, float]:
+    def episodic_only(self, q: Question, budget: int) -> Served:
         return self.engram(q, budget, EPISODIC_ONLY_LAYERS)
 
 
@@ -424,12 +435,14 @@ def long_markdown(
         "session's last episode may be shorter), each turn kept as the line `speaker: text` at a known "
         f"character span. {result['questions']} scoreable questions, the same as LoCoMo's. Evidence counts "
         "as found only when a served excerpt overlaps the evidence turn's span (passage-level recall), not "
-        "merely when the merged episode is cited.",
+        "merely when the merged episode is cited; grounded recall (the headline) asks besides that the item "
+        "restate the evidence turn.",
         "",
         *ablation_section(result, budgets=budgets),
+        *answers_section(result, budgets=budgets),
         "## Overall (categories 1-4), each half and all",
         "",
-        *halves_table(result, budgets=budgets, metrics=(("recall_all", "recall_all"), ("recall_any", "recall_any"))),
+        *halves_table(result, budgets=budgets, metrics=OVERALL_METRICS),
         "",
         "## Stricter and looser readings of recall_all",
         "",
@@ -456,6 +469,8 @@ def long_markdown(
         "episode clipped to its first 300 tokens with an ellipsis, so an item covers a prefix); a source whose "
         "item is not an excerpt of the episode (a fact, a summary) would count as the whole episode, and the "
         f"questions found that way are counted: {_fallbacks(result)}.",
+        f"- {grounding_note(result)}",
+        *([f"- {containment_note()}"] if any(r.get("answers") for r in result["results"]) else []),
         *(f"- {n}" for n in common),
         "- Baselines serve whole merged episodes, so what they cite they serve: a merged episode of 400-800 "
         "tokens takes most of a 1,000-token budget. all-MiniLM-L6-v2 reads at most 256 word pieces, so the "
@@ -480,7 +495,7 @@ def updates_markdown(
     head = ["method", "budget"]
     for label in ("newer above older", "stale only"):
         head += [f"{label} ({halves[h]})" for h in HALVES]
-    head += ["newer served (all)", "both served (all)", "recall_all (all)"]
+    head += ["newer served (all)", "both served (all)", "grounded recall_all (all)", "plain recall_all (all)"]
     table = ["| " + " | ".join(head) + " |", "|---|---:|" + "---:|" * (len(head) - 2)]
     for m in methods:
         for b in budgets:
@@ -490,7 +505,7 @@ def updates_markdown(
             for key in ("newer_above_older", "stale_only"):
                 cells += [_f(rows.get((m, b, h, "overall"), {}).get(key)) for h in HALVES]
             r = rows[(m, b, "all", "overall")]
-            cells += [_f(r.get("newer_served")), _f(r.get("both_served")), _f(r.get("recall_all"))]
+            cells += [_f(r.get("newer_served")), _f(r.get("both_served")), _f(r.get(HEADLINE)), _f(r.get("recall_all"))]
             table.append("| " + " | ".join(cells) + " |")
             if m == "full":
                 break
@@ -518,7 +533,9 @@ def updates_markdown(
         "- newer above older: the newer statement is served, and placed before the older one in the "
         "context when both are served (the issue's target: at least 0.90);",
         "- stale only: the older statement is served without the newer (target: 0);",
-        "- both served: both in the context; newer served: the newer statement is in the context.",
+        "- both served: both in the context; newer served: the newer statement is in the context (these four "
+        "take every source at its word);",
+        "- grounded recall_all: the newer statement served by an item that restates it; plain: cited at all.",
         "",
         *ablation_section(
             result,
@@ -541,6 +558,7 @@ def updates_markdown(
         "- Place in the context: where an item's line starts in the returned prompt (the router renders each "
         "section in time order); for the baselines, their packing order (best first; the recent window oldest "
         "first). An item that cites both statements places them together, which does not count as above.",
+        f"- {grounding_note(result)}",
         *(f"- {n}" for n in common),
     ]
     return "\n".join(lines) + "\n"
@@ -554,8 +572,11 @@ def techchat_markdown(
     per_kind = ["| method | budget | " + " | ".join(kinds) + " |", "|---|---:|" + "---:|" * len(kinds)]
     for m in [m for m in METHODS if m != "full" and any(k[0] == m for k in rows)]:
         for b in budgets:
-            vals = [rows.get((m, b, "all", k), {}).get("recall_all") for k in kinds]
-            per_kind.append(f"| {method_label(m, result)} | {b} | " + " | ".join(_f(v) for v in vals) + " |")
+            cells = [
+                f"{_f(rows.get((m, b, 'all', k), {}).get(HEADLINE))} / {_f(rows.get((m, b, 'all', k), {}).get('recall_all'))}"
+                for k in kinds
+            ]
+            per_kind.append(f"| {method_label(m, result)} | {b} | " + " | ".join(cells) + " |")
     seed = options["seed"] if options["seed_given"] else techchat.DEFAULT_SEED
     count = options["conversations"] or techchat.DEFAULT_CONVERSATIONS
     lines = [
@@ -571,7 +592,10 @@ def techchat_markdown(
         "README text, read at generation time); statements about the user (stack and versions, deadlines, "
         "preferences, people, employer) are planted in the user's turns, two of them updated sessions later "
         "with a distractor between. A question's evidence is the turn that holds its statement; an update's "
-        "older statement is stale.",
+        "older statement is stale. Two more questions per conversation need one statement from each of 4 to 6 "
+        "sessions (putting events in order, how a number evolved, a count of events: "
+        "evaluation.techchat.STORYLINES); they are reported apart (kind `multi-session`), never in the overall "
+        "figures.",
         "",
         *ablation_section(result, budgets=budgets),
         *ablation_section(
@@ -582,9 +606,9 @@ def techchat_markdown(
         ),
         "## Overall, each half and all",
         "",
-        *halves_table(result, budgets=budgets, metrics=(("recall_all", "recall_all"), ("recall_any", "recall_any"))),
+        *halves_table(result, budgets=budgets, metrics=OVERALL_METRICS),
         "",
-        "## recall_all per kind of statement (all)",
+        "## grounded / plain recall_all per kind of statement (all)",
         "",
         *per_kind,
         "",
@@ -597,6 +621,7 @@ def techchat_markdown(
         "",
         "- The turns were written through the API (subject `tech-<nn>`, one session per generated session, role "
         "user or assistant, external_id `<session>:t<k>`).",
+        f"- {grounding_note(result)}",
         *(f"- {n}" for n in common),
     ]
     return "\n".join(lines) + "\n"

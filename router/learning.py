@@ -1,0 +1,288 @@
+"""Memory control that learns: a tenant's value model, trained from its agents' feedback, estimated
+off-policy against the formula, switched on only when the estimate's interval says it is better, and
+rolled back on its own when what it then serves falls below the formula's interval.
+
+- Data: the traces of the tenant that have feedback and log each candidate's chance of being served
+  (router.exploration). A served item is labelled used or not by the feedback; an item never served
+  has no label (the agent never saw it).
+- Model: a logistic regression with an L2 penalty (scikit-learn's, lbfgs) over standardised
+  router.features columns, each served item weighted by the inverse of its chance of being served
+  (clipped, MAX_WEIGHT), so the items the ranking serves always do not drown the margin. Regularised
+  logistic regression because the offline check on logged traces (issue 41) found boosted trees
+  overfitting per-tenant data of this size; scikit-learn because it is well kept and already installed.
+- Estimate: on the newest HOLDOUT share of the traces (never trained on), each policy's choice is
+  replayed on the logged pool of each trace (greedy by value per token within the tokens the trace
+  served), and what it would have had used is estimated by inverse propensity: an item counts
+  used / chance when the logs served it, 0 when they never did (so a model that departs from the logs
+  is estimated low, never high). The paired difference per trace gives a bootstrap interval.
+- Switch: a model serves when the interval of (model - formula) lies above 0 and the tenant allows
+  learned values (TenantSettings.learned_value). The watch rolls it back when the items used per
+  context it measures while serving fall below the formula's interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+
+from router.features import feature_names, logged_matrix, measured_parts
+from router.models import ContextFeedback, ContextTrace, ValueModel, ValueModelState
+from router.value import LoadedModel, model_serve, model_stop
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+MAX_WEIGHT = 20.0
+HOLDOUT = 0.3
+BOOTSTRAP = 1000
+PENALTY_C = 1.0
+
+
+def _setting(name: str) -> int:
+    value: int = settings.ENGRAM[name]
+    return value
+
+
+@dataclass
+class LoggedContext:
+    """One trace with feedback: its candidates as logged, which were served (and with what chance), which
+    were used, and how many tokens it served."""
+
+    trace_id: str
+    policy: str
+    rows: list[dict[str, Any]]
+    served: np.ndarray
+    propensity: np.ndarray
+    used: np.ndarray
+    budget: int
+
+
+def logged_contexts(*, tenant: Tenant, limit: int) -> list[LoggedContext]:
+    """The newest `limit` traces with feedback whose items carry their chance of being served, oldest
+    first."""
+    feedback = {
+        str(f.trace_id): set(f.used_item_ids)
+        for f in ContextFeedback.objects.order_by("-created_at").only("trace_id", "used_item_ids")[: limit * 2]
+    }
+    traces = (
+        ContextTrace.objects.filter(id__in=list(feedback))
+        .order_by("-created_at", "id")
+        .only("id", "policy", "offered", "considered", "created_at")[:limit]
+    )
+    out = []
+    for trace in reversed(list(traces)):
+        offered = [dict(r) for r in trace.offered if r.get("layer") != "working"]
+        if not offered or any("propensity" not in r for r in offered):
+            continue
+        rows = offered + [dict(r) for r in trace.considered if r.get("layer") != "working"]
+        used_ids = feedback[str(trace.id)]
+        out.append(
+            LoggedContext(
+                trace_id=str(trace.id),
+                policy=trace.policy,
+                rows=rows,
+                served=np.array([i < len(offered) for i in range(len(rows))]),
+                propensity=np.array([float(r.get("propensity", 0.0)) for r in rows]),
+                used=np.array([r["id"] in used_ids for r in rows]),
+                budget=sum(int(r.get("tokens", 0)) + 1 for r in offered),
+            )
+        )
+    return out
+
+
+def replay(values: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
+    """Which of a logged pool a policy with these values would serve: greedy by value per token within
+    the tokens the trace served (the layer caps and cover rules are not replayed)."""
+    cost = tokens + 1.0
+    order = np.lexsort((-values, -values / cost))
+    chosen = np.zeros(len(values), dtype=bool)
+    room = float(budget)
+    for i in order:
+        if cost[i] <= room:
+            chosen[i] = True
+            room -= cost[i]
+    return chosen
+
+
+def ips_used(chosen: np.ndarray, ctx: LoggedContext) -> float:
+    """Inverse-propensity estimate of the items used among `chosen`: only what the logs served counts."""
+    seen = chosen & ctx.served & (ctx.propensity > 0)
+    return float(np.sum(ctx.used[seen] / ctx.propensity[seen]))
+
+
+def _tokens(ctx: LoggedContext) -> np.ndarray:
+    return np.array([float(r.get("tokens", 0)) for r in ctx.rows])
+
+
+def _formula_values(ctx: LoggedContext) -> np.ndarray:
+    return np.array([float((r.get("score_parts") or {}).get("formula_value", r.get("value", 0.0))) for r in ctx.rows])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    model: float
+    formula: float
+    difference: float
+    low: float
+    high: float
+    formula_low: float
+    formula_high: float
+    contexts: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def _interval(samples: np.ndarray) -> tuple[float, float]:
+    return float(np.percentile(samples, 2.5)), float(np.percentile(samples, 97.5))
+
+
+def off_policy_estimate(*, model: LoadedModel, contexts: Sequence[LoggedContext], seed: int = 0) -> Estimate:
+    """Items used per context, model against formula, on logged contexts the model was not trained on,
+    with 95% bootstrap intervals (paired, over contexts)."""
+    m = np.zeros(len(contexts))
+    f = np.zeros(len(contexts))
+    for k, ctx in enumerate(contexts):
+        tokens = _tokens(ctx)
+        x = logged_matrix(ctx.rows, model.features)
+        m[k] = ips_used(replay(model.predict(x), tokens, ctx.budget), ctx)
+        f[k] = ips_used(replay(_formula_values(ctx), tokens, ctx.budget), ctx)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(contexts), size=(BOOTSTRAP, len(contexts)))
+    low, high = _interval((m - f)[draws].mean(axis=1))
+    f_low, f_high = _interval(f[draws].mean(axis=1))
+    return Estimate(
+        model=float(m.mean()),
+        formula=float(f.mean()),
+        difference=float((m - f).mean()),
+        low=low,
+        high=high,
+        formula_low=f_low,
+        formula_high=f_high,
+        contexts=len(contexts),
+    )
+
+
+@dataclass(frozen=True)
+class Fitted:
+    features: list[str]
+    coefficients: list[float]
+    intercept: float
+    means: list[float]
+    scales: list[float]
+
+
+def fit(contexts: Sequence[LoggedContext]) -> Fitted | None:
+    """The regression on the served items of `contexts`, weighted by inverse propensity. None when the
+    labels are all of one kind."""
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+
+    rows = [r for ctx in contexts for r, served in zip(ctx.rows, ctx.served, strict=True) if served]
+    labels = np.concatenate([ctx.used[ctx.served] for ctx in contexts]) if contexts else np.zeros(0, dtype=bool)
+    if labels.size == 0 or labels.all() or not labels.any():
+        return None
+    weights = np.concatenate([1.0 / np.maximum(ctx.propensity[ctx.served], 1.0 / MAX_WEIGHT) for ctx in contexts])
+    names = feature_names(measured_parts(rows))
+    x = logged_matrix(rows, names)
+    means = x.mean(axis=0)
+    scales = x.std(axis=0)
+    scales[scales < 1e-9] = 1.0
+    regression = LogisticRegression(C=PENALTY_C, max_iter=500)
+    regression.fit((x - means) / scales, labels.astype(int), sample_weight=weights)
+    return Fitted(
+        features=names,
+        coefficients=[float(v) for v in regression.coef_[0]],
+        intercept=float(regression.intercept_[0]),
+        means=[float(v) for v in means],
+        scales=[float(v) for v in scales],
+    )
+
+
+def _loaded(row: ValueModel) -> LoadedModel:
+    return LoadedModel.of(row)
+
+
+@transaction.atomic
+def value_model_train(*, tenant: Tenant) -> ValueModel | None:
+    """Train the tenant's next value model on its logged feedback, estimate it against the formula on
+    the newest traces, and let it serve when it beats the formula. None when there is not enough
+    feedback yet (ENGRAM VALUE_MODEL_MIN_CONTEXTS contexts, VALUE_MODEL_MIN_USED used items)."""
+    contexts = logged_contexts(tenant=tenant, limit=_setting("VALUE_MODEL_MAX_CONTEXTS"))
+    used = int(sum(int(ctx.used[ctx.served].sum()) for ctx in contexts))
+    if len(contexts) < _setting("VALUE_MODEL_MIN_CONTEXTS") or used < _setting("VALUE_MODEL_MIN_USED"):
+        return None
+    cut = len(contexts) - max(1, math.ceil(HOLDOUT * len(contexts)))
+    train, held_out = contexts[:cut], contexts[cut:]
+    fitted = fit(train)
+    if fitted is None:
+        return None
+    version = (ValueModel.objects.aggregate(v=Max("version"))["v"] or 0) + 1
+    row = ValueModel(
+        tenant=tenant,
+        version=version,
+        features=fitted.features,
+        coefficients=fitted.coefficients,
+        intercept=fitted.intercept,
+        means=fitted.means,
+        scales=fitted.scales,
+        trained_on={
+            "contexts": len(train),
+            "held_out": len(held_out),
+            "served_items": int(sum(int(c.served.sum()) for c in train)),
+            "used_items": int(sum(int(c.used[c.served].sum()) for c in train)),
+            "first_trace": train[0].trace_id,
+            "last_trace": train[-1].trace_id,
+        },
+    )
+    estimate = off_policy_estimate(model=_loaded(row), contexts=held_out)
+    row.estimate = estimate.as_dict()
+    beats = estimate.low > 0.0
+    row.note = (
+        f"estimate {estimate.model:.3f} against the formula's {estimate.formula:.3f} used items per context; "
+        f"difference {estimate.difference:+.3f}, 95% interval [{estimate.low:+.3f}, {estimate.high:+.3f}]"
+    )
+    row.save()
+    if beats and tenant.config.learned_value:
+        model_serve(tenant=tenant, model=row)
+    elif beats:
+        row.note += "; would serve, but the tenant's learned_value setting is off"
+        row.save(update_fields=["note"])
+    logger.info("value model v%s of %s: %s (%s)", row.version, tenant.slug, row.state, row.note)
+    return row
+
+
+@transaction.atomic
+def value_model_watch(*, tenant: Tenant) -> ValueModel | None:
+    """Roll the serving model back when the items used per context measured on the contexts it served
+    (with feedback, at least VALUE_MODEL_MIN_MEASURED of them) fall below the formula's interval.
+    Returns the serving model (its `measured` updated), or None."""
+    model = ValueModel.objects.filter(state=ValueModelState.SERVING).first()
+    if model is None:
+        return None
+    served = [
+        ctx
+        for ctx in logged_contexts(tenant=tenant, limit=_setting("VALUE_MODEL_MAX_CONTEXTS"))
+        if ctx.policy.endswith(f"+{model.label}")
+    ]
+    counts = np.array([float(np.sum(ctx.used & ctx.served)) for ctx in served])
+    mean = float(counts.mean()) if counts.size else None
+    model.measured = {"contexts": int(counts.size), "used_per_context": round(mean, 4) if mean is not None else None}
+    model.save(update_fields=["measured"])
+    floor = float(model.estimate.get("formula_low", 0.0))
+    if mean is not None and counts.size >= _setting("VALUE_MODEL_MIN_MEASURED") and mean < floor:
+        model_stop(
+            tenant=tenant,
+            model=model,
+            state=ValueModelState.ROLLED_BACK,
+            note=f"measured {mean:.3f} used items per context over {counts.size} contexts, below the formula's "
+            f"interval ({floor:.3f})",
+        )
+    return model

@@ -1,0 +1,100 @@
+"""The value a candidate is packed by: the formula's (router.candidates), or a tenant's learned model's
+where one has earned the switch (router.learning). One interface, the formula its fallback."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from functools import lru_cache
+
+import numpy as np
+from django.utils import timezone
+
+from router.features import FORMULA_PART, candidate_matrix
+from router.models import ValueModel, ValueModelState
+from router.packing import RANKED_LAYERS
+from router.pricing import line_tokens
+from router.types import Candidate, LayerCandidates
+from tenants.models import Tenant
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedModel:
+    id: uuid.UUID
+    label: str
+    features: tuple[str, ...]
+    weights: np.ndarray
+    intercept: float
+    means: np.ndarray
+    scales: np.ndarray
+
+    @classmethod
+    def of(cls, row: ValueModel) -> LoadedModel:
+        return cls(
+            id=row.id,
+            label=row.label,
+            features=tuple(row.features),
+            weights=np.asarray(row.coefficients, dtype=np.float64),
+            intercept=float(row.intercept),
+            means=np.asarray(row.means, dtype=np.float64),
+            scales=np.asarray(row.scales, dtype=np.float64),
+        )
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """The chance of use of each row of `x` (columns `features`)."""
+        if x.shape[0] == 0:
+            return np.zeros(0)
+        z = ((x - self.means) / self.scales) @ self.weights + self.intercept
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+        return out
+
+
+# A model row never changes but for its state, so a loaded one is kept by id; which one serves is read
+# from the tenant row of each request.
+@lru_cache(maxsize=256)
+def _load(tenant_id: uuid.UUID, model_id: uuid.UUID) -> LoadedModel | None:
+    row = ValueModel.objects.filter(id=model_id).first()
+    return LoadedModel.of(row) if row is not None else None
+
+
+def serving_model(*, tenant: Tenant) -> LoadedModel | None:
+    if tenant.serving_value_model is None or not tenant.config.learned_value:
+        return None
+    return _load(tenant.id, tenant.serving_value_model)
+
+
+def pool_of(offered: LayerCandidates) -> list[Candidate]:
+    return [c for layer in RANKED_LAYERS for c in offered.of(layer)]
+
+
+def revalue(*, model: LoadedModel, pool: Sequence[Candidate], now: datetime) -> None:
+    """Give each candidate the model's chance of use as its value, scored in one call."""
+    if not pool:
+        return
+    x = candidate_matrix(pool, model.features, tokens=[line_tokens(c) for c in pool], now=now)
+    for item, value in zip(pool, model.predict(x).tolist(), strict=True):
+        item.score_parts[FORMULA_PART] = round(item.value, 6)
+        item.value = value
+
+
+def model_serve(*, tenant: Tenant, model: ValueModel) -> None:
+    """Make `model` the tenant's serving model (any other serving one retires)."""
+    now = timezone.now()
+    ValueModel.objects.filter(state=ValueModelState.SERVING).exclude(id=model.id).update(
+        state=ValueModelState.RETIRED, state_changed_at=now
+    )
+    model.state, model.state_changed_at = ValueModelState.SERVING, now
+    model.save(update_fields=["state", "state_changed_at", "note"])
+    Tenant.objects.filter(id=tenant.id).update(serving_value_model=model.id)
+    tenant.serving_value_model = model.id
+
+
+def model_stop(*, tenant: Tenant, model: ValueModel, state: str, note: str) -> None:
+    """Switch `model` off (rolled back by the watch, disabled by an operator): the formula serves."""
+    model.state, model.state_changed_at, model.note = state, timezone.now(), note
+    model.save(update_fields=["state", "state_changed_at", "note"])
+    Tenant.objects.filter(id=tenant.id, serving_value_model=model.id).update(serving_value_model=None)
+    if tenant.serving_value_model == model.id:
+        tenant.serving_value_model = None
