@@ -94,6 +94,8 @@ class SessionEndApi(TenantAPIView):
     class InputSerializer(BodySerializer):
         outcome = serializers.ChoiceField(choices=Outcome.choices, required=False, allow_null=True)
         outcome_signal = serializers.FloatField(required=False, allow_null=True)
+        # When a replayed or imported session ended; the time of the request otherwise.
+        ended_at = serializers.DateTimeField(required=False, allow_null=True)
 
     @extend_schema(request=InputSerializer, responses=SessionOutputSerializer, summary="End a session")
     @idempotent
@@ -105,5 +107,6 @@ class SessionEndApi(TenantAPIView):
             external_id=session,
             outcome=data.validated_data.get("outcome"),
             outcome_signal=data.validated_data.get("outcome_signal"),
+            ended_at=data.validated_data.get("ended_at"),
         )
         return Response(session_dict(ended))

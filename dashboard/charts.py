@@ -173,6 +173,13 @@ def line_chart(
             if len(seg) > 1:
                 body.append(f'<polyline points="{" ".join(seg)}" fill="none" stroke="{colour}" stroke-width="2"/>')
     body += _x_labels(labels, centres)
+    if len(points) == 1:
+        # A lone dot draws no line and reads as a trend of nothing: say what it is.
+        i, raw = next(
+            (i, v) for values in series.values() for i, v in enumerate(values) if v is not None and math.isfinite(v)
+        )
+        note = f"one day with data so far: {labels[i]}, {_fmt(float(raw), percent)}"
+        body.append(f'<text x="{WIDTH / 2}" y="{TOP + 12}" class="note" text-anchor="middle">{escape(note)}</text>')
     legend = [(name, PALETTE[j % len(PALETTE)]) for j, name in enumerate(series)] if len(series) > 1 else []
     return _frame(title, body, legend)
 

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db.models import Count, F, Max, Model, Q, QuerySet, Sum, Window
+from django.db.models import Case, Count, F, Max, Min, Model, Q, QuerySet, Sum, When, Window
 from django.db.models.functions import RowNumber, TruncDate, TruncWeek
 from django.utils import timezone
 
 from consolidation.models import ConsolidationRun, ConsolidationWatermark, ErasureRequest, ErasureStatus
 from consolidation.selectors import consolidation_stats, run_totals
 from consolidation.services import backlog_queryset
-from episodic.models import Episode, Session, SessionStatus
+from episodic.models import Episode, EpisodeKind, Session, SessionStatus
 from episodic.selectors import embedding_backlog, episodic_stats
 from procedural.models import Procedure, ProcedureStatus
 from procedural.selectors import procedure_stats
@@ -70,7 +70,9 @@ class Growth:
 
 
 def memory_growth(*, tenant: Tenant, weeks: int = WEEKS, subject: str | None = None) -> Growth:
-    """New episodes, sessions and facts per week (UTC weeks starting Monday), the last `weeks` weeks."""
+    """New episodes, sessions and facts per week (UTC weeks starting Monday), the last `weeks` weeks,
+    each in the week it happened: an episode when it occurred, a session when it started, a fact when
+    it was observed (its source's time), never when it was stored, so an import shows as history."""
 
     buckets, since = _window(_weeks, weeks)
 
@@ -88,9 +90,9 @@ def memory_growth(*, tenant: Tenant, weeks: int = WEEKS, subject: str | None = N
 
     return Growth(
         weeks=buckets,
-        episodes=per_week(Episode.objects.all(), "created_at"),
+        episodes=per_week(Episode.objects.all(), "occurred_at"),
         sessions=per_week(Session.objects.all(), "started_at"),
-        facts=per_week(Fact.objects.all(), "recorded_at"),
+        facts=per_week(Fact.objects.all(), "valid_from"),
     )
 
 
@@ -229,27 +231,46 @@ class SessionRow:
     session: Any
     episodes: list[Any]
     more: int
+    # The first and last events of the conversation: a summary written when the session ended (at the
+    # time of the end call, today for a seeded demo or an import) is not one.
+    first_event: datetime | None = None
+    last_event: datetime | None = None
 
 
 def subject_timeline(*, tenant: Tenant, subject: str, sessions: int = SUBJECT_SESSIONS) -> list[SessionRow]:
-    """The subject's latest sessions, newest first, each with its first episodes in time order (two
-    queries, whatever the number of sessions)."""
+    """The subject's latest sessions, newest first, each with its first episodes in time order and the
+    times of its first and last events (two queries, whatever the number of sessions)."""
 
     rows = list(Session.objects.filter(subject=subject).order_by("-started_at", "-id")[:sessions])
+    event_at = Case(When(~Q(kind=EpisodeKind.SUMMARY), then=F("occurred_at")))
     episodes = (
         Episode.objects.filter(session_id__in=[s.pk for s in rows])
         .defer("embedding", "search_vector", "payload")
-        .annotate(rank=Window(RowNumber(), partition_by=F("session_id"), order_by=(F("occurred_at"), F("id"))))
+        .annotate(
+            rank=Window(RowNumber(), partition_by=F("session_id"), order_by=(F("occurred_at"), F("id"))),
+            first_event=Window(Min(event_at), partition_by=F("session_id")),
+            last_event=Window(Max(event_at), partition_by=F("session_id")),
+        )
         .filter(rank__lte=EPISODES_PER_SESSION)
         .order_by("session_id", "occurred_at", "id")
     )
     by_session: dict[int, list[Any]] = {s.pk: [] for s in rows}
     for episode in episodes:
         by_session[episode.session_id].append(episode)
-    return [
-        SessionRow(session=s, episodes=by_session[s.pk], more=max(0, s.episode_count - len(by_session[s.pk])))
-        for s in rows
-    ]
+
+    def row(session: Session) -> SessionRow:
+        shown = by_session[session.pk]
+        first = shown[0].first_event if shown else None
+        last = shown[0].last_event if shown else None
+        return SessionRow(
+            session=session,
+            episodes=shown,
+            more=max(0, session.episode_count - len(shown)),
+            first_event=first or session.started_at,
+            last_event=last or first or session.last_event_at or session.started_at,
+        )
+
+    return [row(s) for s in rows]
 
 
 def subject_session_count(*, tenant: Tenant, subject: str) -> int:

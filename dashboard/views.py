@@ -57,6 +57,10 @@ def _in_its_scope(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
     return scoped
 
 
+# The one time base of the growth charts (dashboard.selectors.memory_growth), said on each of them.
+TIME_BASE = "by the week it happened (episode occurred, session started, fact observed)"
+
+
 def _labels_weeks(weeks: list[date]) -> list[str]:
     return [f"{w:%d %b}" for w in weeks]
 
@@ -91,12 +95,12 @@ def tenant_dashboard(request: HttpRequest, current: Tenant) -> HttpResponse:
         "totals": memory_totals(tenant=current),
         "backlogs": backlogs(tenant=current),
         "growth_chart": charts.bar_chart(
-            "Memory growth per week",
+            f"Episodes per week, {TIME_BASE}",
             _labels_weeks(growth.weeks),
             {"episodes": growth.episodes},
         ),
         "facts_chart": charts.bar_chart(
-            "New facts and sessions per week",
+            f"New facts and sessions per week, {TIME_BASE}",
             _labels_weeks(growth.weeks),
             {"facts": growth.facts, "sessions": growth.sessions},
         ),
@@ -107,6 +111,7 @@ def tenant_dashboard(request: HttpRequest, current: Tenant) -> HttpResponse:
             "Facts written per day, by trigger", _labels_days(triggers.days), triggers.facts, legend=True
         ),
         "trigger_totals": triggers.totals,
+        "time_base": TIME_BASE,
         "hit_chart": charts.line_chart(
             "Memory hit rate per day", _labels_days(hits.days), {"hit rate": hits.daily}, percent=True, y_max=1.0
         ),
@@ -127,9 +132,10 @@ def subject_dashboard(request: HttpRequest, current: Tenant, subject: str) -> Ht
     spans = [
         charts.Span(
             label=row.session.external_id,
-            start=row.session.started_at,
-            # The last event, not the end call: an import or a late end_session would stretch the bar.
-            end=row.session.last_event_at or row.session.ended_at or row.session.started_at,
+            # The conversation's own events: not the end call nor the summary written at it, which a
+            # seeded demo or an import makes today and would stretch every bar to now.
+            start=row.first_event or row.session.started_at,
+            end=row.last_event or row.session.started_at,
             size=row.session.episode_count,
             outcome=row.session.outcome or ("" if row.session.status == "open" else "unknown"),
             href=f"#session-{row.session.pk}",
@@ -156,14 +162,15 @@ def subject_dashboard(request: HttpRequest, current: Tenant, subject: str) -> Ht
             "Memory hit rate per day", _labels_days(hits.days), {"hit rate": hits.daily}, percent=True, y_max=1.0
         ),
         "trigger_totals": triggers.totals,
+        "time_base": TIME_BASE,
         "growth_chart": charts.bar_chart(
-            "Episodes and facts per week",
+            f"Episodes and facts per week, {TIME_BASE}",
             _labels_weeks(growth.weeks),
             {"episodes": growth.episodes, "facts": growth.facts},
         ),
-        "first_seen": timeline[-1].session.started_at if timeline else None,
-        # The last event, as on the chart: the header names both ends of what is shown.
-        "last_seen": (timeline[0].session.last_event_at or timeline[0].session.started_at) if timeline else None,
+        # The first and last events, as on the chart: the header names both ends of what is shown.
+        "first_seen": min(s.start for s in spans) if spans else None,
+        "last_seen": max(s.end for s in spans) if spans else None,
         "session_total": subject_session_count(tenant=current, subject=subject),
         "outcomes": _outcome_counts(timeline),
     }

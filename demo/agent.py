@@ -203,6 +203,8 @@ class ScriptedAgent:
                 state.session,
                 outcome=state.conv.outcome,
                 outcome_signal=1.0,
+                # When the scripted conversation ended, not when the demo was seeded.
+                ended_at=state.at(len(state.transcript)),
                 idempotency_key=_key(state.session, "end"),
             )
 

@@ -13,14 +13,16 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from episodic.models import Episode, Session
+from episodic.models import Episode, Session, SessionStatus
 from tenants.admin import (
     InputFilter,
     ReadOnlyAdminMixin,
     SubjectFilter,
     TenantOwnedAdmin,
+    breakable,
     operator_tenant_ids,
     search_text_or_exact,
+    timestamp_column,
 )
 
 
@@ -51,18 +53,8 @@ class ReadOnlyAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
 @admin.register(Session)
 class SessionAdmin(ReadOnlyAdmin):
-    list_display = (
-        "external_id",
-        "subject_link",
-        "agent",
-        "status",
-        "outcome",
-        "outcome_signal",
-        "episode_count",
-        "started_at",
-        "ended_at",
-        "tenant",
-    )
+    # The agent and the outcome's signal are on the session's page (issue 44: fits 1280 px).
+    list_display = ("session_id", "subject_link", "outcome_shown", "episode_count", "started", "ended", "tenant")
     list_filter = ("status", "outcome", SubjectFilter)
     search_fields = ("=external_id", "=subject", "=agent")
     date_hierarchy = "started_at"
@@ -87,6 +79,18 @@ class SessionAdmin(ReadOnlyAdmin):
     )
     readonly_fields = fields
 
+    @admin.display(description="session", ordering="external_id")
+    def session_id(self, obj: Session) -> str:
+        return breakable(obj.external_id)
+
+    started = timestamp_column("started_at", "started")
+    ended = timestamp_column("ended_at", "ended")
+
+    @admin.display(description="outcome", ordering="outcome")
+    def outcome_shown(self, obj: Session) -> str:
+        # An open session has no outcome yet; an ended one may have none recorded.
+        return obj.status if obj.status != SessionStatus.ENDED else obj.outcome or "ended"
+
     @admin.display(description="subject", ordering="subject")
     def subject_link(self, obj: Session) -> str:
         return dashboard_subject_link(obj.tenant.slug, obj.subject)
@@ -99,20 +103,9 @@ class SessionAdmin(ReadOnlyAdmin):
 
 @admin.register(Episode)
 class EpisodeAdmin(ReadOnlyAdmin):
-    list_display = (
-        "id",
-        "occurred_at",
-        "session_link",
-        "subject",
-        "kind",
-        "role",
-        "content_short",
-        "outcome",
-        "token_count",
-        "embedded",
-        "tenant",
-    )
-    list_display_links = ("id",)
+    # The id, the outcome and the token count are on the episode's page (issue 44: fits 1280 px).
+    list_display = ("occurred", "session_link", "subject", "kind_role", "content_short", "embedded", "tenant")
+    list_display_links = ("occurred",)
     list_filter = (
         "kind",
         "outcome",
@@ -155,7 +148,13 @@ class EpisodeAdmin(ReadOnlyAdmin):
     @admin.display(description="session", ordering="session__external_id")
     def session_link(self, obj: Episode) -> str:
         url = reverse("admin:episodic_session_change", args=[obj.session_id])
-        return format_html('<a href="{}">{}</a>', url, obj.session.external_id)
+        return format_html('<a href="{}">{}</a>', url, breakable(obj.session.external_id))
+
+    occurred = timestamp_column("occurred_at", "occurred")
+
+    @admin.display(description="kind", ordering="kind")
+    def kind_role(self, obj: Episode) -> str:
+        return f"{obj.kind} · {obj.role}" if obj.role else obj.kind
 
     @admin.display(description="content")
     def content_short(self, obj: Episode) -> str:

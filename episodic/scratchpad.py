@@ -339,15 +339,16 @@ def _append_summary(
 
 @transaction.atomic
 def scratchpad_summarise(
-    *, tenant: Tenant, session_external_id: str, reason: ScratchpadSummaryReason
+    *, tenant: Tenant, session_external_id: str, reason: ScratchpadSummaryReason, at: datetime | None = None
 ) -> Episode | None:
-    """Turn the live scratchpad into a `summary` episode of its session and drop it once the episode is
-    committed (if nobody wrote to it meanwhile). None when there is no scratchpad."""
+    """Turn the live scratchpad into a `summary` episode of its session (dated now, or `at`: when a
+    replayed session ended) and drop it once the episode is committed (if nobody wrote to it
+    meanwhile). None when there is no scratchpad."""
     session = _require_session(tenant, session_external_id, writing=True)
     pad = _read(tenant, session_external_id)
     if pad is None:
         return None
-    episode = _append_summary(tenant=tenant, session=session, pad=pad, reason=reason, occurred_at=timezone.now())
+    episode = _append_summary(tenant=tenant, session=session, pad=pad, reason=reason, occurred_at=at or timezone.now())
     member = _member(tenant.id, session_external_id)
     version, generation = pad.version, pad.generation
     transaction.on_commit(lambda: _delete_if_unchanged(member, version, generation))

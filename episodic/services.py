@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -312,12 +312,23 @@ def _check_outcome(outcome: str | None, outcome_signal: float | None) -> None:
         raise ValidationProblem.at("/outcome_signal", "Must be a finite number.")
 
 
+# A client's clock may run a little ahead of the server's.
+END_CLOCK_SKEW = timedelta(minutes=5)
+
+
 def session_lock_for_end(
-    *, tenant: Tenant, external_id: str, outcome: str | None, outcome_signal: float | None
+    *,
+    tenant: Tenant,
+    external_id: str,
+    outcome: str | None,
+    outcome_signal: float | None,
+    ended_at: datetime | None = None,
 ) -> tuple[Session, bool]:
     """The session to end, locked until the transaction ends, and whether it has already ended with
-    this outcome (a retry, which changes nothing). Ended with another outcome: 409. Call inside a
-    transaction (consolidation.sessions.session_close is the one caller that orchestrates the end)."""
+    this outcome (a retry, which changes nothing). Ended with another outcome: 409. `ended_at`, when a
+    replay or an import says when the session ended, may not lie before its last event nor in the
+    future. Call inside a transaction (consolidation.sessions.session_close is the one caller that
+    orchestrates the end)."""
     _check_outcome(outcome, outcome_signal)
     check_session_id(external_id)
     owner = Session.objects.filter(external_id=external_id).values_list("subject", flat=True).first()
@@ -335,18 +346,31 @@ def session_lock_for_end(
         raise Conflict(
             f"Session {external_id!r} already ended with outcome {session.outcome!r} ({session.outcome_signal})."
         )
+    if ended_at is not None:
+        if ended_at > timezone.now() + END_CLOCK_SKEW:
+            raise ValidationProblem.at("/ended_at", f"ended_at {ended_at.isoformat()} is in the future.")
+        if session.last_event_at is not None and ended_at < session.last_event_at:
+            raise ValidationProblem.at(
+                "/ended_at", f"ended_at is before the session's last event ({session.last_event_at.isoformat()})."
+            )
     return session, False
 
 
 def session_mark_ended(
-    *, session: Session, outcome: str | None, outcome_signal: float | None, appended: bool = False
+    *,
+    session: Session,
+    outcome: str | None,
+    outcome_signal: float | None,
+    appended: bool = False,
+    ended_at: datetime | None = None,
 ) -> Session:
-    """Record the end of a session locked by session_lock_for_end; `appended` when episodes were added
-    to it since it was locked (its counters moved in the database)."""
+    """Record the end of a session locked by session_lock_for_end, now or at `ended_at` (checked
+    there); `appended` when episodes were added to it since it was locked (its counters moved in the
+    database)."""
     if appended:
         session.refresh_from_db(fields=["episode_count", "last_event_at", "started_at"])
     session.status = SessionStatus.ENDED
-    session.ended_at = timezone.now()
+    session.ended_at = ended_at or timezone.now()
     session.outcome = outcome
     session.outcome_signal = None if outcome_signal is None else float(outcome_signal)
     session.save(update_fields=["status", "ended_at", "outcome", "outcome_signal"])

@@ -17,7 +17,7 @@ from django.utils.text import Truncator
 from core.errors import DomainError
 from procedural.models import Procedure, ProcedureEvent, ProcedureOutcome, ProcedureStatus
 from procedural.services import procedure_approve, procedure_deprecate, procedure_reactivate
-from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin
+from tenants.admin import InputFilter, ReadOnlyAdminMixin, TenantOwnedAdmin, breakable, stacked, timestamp_column
 from tenants.scope import tenant_scope
 
 RECENT_OUTCOMES = 20
@@ -51,23 +51,9 @@ class ProcedureEventInline(admin.TabularInline):
 
 @admin.register(Procedure)
 class ProcedureAdmin(TenantOwnedAdmin):
-    list_display = (
-        "name",
-        "status",
-        "source",
-        "agent",
-        "version",
-        "is_current",
-        "applications",
-        "successes",
-        "failures",
-        "success_rate",
-        "window",
-        "confidence",
-        "last_applied_at",
-        "status_changed_at",
-        "tenant",
-    )
+    # The counts behind the rates, the source, the agent and the dates of a decision are on the
+    # procedure's page (issue 44: fits 1280 px).
+    list_display = ("name", "status_shown", "success_rate", "window", "confidence_shown", "last_applied", "tenant")
     list_filter = ("status", "source", "is_current", AgentFilter)
     search_fields = ("name", "trigger_text", "behaviour")
     ordering = ("-created_at", "-id")
@@ -117,7 +103,18 @@ class ProcedureAdmin(TenantOwnedAdmin):
     @admin.display(description="success rate")
     def success_rate(self, obj: Procedure) -> str:
         judged = obj.successes + obj.failures
-        return f"{obj.successes / judged:.0%}" if judged else "-"
+        return f"{obj.successes / judged:.0%} of {judged}" if judged else "-"
+
+    last_applied = timestamp_column("last_applied_at", "last applied")
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, obj: Procedure) -> str:
+        version = f"v{obj.version}" if obj.is_current else f"v{obj.version}, replaced"
+        return stacked(obj.get_status_display(), version)
+
+    @admin.display(description="confidence", ordering="confidence")
+    def confidence_shown(self, obj: Procedure) -> str:
+        return f"{obj.confidence:.2f}"
 
     @admin.display(description="since (re)activation")
     def window(self, obj: Procedure) -> str:
@@ -174,7 +171,7 @@ class ProcedureAdmin(TenantOwnedAdmin):
 
 @admin.register(ProcedureOutcome)
 class ProcedureOutcomeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
-    list_display = ("recorded_at", "procedure_link", "applied", "success", "signal", "session_external_id", "tenant")
+    list_display = ("recorded", "procedure_link", "applied", "success", "session", "tenant")
     list_filter = ("applied", "success", ("recorded_at", admin.DateFieldListFilter))
     list_select_related = ("tenant", "procedure")  # type: ignore[assignment]
     search_fields = ("=session_external_id",)
@@ -184,6 +181,12 @@ class ProcedureOutcomeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ProcedureOutcome]:
         return super().get_queryset(request).defer("procedure__trigger_embedding")
+
+    recorded = timestamp_column("recorded_at", "recorded")
+
+    @admin.display(description="session", ordering="session_external_id")
+    def session(self, obj: ProcedureOutcome) -> str:
+        return breakable(obj.session_external_id) or "-"
 
     @admin.display(description="procedure")
     def procedure_link(self, obj: ProcedureOutcome) -> str:

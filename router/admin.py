@@ -14,7 +14,15 @@ from django.utils.text import Truncator
 
 from router.models import ContextFeedback, ContextTrace, ValueModel, ValueModelState
 from router.value import model_serve, model_stop
-from tenants.admin import InputFilter, ReadOnlyAdminMixin, SubjectFilter, TenantOwnedAdmin
+from tenants.admin import (
+    InputFilter,
+    ReadOnlyAdminMixin,
+    SubjectFilter,
+    TenantOwnedAdmin,
+    breakable,
+    stacked,
+    timestamp_column,
+)
 from tenants.scope import tenant_scope
 
 
@@ -25,26 +33,13 @@ class SessionFilter(InputFilter):
 
 
 def _rate(used: int | None, offered: int | None) -> str:
-    return f"{used / offered:.0%}" if offered and used is not None else "-"
+    return f"{used} of {offered} ({used / offered:.0%})" if offered and used is not None else "-"
 
 
 @admin.register(ContextTrace)
 class ContextTraceAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
-    list_display = (
-        "created_at",
-        "subject",
-        "session",
-        "agent",
-        "query_short",
-        "policy",
-        "total_tokens",
-        "latency_ms",
-        "offered_count",
-        "used",
-        "hit_rate",
-        "outcome",
-        "tenant",
-    )
+    # The agent, the policy, the latency and the items themselves are on the trace's page (issue 44).
+    list_display = ("created", "subject_session", "query_short", "token_total", "hit_rate", "outcome", "tenant")
     list_filter = (("created_at", admin.DateFieldListFilter), "policy", SubjectFilter, SessionFilter)
     ordering = ("-created_at",)
     show_full_result_count = False
@@ -89,11 +84,17 @@ class ContextTraceAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     def offered_count(self, obj: ContextTrace) -> int:
         return len(obj.offered_ids)
 
-    @admin.display(description="used")
-    def used(self, obj: Any) -> Any:
-        return obj.fb_used if obj.fb_used is not None else "-"
+    created = timestamp_column("created_at", "created")
 
-    @admin.display(description="hit rate")
+    @admin.display(description="tokens", ordering="total_tokens")
+    def token_total(self, obj: ContextTrace) -> int:
+        return obj.total_tokens
+
+    @admin.display(description="subject, session", ordering="subject")
+    def subject_session(self, obj: ContextTrace) -> str:
+        return stacked(obj.subject, breakable(obj.session))
+
+    @admin.display(description="used of offered")
     def hit_rate(self, obj: Any) -> str:
         return _rate(obj.fb_used, obj.fb_offered)
 
@@ -117,19 +118,9 @@ class ContextTraceAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
 @admin.register(ContextFeedback)
 class ContextFeedbackAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
-    list_display = (
-        "created_at",
-        "subject",
-        "session",
-        "trace_link",
-        "offered_count",
-        "used_count",
-        "hit_rate",
-        "outcome",
-        "signal",
-        "asked_to_repeat",
-        "tenant",
-    )
+    # The signal and the items used are on the feedback's page (issue 44); "asked to repeat" is said
+    # with the outcome.
+    list_display = ("created", "subject_session", "trace_link", "hit_rate", "outcome_shown", "tenant")
     list_filter = (
         "outcome",
         "asked_to_repeat",
@@ -160,7 +151,17 @@ class ContextFeedbackAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
         url = reverse("admin:router_contexttrace_change", args=[obj.trace_id])
         return format_html('<a href="{}">{}</a>', url, str(obj.trace_id)[:8])
 
-    @admin.display(description="hit rate")
+    @admin.display(description="subject, session", ordering="subject")
+    def subject_session(self, obj: ContextFeedback) -> str:
+        return stacked(obj.subject, breakable(obj.session))
+
+    created = timestamp_column("created_at", "created")
+
+    @admin.display(description="outcome", ordering="outcome")
+    def outcome_shown(self, obj: ContextFeedback) -> str:
+        return f"{obj.outcome}, asked to repeat" if obj.asked_to_repeat else obj.outcome
+
+    @admin.display(description="used of offered")
     def hit_rate(self, obj: ContextFeedback) -> str:
         return _rate(obj.used_count, obj.offered_count)
 
@@ -171,7 +172,7 @@ class ValueModelAdmin(TenantOwnedAdmin):
     and what serving measured; the switch (off: the formula serves; on: only a model whose estimate beat
     the formula)."""
 
-    list_display = ("version", "state", "estimate_short", "measured_short", "created_at", "tenant")
+    list_display = ("version", "state", "estimate_short", "measured_short", "created", "tenant")
     list_filter = ("state",)
     ordering = ("-created_at",)
     actions = ("switch_off", "switch_on")
@@ -196,6 +197,8 @@ class ValueModelAdmin(TenantOwnedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    created = timestamp_column("created_at", "created")
 
     @admin.display(description="estimate (used per context)")
     def estimate_short(self, obj: ValueModel) -> str:

@@ -46,8 +46,12 @@ from tenants.admin import (
     ReadOnlyAdminMixin,
     SubjectFilter,
     TenantOwnedAdmin,
+    breakable,
     operator_tenant_ids,
     search_text_or_exact,
+    stacked,
+    timestamp,
+    timestamp_column,
 )
 from tenants.models import Tenant, TenantSettings
 from tenants.scope import tenant_scope
@@ -181,18 +185,9 @@ class NeedsConfirmationFilter(admin.SimpleListFilter):
 @admin.register(Fact)
 class FactAdmin(TenantOwnedAdmin):
     form = FactEditForm
-    list_display = (
-        "statement_short",
-        "entity",
-        "attribute",
-        "value_short",
-        "status",
-        "confidence",
-        "category",
-        "subject",
-        "recorded_at",
-        "tenant",
-    )
+    # What an operator scans for: which fact, its value, whether it is believed and how firmly. The
+    # statement, category and the rest are on the fact's page (issue 44: fits 1280 px beside the filters).
+    list_display = ("fact_name", "value_short", "status_shown", "subject", "recorded", "tenant")
     list_filter = (
         "status",
         "category",
@@ -274,13 +269,19 @@ class FactAdmin(TenantOwnedAdmin):
             context.update(show_save=False, show_save_and_continue=False, show_save_and_add_another=False)
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
-    @admin.display(description="statement", ordering="statement")
-    def statement_short(self, obj: Fact) -> str:
-        return _short(obj.statement, 80)
+    recorded = timestamp_column("recorded_at", "recorded")
+
+    @admin.display(description="fact", ordering="entity")
+    def fact_name(self, obj: Fact) -> str:
+        return breakable(f"{obj.entity}.{obj.attribute}")
 
     @admin.display(description="value", ordering="value")
     def value_short(self, obj: Fact) -> str:
-        return _short(_shown_value(obj.value), 40)
+        return _short(_shown_value(obj.value), 80)
+
+    @admin.display(description="status, confidence", ordering="status")
+    def status_shown(self, obj: Fact) -> str:
+        return stacked(obj.get_status_display(), f"{obj.confidence:.2f}")
 
     @admin.display(description="superseded by")
     def superseded_by_link(self, obj: Fact) -> str:
@@ -490,18 +491,10 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     """Fact changes, the audit: every change of every fact, who made it and why; supersessions can be
     reverted (through fact_revert, itself logged)."""
 
-    # Fits 1280 px beside the filters: old -> new in one column, the revert under the kind, a fixed
-    # table layout in which long values wrap (admin.css) instead of pushing actor and reason off-screen.
-    list_display = (
-        "when",
-        "fact_link",
-        "kind_and_revert",
-        "change",
-        "actor",
-        "reason_short",
-        "sources",
-        "tenant",
-    )
+    # Fits 1280 px beside the sidebar and the filters: when and by whom in one column, old -> new in
+    # another, the revert under the kind, identifiers that wrap at their dots and colons; the source
+    # episodes are on the change's page.
+    list_display = ("when", "fact_link", "kind_and_revert", "change", "reason_short", "tenant")
     list_filter = (
         "kind",
         "actor_type",
@@ -571,7 +564,7 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
     @admin.display(description="fact")
     def fact_link(self, obj: FactChange) -> str:
         url = reverse("admin:semantic_fact_change", args=[obj.fact_id])
-        return format_html('<a href="{}">{}.{}</a>', url, obj.fact.entity, obj.fact.attribute)
+        return format_html('<a href="{}">{}</a>', url, breakable(f"{obj.fact.entity}.{obj.fact.attribute}"))
 
     @admin.display(description="related fact")
     def related_fact_link(self, obj: FactChange) -> str:
@@ -583,16 +576,13 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
             obj.related_fact_id,
         )
 
-    class Media:
-        css = {"all": ("engram/admin.css",)}
-
     @admin.display(description="kind", ordering="kind")
     def kind_and_revert(self, obj: FactChange) -> str:
         return format_html("{}<br>{}", obj.get_kind_display(), self.revert_button(obj))
 
-    @admin.display(description="when", ordering="created_at")
+    @admin.display(description="when, by", ordering="created_at")
     def when(self, obj: FactChange) -> str:
-        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M")
+        return stacked(timestamp(obj.created_at), self.actor(obj))
 
     @admin.display(description="old → new value")
     def change(self, obj: FactChange) -> str:
@@ -611,11 +601,11 @@ class FactChangeAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
     @admin.display(description="reason")
     def reason_short(self, obj: FactChange) -> str:
-        return _short(obj.reason, 48)
+        return breakable(_short(obj.reason, 48))
 
     @admin.display(description="actor", ordering="actor_type")
     def actor(self, obj: FactChange) -> str:
-        return f"{obj.actor_type}:{obj.actor_id}" if obj.actor_id else obj.actor_type
+        return breakable(f"{obj.actor_type}:{obj.actor_id}" if obj.actor_id else obj.actor_type)
 
     @admin.display(description="sources")
     def sources(self, obj: FactChange) -> str:
@@ -771,12 +761,18 @@ class EntityAliasAdmin(TenantOwnedAdmin):
     semantic.aliases); consolidation learns them per subject. An operator's alias wins."""
 
     form = EntityAliasForm
-    list_display = ("alias", "entity", "source", "subject", "created_by", "created_at", "tenant")
+    list_display = ("alias", "entity_shown", "source", "subject", "created", "tenant")
     list_filter = ("source", AliasEntityFilter, SubjectFilter)
     search_fields = ("alias",)
     search_help_text = "An exact alias or entity."
     ordering = ("-created_at",)
     readonly_fields = ("source", "subject", "source_episode_id", "created_by", "created_at", "updated_at")
+
+    created = timestamp_column("created_at", "created")
+
+    @admin.display(description="entity", ordering="entity")
+    def entity_shown(self, obj: EntityAlias) -> str:
+        return breakable(obj.entity)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str

@@ -127,6 +127,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Dates in ISO order and a 24-hour clock (config/formats/en/formats.py).
+FORMAT_MODULE_PATH = "config.formats"
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"

@@ -137,3 +137,14 @@ def test_legend_shows_when_asked_or_for_several_series() -> None:
     assert 'class="legend">session_ended<' not in charts.bar_chart("t", ["a"], {"session_ended": [1]})
     assert 'class="legend">session_ended<' in charts.bar_chart("t", ["a"], {"session_ended": [1]}, legend=True)
     assert 'class="legend">b<' in charts.bar_chart("t", ["a"], {"a": [1], "b": [2]})
+
+
+def test_a_line_with_one_point_says_that_it_is_one_point() -> None:
+    """A lone dot reads as a trend of nothing: the chart names the day and the value instead."""
+    one = charts.line_chart("hit rate", ["01 Dec", "02 Dec", "03 Dec"], {"r": [None, 0.04, None]}, percent=True)
+    root = _parse(one)
+    _inside(root)
+    notes = [t.text for t in root.iter(f"{SVG}text") if t.attrib.get("class") == "note"]
+    assert notes == ["one day with data so far: 02 Dec, 4%"]
+    two = charts.line_chart("hit rate", ["01 Dec", "02 Dec"], {"r": [0.5, 0.04]}, percent=True)
+    assert 'class="note"' not in two

@@ -4,6 +4,7 @@ conversation, backlogs; and its pages cost a fixed number of queries, however mu
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -29,7 +30,9 @@ from tests.factories.admin import Memory, build_history
 pytestmark = pytest.mark.django_db
 
 
-def test_growth_counts_episodes_sessions_and_facts_in_their_week(memory_a: Memory) -> None:
+def test_growth_counts_episodes_sessions_and_facts_in_the_week_they_occurred(memory_a: Memory) -> None:
+    """One time base for every series: when it happened (an episode occurred, a session started, a
+    fact was observed), not when Engram stored it: an import of old conversations is old memory."""
     tenant = memory_a.tenant
     now = timezone.now()
     with tenant_scope(tenant):
@@ -42,7 +45,8 @@ def test_growth_counts_episodes_sessions_and_facts_in_their_week(memory_a: Memor
                     subject="zed",
                     kind="message",
                     content=f"w{weeks_ago} {i}",
-                    created_at=now - timedelta(weeks=weeks_ago),
+                    occurred_at=now - timedelta(weeks=weeks_ago),
+                    created_at=now,  # stored today, as an import stores them
                     content_hash=hashlib.sha256(f"w{weeks_ago} {i}".encode()).hexdigest(),
                 )
         growth = memory_growth(tenant=tenant, weeks=8, subject="zed")
@@ -50,8 +54,17 @@ def test_growth_counts_episodes_sessions_and_facts_in_their_week(memory_a: Memor
     assert growth.episodes[-1 - 3] == 2 and growth.episodes[-1 - 5] == 4
     assert sum(growth.episodes) == 6 and growth.sessions[-1] == 1
     assert sum(everyone.episodes) == 6 + len(memory_a.episodes)
-    assert sum(everyone.facts) == 3  # Paris, Berlin and Acme Corp, all recorded this week
+    # Paris (observed 6 days ago), Berlin (4 days ago) and Acme Corp (2 days ago), by their source episodes.
+    assert sum(everyone.facts) == 3
+    weeks = {w: n for w, n in zip(everyone.weeks, everyone.facts, strict=True) if n}
+    observed = [f.valid_from.date() for f in (memory_a.old_fact, memory_a.new_fact, memory_a.pending_fact) if f]
+    assert sum(weeks.values()) == 3 and all(any(w <= d < w + timedelta(days=7) for w in weeks) for d in observed)
     assert [w.weekday() for w in growth.weeks] == [0] * 8
+
+
+def test_growth_charts_say_their_time_base(op_client: Client, memory_a: Memory) -> None:
+    body = op_client.get("/dashboard/tenant-a/").content.decode()
+    assert body.count("by the week it happened") >= 2
 
 
 def test_triggers_are_counted_per_day_and_trigger(memory_a: Memory) -> None:
@@ -118,6 +131,68 @@ def test_subject_facts_carry_sources_and_history(memory_a: Memory) -> None:
     assert [row.fact.value for row in facts["pending"]] == ["Acme Corp"]
     assert [row.fact.value for row in facts["past"]] == ["Paris"]
     assert facts["past"][0].changes >= 2  # created, then superseded
+
+
+def _summary(session: Session, at: Any) -> Episode:
+    """The summary consolidation writes when a session ends: an episode at the time of the end."""
+    return Episode.objects.create(
+        tenant=session.tenant, session=session, subject=session.subject, kind="summary", role="system",
+        content=f"summary of {session.external_id}", occurred_at=at,
+        content_hash=hashlib.sha256(f"summary {session.external_id}".encode()).hexdigest(),
+    )  # fmt: skip
+
+
+def test_a_session_runs_from_its_first_to_its_last_event_not_to_its_summary(memory_a: Memory) -> None:
+    """A demo seeded (or a history imported) today ends its sessions today; their summaries carry that
+    time. The timeline draws each session over the events of the conversation only."""
+    first_session = memory_a.sessions[0]
+    with tenant_scope(memory_a.tenant):
+        _summary(first_session, timezone.now())
+        timeline = subject_timeline(tenant=memory_a.tenant, subject="alice")
+    row = timeline[-1]
+    assert row.session == first_session
+    assert (row.first_event, row.last_event) == (memory_a.episodes[0].occurred_at, memory_a.episodes[1].occurred_at)
+
+
+def test_the_session_line_and_the_chart_name_both_ends_with_their_dates(op_client: Client, memory_a: Memory) -> None:
+    tenant = memory_a.tenant
+    night = timezone.now().replace(hour=23, minute=50, second=0, microsecond=0) - timedelta(days=1)
+    with tenant_scope(tenant):
+        session = Session.objects.create(
+            tenant=tenant, external_id="night", subject="alice", status="ended", outcome="success",
+            started_at=night, last_event_at=timezone.now(), ended_at=timezone.now(), episode_count=2,
+        )  # fmt: skip
+        for minutes, text in ((0, "still up?"), (40, "yes, the migration is running")):
+            Episode.objects.create(
+                tenant=tenant, session=session, subject="alice", kind="message", role="user", content=text,
+                occurred_at=night + timedelta(minutes=minutes), content_hash=hashlib.sha256(text.encode()).hexdigest(),
+            )  # fmt: skip
+        _summary(session, timezone.now())
+    body = op_client.get("/dashboard/tenant-a/subjects/alice/").content.decode()
+    end = night + timedelta(minutes=40)
+    assert f"{night:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M}" in body  # the line of the session, both dates
+    assert f"night: {night:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M}" in body  # the bar's tip
+
+
+def test_rates_are_percent_and_the_outcome_pills_have_a_legend(op_client: Client, memory_a: Memory) -> None:
+    for url in ("/dashboard/tenant-a/", "/dashboard/tenant-a/subjects/alice/"):
+        body = op_client.get(url).content.decode()
+        assert 'id="outcome-legend"' in body, url
+    tenant_page = op_client.get("/dashboard/tenant-a/").content.decode()
+    assert '<b id="hit-rate-overall">25%</b>' in tenant_page  # 1 of 4 offered items used
+
+
+def test_the_tenant_chooser_names_a_tenant_once(client: Client, tenant_a: Any, tenant_b: Any) -> None:
+    from tests.factories.admin import make_operator
+
+    tenant_a.name, tenant_a.slug = "attack", "attack"
+    tenant_a.save(update_fields=["name", "slug"])
+    operator: Any = make_operator("op-two", tenant_a, tenant_b)
+    client.force_login(operator)
+    body = client.get("/dashboard/").content.decode()
+    item = re.search(r'<li><a href="/dashboard/attack/">attack</a>(.*?)</li>', body)
+    assert item is not None and "attack" not in item.group(1)  # the name, not the slug again
+    assert tenant_b.slug in body and tenant_b.name in body
 
 
 def test_subject_timeline_is_newest_first_with_episodes_in_order(memory_a: Memory) -> None:

@@ -151,6 +151,6 @@ def test_operator_of_two_tenants_chooses_and_sees_both(client: Client, memory_a:
 
 def test_superuser_sees_every_tenant(client: Client, memory_a: Memory, memory_b: Memory) -> None:
     client.force_login(get_user_model().objects.create_superuser("root", "root@localhost", "pw"))
-    body = client.get("/admin/semantic/factchange/").content.decode()
+    body = client.get("/admin/semantic/factchange/").content.decode().replace("<wbr>", "")  # wrap points
     assert "alice.city" in body and "bob.city" in body
     assert client.get(f"/dashboard/{memory_b.tenant.slug}/").status_code == 200

@@ -231,11 +231,14 @@ def test_revert_needs_the_change_fact_permission(client: Client, memory_a: Memor
 
 
 def test_audit_filters_by_entity_attribute_kind_and_fact(op_client: Client, memory_a: Memory) -> None:
-    body = op_client.get(f"{AUDIT}?entity=alice&attribute=city&kind__exact=superseded").content.decode()
+    def text(url: str) -> str:
+        return op_client.get(url).content.decode().replace("<wbr>", "")  # the fact's wrap points
+
+    body = text(f"{AUDIT}?entity=alice&attribute=city&kind__exact=superseded")
     assert f"{memory_a.supersession_id}/revert/" in body
-    assert "alice.employer" not in body
-    assert "revert/" not in op_client.get(f"{AUDIT}?entity=nobody").content.decode()
-    by_fact = op_client.get(f"{AUDIT}?fact={memory_a.pending_fact.id}").content.decode()
+    assert "alice.city" in body and "alice.employer" not in body
+    assert "revert/" not in text(f"{AUDIT}?entity=nobody")
+    by_fact = text(f"{AUDIT}?fact={memory_a.pending_fact.id}")
     assert "alice.employer" in by_fact and "alice.city" not in by_fact
     assert op_client.get(f"{AUDIT}?fact=not-a-uuid").status_code == 200
 

@@ -5,6 +5,7 @@ reports and cleans up. Runs a part of the script (the whole one takes minutes) a
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
 
 from consolidation.models import ConsolidationRun
@@ -19,7 +21,7 @@ from demo import script
 from demo.agent import ScriptedAgent, session_id, totals
 from demo.runner import demo_start, engram_for, seed_demo
 from demo.script import ANA, BEN, USERS
-from episodic.models import Episode
+from episodic.models import Episode, EpisodeKind, Session
 from router.models import ContextFeedback
 from semantic.models import Fact
 from tenants.models import Tenant
@@ -116,6 +118,15 @@ def test_seed_demo_is_idempotent(
     with tenant_scope(tenant):
         episodes = Episode.objects.for_tenant(tenant).count()
         assert episodes > 0
+        # Each conversation ends when its script does (two minutes after its last turn), and its
+        # summaries are dated then: not at the moment of the seeding.
+        for session in Session.objects.for_tenant(tenant):
+            turns = Episode.objects.for_tenant(tenant).filter(session=session).exclude(kind=EpisodeKind.SUMMARY)
+            last_turn = max(e.occurred_at for e in turns)
+            assert session.ended_at == last_turn + timedelta(minutes=2), session.external_id
+            summaries = Episode.objects.for_tenant(tenant).filter(session=session, kind=EpisodeKind.SUMMARY)
+            assert all(e.occurred_at == session.ended_at for e in summaries)
+            assert session.ended_at < timezone.now() - timedelta(days=1)
     again = StringIO()
     call_command("seed_demo", "--tenant", tenant.slug, "--url", live_server.url, stdout=again)
     assert "already there" in again.getvalue()

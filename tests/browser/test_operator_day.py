@@ -58,7 +58,7 @@ def test_conflict_audit_fits_1280px_and_a_revert_is_confirmed_and_logged_once(
     assert table is not None and box is not None
     assert table["width"] <= box["width"] + 1, (table, box)
     inside(page, "#result_list .engram-revert", "#changelist .results")
-    inside(page, "#result_list td.field-actor", "#changelist .results")
+    inside(page, "#result_list .field-when", "#changelist .results")  # with the actor under the time
     inside(page, "#result_list td.field-reason_short", "#changelist .results")
 
     with tenant_scope(tenant):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from unittest import mock
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from episodic.models import Episode, EpisodeKind, Session, SessionStatus
 from episodic.scratchpad import scratchpad_get, scratchpad_put
 from tenants.scope import tenant_scope
-from tests.episodic.conftest import item, timeline
+from tests.episodic.conftest import T0, item, timeline
 
 pytestmark = pytest.mark.django_db
 
@@ -180,3 +181,41 @@ def test_a_session_that_ends_after_the_batch_read_it_still_refuses_the_batch(api
     with tenant_scope(tenant_a):
         assert Episode.objects.count() == 1
         assert Session.objects.get(external_id="s-1").episode_count == 1
+
+
+def test_a_replayed_session_ends_at_the_time_it_ended(
+    api_a, append, tenant_a, django_capture_on_commit_callbacks
+) -> None:
+    """An import or the demo replays old conversations: `ended_at` says when one ended, and the summary
+    of its scratchpad is dated then, not at the moment of the replay."""
+    append(tenant_a, timeline(3))  # T0, T0 + 1 min, T0 + 2 min
+    with tenant_scope(tenant_a):
+        scratchpad_put(tenant=tenant_a, session_external_id="s-1", document={"plan": "refund"})
+    ended = (T0 + timedelta(minutes=5)).isoformat()
+    with mock.patch("consolidation.tasks.consolidate_session.delay"):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api_a.post("/v1/sessions/s-1/end", {"outcome": "success", "ended_at": ended}, format="json")
+    assert response.status_code == 200, response.json()
+    assert datetime.fromisoformat(response.json()["ended_at"]) == T0 + timedelta(minutes=5)
+    with tenant_scope(tenant_a):
+        summary = Episode.objects.for_tenant(tenant_a).get(kind=EpisodeKind.SUMMARY)
+    assert summary.occurred_at == T0 + timedelta(minutes=5)
+
+
+@pytest.mark.parametrize(
+    ("ended_at", "says"),
+    [
+        ((T0 + timedelta(seconds=30)).isoformat(), "before the session's last event"),
+        ("2999-01-01T00:00:00Z", "in the future"),
+        ("yesterday", "wrong format"),
+    ],
+)
+def test_an_end_time_before_the_last_event_or_in_the_future_is_refused(
+    api_a, append, tenant_a, ended_at: str, says: str
+) -> None:
+    append(tenant_a, timeline(3))
+    response = api_a.post("/v1/sessions/s-1/end", {"outcome": "success", "ended_at": ended_at}, format="json")
+    assert response.status_code == 400, response.json()
+    assert response.json()["errors"][0]["pointer"] == "/ended_at" and says in response.json()["errors"][0]["detail"]
+    with tenant_scope(tenant_a):
+        assert Session.objects.for_tenant(tenant_a).get().status == SessionStatus.OPEN

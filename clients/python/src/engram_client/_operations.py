@@ -131,12 +131,13 @@ def session_end(
     *,
     outcome: str | None = None,
     outcome_signal: float | None = None,
+    ended_at: Timestamp | None = None,
     idempotency_key: str | None = None,
 ) -> Call[m.Session]:
     return Call(
         "POST",
         f"/v1/sessions/{_seg(session)}/end",
-        json=_body(outcome=outcome, outcome_signal=outcome_signal),
+        json=_body(outcome=outcome, outcome_signal=outcome_signal, ended_at=ended_at),
         idempotency_key=idempotency_key,
     )
 
