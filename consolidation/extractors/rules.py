@@ -768,8 +768,10 @@ _PURPOSE = (
 
 def _purpose_slot(purpose: str) -> str:
     words = [w for w in re.findall(r"[a-z]+", purpose.lower()) if w not in {"the", "my", "our", "all"}]
-    stems = [re.sub(r"(?:ing|ings|es|s)$", "", w) if len(w) > 4 else w for w in words]
-    return "_".join(stems)
+    # The singular of a plural noun, so that "diagrams" and "diagram" are one purpose; the words are
+    # otherwise kept as said ("packaging", "linting").
+    singular = [re.sub(r"(?<=[^s])s$", "", w) if len(w) > 3 else w for w in words]
+    return "_".join(singular)
 
 
 def _prefers_for(m: re.Match[str], subject: str) -> list[Found]:
@@ -896,7 +898,7 @@ RULES: list[Rule] = [
     (
         "employer",
         _p(
-            r"\bi (?:(?:now |still )?work|am (?:now )?working|(?:just |recently )?started (?:a new job|a job|working|work))"
+            r"\bi(?: (?:now |still )?work|(?:'m| am) (?:now )?working| (?:just |recently )?started (?:a new job|a job|working|work))"
             r" (?:at|for) " + _V + _END
         ),
         _employer,
