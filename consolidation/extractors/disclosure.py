@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from semantic.models import Cardinality, FactCategory
+from semantic.predicates import typed_spans
 from semantic.validation import is_fragment
 
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -214,7 +215,7 @@ _TRAILING_COMMENT = re.compile(
     r"|which (?:is|was|has been))\b.*$",
     re.IGNORECASE,
 )
-_CLAUSE_SPLIT = re.compile(r"\s*(?:[;:]|\s[-–—]\s|,\s*(?=(?:and |but |so )?(?:i|we|my|our)\b))\s*", re.IGNORECASE)
+_CLAUSE_SPLIT = re.compile(r"\s*(?:;|:(?!\d)|\s[-–—]\s|,\s*(?=(?:and |but |so )?(?:i|we|my|our)\b))\s*", re.IGNORECASE)
 _BRACKETED = re.compile(r"\s*\[[^\]]*\]\s*")
 # A subject the speaker left out: "Gonna continue my studies", "Been painting a lot".
 _ELIDED = re.compile(
@@ -317,6 +318,8 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
             continue
         words = clause.split()
         content = [w for w in re.findall(r"[a-z][a-z'-]+", clause.lower()) if w not in _STOP and len(w) > 2]
+        # A typed value is content of its own, however it is written ("42", "9:15", "€1,350", "Rotterdam").
+        content += [t.text for t in typed_spans(clause)]
         if len(content) < MIN_CONTENT_WORDS or len(words) > MAX_WORDS:
             continue
         attribute, category, confidence = _classify(clause)

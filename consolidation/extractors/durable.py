@@ -25,6 +25,7 @@ import re
 from datetime import datetime
 
 from semantic.models import Cardinality, FactCategory
+from semantic.predicates import current_value
 
 from .disclosure import Disclosure, resolve_dates, third_person
 
@@ -126,7 +127,10 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
     if len(re.findall(rf"(?<!\w){re.escape(speaker)}(?!\w)", statement)) > 1:
         return False
     if attribute in _CLAUSE_ATTRIBUTES:
-        if _DEICTIC.search(value) or _DELIBERATION.search(value) or _IMMEDIATE.search(value):
+        # "now" at the end of a state with a typed value tells the change ("uses Bitwarden now"), not
+        # an action of the moment ("heading out now").
+        immediate = _IMMEDIATE.search(value) and current_value(value, subject=speaker) is None
+        if _DEICTIC.search(value) or _DELIBERATION.search(value) or immediate:
             return False
         if _MOOD.match(value) or _TRANSIENT.search(value) or _VAGUE.search(value):
             return False

@@ -14,9 +14,12 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from functools import partial
 
+from core.lexicon import alternation
 from core.terms import terms
 from episodic.models import Episode
+from semantic import predicates
 from semantic.models import Cardinality, FactCategory
+from semantic.predicates import OTHER_PEOPLE
 from semantic.types import FactCandidate
 from semantic.validation import STATE_PHRASES, is_fragment
 from tenants.models import Tenant
@@ -26,6 +29,7 @@ from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .disclosure import disclose
 from .durable import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
 from .summary import extractive_summary, lines_outside_code
+from .typed import changed_things, typed_facts
 
 SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
 # Roles that are not a person speaking about themselves; any other role names the speaker ("Caroline").
@@ -91,8 +95,8 @@ _LIST_END = (
     r"(?=\s*(?:\.(?!\w)|[;!?]|,?\s*\band (?:i|we|i'm|we're|my|our)\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
 )
 
-# People other than the speaker, as a regex fragment.
-_SOMEONE_ELSES_WORDS = r"\b(?:" + lexicon.alternation("other_people.txt") + r")\b"
+# People other than the speaker, as a regex fragment (semantic/data/other_people.txt).
+_SOMEONE_ELSES_WORDS = r"\b(?:" + alternation(OTHER_PEOPLE) + r")\b"
 MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DATE = (
     rf"(?:(?:on|by|in|next|this)\s+)?(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
@@ -287,6 +291,12 @@ def _moved_to(m: re.Match[str], subject: str) -> list[Found]:
     if not value or _not_a_place(value):
         return []
     return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} lives in {value}.")]
+
+
+def _a_time_or_count(value: str) -> bool:
+    """A day, a time or a number is when or how much, never where something runs."""
+    typed = predicates.value_kind(value)
+    return typed is not None and typed.kind in {"date", "time", "count"}
 
 
 def _runs_on_attribute(where: str) -> tuple[str, str]:
@@ -902,7 +912,7 @@ RULES: list[Rule] = [
                 cardinality=Cardinality.SINGLE,
             )
             for v in [_clean_value(m.group("v"), max_words=4)]
-            if v
+            if v and not _a_time_or_count(v)
         ],
     ),
     (
@@ -1167,10 +1177,17 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
                 Found(d.attribute, d.value, d.category, d.confidence, d.statement, cardinality=d.cardinality)
                 for d in constraints(sentence, name=speaker, said_at=said_at)
                 or disclose(sentence, name=speaker, said_at=said_at)
+            ] or [
+                Found("about", value, FactCategory.OTHER, 0.6, statement, cardinality=Cardinality.MULTI)
+                for value, statement in changed_things(sentence, speaker=speaker, said_at=said_at)
             ]
         facts = durable_only(with_tool_slots(facts, tool_slots(sentence, speaker)), sentence=sentence, speaker=speaker)
         if facts and (left := [v for v, version, _ in replacements(sentence, speaker) if version is None]):
             facts = [f for f in facts if not _holds_only_left(f.value, left)]
+        facts = typed_facts(facts, sentence=sentence, speaker=speaker, said_at=said_at)
+        # A statement typed down to a value a slot of the same sentence holds restates the slot.
+        slotted = {f.value.lower() for f in facts if f.cardinality == Cardinality.SINGLE}
+        facts = [f for f in facts if not (f.attribute == "about" and f.value.lower() in slotted)]
         for fact in facts:
             key = (fact.attribute, fact.value.lower())
             if key not in seen:

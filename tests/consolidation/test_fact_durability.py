@@ -79,7 +79,7 @@ def test_the_assistants_explanations_state_nothing_about_the_subject() -> None:
         ("I'm on Python 3.12 locally.", "uses", "Python 3.12"),
         ("Our launch date is June 2nd.", "launch_date", "June 2nd"),
         ("I'm planning to migrate the API to FastAPI by March 15.", "plans", "migrate the API to FastAPI by March 15"),
-        ("I have a 2019 MacBook Pro with 16 GB of RAM.", "possessions", "has a 2019 MacBook Pro with 16 GB of RAM"),
+        ("I have a 2019 MacBook Pro with 16 GB of RAM.", "possessions", "2019 MacBook Pro"),
         ("My sister has lived in Lisbon for years.", "relations", "Lisbon"),
         ("I'm living in Berlin.", "location", "Berlin"),
         ("I prefer tabs over spaces.", "prefers", "tabs"),
