@@ -220,7 +220,9 @@ _BRACKETED = re.compile(r"\s*\[[^\]]*\]\s*")
 # A subject the speaker left out: "Gonna continue my studies", "Been painting a lot".
 _ELIDED = re.compile(
     r"^(?:(?P<going>gonna|going to|planning (?:to|on)|hoping to|trying to|thinking (?:of|about)|looking forward to|"
-    r"working on|off to)|(?P<been>been|just got|just finished|just started))\b",
+    r"working on|off to)|(?P<been>been|just got|just finished|just started)|"
+    r"(?P<changed>(?:just |finally |recently )?(?:switched|moved|upgraded|downgraded|changed|migrated|replaced|renamed|"
+    r"turned|relocated|swapped|started|joined)))\b",
     re.IGNORECASE,
 )
 # ... unless the subject left out is a dummy "it": "Been a while since we talked", "Gonna be a big change".
@@ -320,7 +322,9 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
         content = [w for w in re.findall(r"[a-z][a-z'-]+", clause.lower()) if w not in _STOP and len(w) > 2]
         # A typed value is content of its own, however it is written ("42", "9:15", "€1,350", "Rotterdam").
         content += [t.text for t in typed_spans(clause)]
-        if len(content) < MIN_CONTENT_WORDS or len(words) > MAX_WORDS:
+        # A change told with its value needs fewer words ("I just turned 40").
+        needed = MIN_CONTENT_WORDS - 1 if elided and elided.group("changed") else MIN_CONTENT_WORDS
+        if len(content) < needed or len(words) > MAX_WORDS:
             continue
         attribute, category, confidence = _classify(clause)
         statement = resolve_dates(third_person(clause, name), said_at)

@@ -100,6 +100,9 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
 
 # "The standup moved to 10:15", "The launch was pushed to May 19": in the speaker's own turn, a change
 # told of a thing of theirs named with "the".
+# A lead-in before the statement: "Starting next week, ...", "Quick update: ...".
+_LEAD_IN = re.compile(r"^(?:[\w'’-]+\s+){0,4}[\w'’-]+(?:,|:)\s+")
+_COPULA = re.compile(r"^\w+(?:\s+\w+){0,3}?\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:at|on|in|every|from|due)?\b", re.I)
 _THE_THING = re.compile(r"^(?:the|our|my)\s+(?P<rest>[a-z][\w'’ -]*\b.*)$", re.IGNORECASE)
 
 
@@ -108,9 +111,10 @@ def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> 
     without a pronoun ("The planning meeting moved to Thursdays"): the typed value it holds now and the
     sentence said of the speaker. Nothing for a question, a denial, a hypothesis, someone else's thing,
     an addition or the past."""
-    clause = sentence.strip().rstrip(".!")
+    clause = _LEAD_IN.sub("", sentence.strip().rstrip(".!"))
     m = _THE_THING.match(clause)
-    if m is None or "?" in sentence or not predicates.says_change(clause, subject=speaker):
+    # Said of a thing with "the", a change or a copula with its value ("The standup is at 9:30").
+    if m is None or "?" in sentence or not (predicates.says_change(clause, subject=speaker) or _COPULA.search(clause)):
         return []
     if (
         predicates.denies(clause)
