@@ -62,6 +62,19 @@ _TIME = re.compile(
 )
 _DAY = re.compile(rf"\b(?:{_WEEKDAY})s?\b|\b(?:{_MONTH})\b(?:\s+\d{{4}}\b)?", re.I)
 _YEAR = re.compile(r"(?<![\w.])(?:19|20)\d\d(?![\w.])")
+# An identifier written with hyphens, digits or a sigil: "us-east-1", "#backend-team", "@ana".
+_IDENTIFIER = re.compile(r"(?<![\w#@-])(?:[#@][\w-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*-\d[\w-]*)(?![\w-])")
+_NUMBER_WORD = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|a dozen|a couple of|half an?|an?"
+)
+_TIME_UNIT = "seconds?|minutes?|hours?|days?|weeks?|months?|years?"
+# A count in words: "three weeks", "five engineers"; "a" or "an" counts only a unit of time ("an hour").
+_COUNT_IN_WORDS = re.compile(
+    rf"\b(?:(?:{_NUMBER_WORD.replace('|half an?|an?', '')})(?:[ -](?P<unit>[a-z][a-z]+))|"
+    rf"(?:half an?|an?) (?P<time>{_TIME_UNIT}))\b",
+    re.I,
+)
 # One word of a name: a capital, a digit followed by letters ("1Password"), or a capital inside
 # ("iOS", "macOS"); dots, plus signs and hashes belong to it ("Fly.io", "C++", "C#").
 _NAME_WORD = r"(?:[A-Z](?:[\w.+#&-]|['’](?=[A-Z]))*[\w+#]|[A-Z]|\d+[A-Za-z][\w-]*|[a-z]+[A-Z][\w.-]*)"
@@ -96,19 +109,22 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
     def add(start: int, end: int, kind: str, unit: str = "") -> None:
         chunk = text[start:end]
         start += len(chunk) - len(chunk.lstrip())
-        end -= len(chunk) - len(chunk.rstrip())
+        end -= len(chunk) - len(chunk.rstrip(" \t.,;:"))
         if end > start and free(start, end):
             found.append(Typed(start, end, kind, text[start:end], unit))
 
+    for m in _IDENTIFIER.finditer(text):
+        add(*m.span(), "name")
     for m in _TIME.finditer(text):
         add(*m.span(), "time")
     names = list(_names(text, subject, function_words))
     for start, end, numbered in names:
         if numbered:
             add(start, end, "name")
+    for start, end, kind in value_spans(text):
+        if kind == "date" or (kind == "number" and _YEAR.fullmatch(text[start:end])):
+            add(start, end, "date")
     for m in _DAY.finditer(text):
-        add(*m.span(), "date")
-    for m in _YEAR.finditer(text):
         add(*m.span(), "date")
     for start, end, kind in value_spans(text):
         if kind == "number":
@@ -120,10 +136,30 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
                 add(start, end, "count")
             continue
         add(start, end, kind)
+    for m in _COUNT_IN_WORDS.finditer(text):
+        unit = m.group("unit") or m.group("time") or ""
+        if unit.lower() not in function_words:
+            add(*m.span(), "count", _singular(unit))
     for start, end, numbered in names:
         if not numbered:
             add(start, end, "name")
-    return sorted(found, key=lambda t: t.start)
+    return _joined(text, sorted(found, key=lambda t: t.start))
+
+
+def _joined(text: str, spans: list[Typed]) -> list[Typed]:
+    """A day and its time said together are one value ("Tuesdays at 6pm", "March 14 at 10:00")."""
+    out: list[Typed] = []
+    for t in spans:
+        if (
+            out
+            and out[-1].kind == "date"
+            and t.kind == "time"
+            and re.fullmatch(r"\s+(?:at\s+)?", text[out[-1].end : t.start])
+        ):
+            out[-1] = Typed(out[-1].start, t.end, "date", text[out[-1].start : t.end])
+            continue
+        out.append(t)
+    return out
 
 
 def _names(text: str, subject: str, function_words: frozenset[str]) -> list[tuple[int, int, bool]]:
@@ -139,7 +175,10 @@ def _names(text: str, subject: str, function_words: frozenset[str]) -> list[tupl
             words = words[1:]
         name = " ".join(words)
         end = start + len(name)
-        if not name or text[start:end] != name or name.lower() in MONTHS or name.lower() == subject.lower():
+        first = words[0].lower().rstrip("s") if words else ""
+        if not name or text[start:end] != name or name.lower() == subject.lower():
+            continue
+        if first in MONTHS or re.fullmatch(_WEEKDAY, first):  # a date, read as one
             continue
         if re.match(r"['’]s\b", text[end:]):  # whose thing it is
             continue
@@ -284,11 +323,15 @@ def adds(text: str) -> bool:
 OTHER_PEOPLE = _words("other_people.txt")
 
 
-def someone_elses(text: str) -> bool:
-    """The statement is about someone other than its subject: "her", "his", or a person named by a
-    noun for other people ("Ana's colleague keeps her notes in ...")."""
+def someone_elses(text: str, *, subject: str = "") -> bool:
+    """The statement is about someone other than its subject: "her", "his", a person named by a noun
+    for other people ("Ana's colleague keeps her notes in ..."), or another name's possessive ("Priya's
+    team uses ...")."""
     if re.search(r"\b(?:he|she|his|her|him)\b", text, re.I):
         return True
+    for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
+        if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
+            return True
     return bool(re.search(rf"\b(?:{lexicon.alternation(OTHER_PEOPLE)})\b", text, re.I))
 
 
@@ -309,7 +352,12 @@ def supersedes(
     old_typed, new_typed = value_kind(old_value), value_kind(new_value)
     if old_typed is None or new_typed is None or not same_kind(old_typed, new_typed):
         return False
-    if values_same(old_value, new_value) or adds(new_statement) or someone_elses(new_statement):
+    if (
+        values_same(old_value, new_value)
+        or adds(new_statement)
+        or hedges(new_statement)
+        or someone_elses(new_statement, subject=subject)
+    ):
         return False
     if names_left(new_statement, old_value, subject=subject):
         return similarity >= SIMILAR_NAMING_OLD
@@ -319,7 +367,7 @@ def supersedes(
     # "uses X", "has X": a relation of many values names no one thing; a new value adds to it.
     if (old_words and old_words <= open_verbs) or (new_words and new_words <= open_verbs):
         return False
-    if old_words == new_words:
+    if old_words and old_words == new_words:
         return True
     if says_change(new_statement, subject=subject):
         return similarity >= SIMILAR_WITH_CHANGE

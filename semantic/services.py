@@ -404,7 +404,7 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
     order = [i for i in np.argsort(-near)[:SAME_PREDICATE_POOL] if near[i] >= SAME_PREDICATE_FLOOR]
     if not order:
         return []
-    subject = fact.subject
+    subject = fact.entity  # whom the statements are about: the speaker named in them
     frames = embed_statements(
         [predicates.frame(fact.statement, subject=subject)]
         + [predicates.frame(rows[i].statement, subject=subject) for i in order]

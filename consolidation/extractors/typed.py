@@ -102,7 +102,7 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
 # told of a thing of theirs named with "the".
 # A lead-in before the statement: "Starting next week, ...", "Quick update: ...".
 _LEAD_IN = re.compile(r"^(?:[\w'’-]+\s+){0,4}[\w'’-]+(?:,|:)\s+")
-_COPULA = re.compile(r"^\w+(?:\s+\w+){0,3}?\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:at|on|in|every|from|due)?\b", re.I)
+_COPULA = re.compile(r"^\w+(?:\s+\w+){0,5}?\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:at|on|in|every|from|due)?\b", re.I)
 _THE_THING = re.compile(r"^(?:the|our|my)\s+(?P<rest>[a-z][\w'’ -]*\b.*)$", re.IGNORECASE)
 
 
