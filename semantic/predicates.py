@@ -364,12 +364,14 @@ def supersedes(
     old_words = content_words(frame(old_statement, subject=subject), subject=subject)
     new_words = content_words(frame(new_statement, subject=subject), subject=subject)
     open_verbs = _words("open_verbs.txt")
-    # "uses X", "has X": a relation of many values names no one thing; a new value adds to it.
-    if (old_words and old_words <= open_verbs) or (new_words and new_words <= open_verbs):
+    changed = says_change(new_statement, subject=subject)
+    # "uses X", "has X": a relation of many values names no one thing; a new value adds to it unless
+    # the later statement tells a change ("now uses Y", "switched to Y").
+    if ((old_words and old_words <= open_verbs) or (new_words and new_words <= open_verbs)) and not changed:
         return False
     if old_words and old_words == new_words:
         return True
-    if says_change(new_statement, subject=subject):
+    if changed:
         return similarity >= SIMILAR_WITH_CHANGE
     # Said plainly, each naming something the other does not ("starts work" and "finishes work"):
     # two predicates, however near they read.

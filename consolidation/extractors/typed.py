@@ -106,13 +106,29 @@ _COPULA = re.compile(r"^\w+(?:\s+\w+){0,5}?\s+(?:is|are)\s+(?:now\s+|still\s+)?(
 _THE_THING = re.compile(r"^(?:the|our|my)\s+(?P<rest>[a-z][\w'’ -]*\b.*)$", re.IGNORECASE)
 
 
+_BARE_THING = re.compile(r"^(?P<rest>[A-Z][a-z]+(?:\s+[a-z]+)?\s+.*)$")
+
+
+def _bare_thing(clause: str, speaker: str) -> re.Match[str] | None:
+    """A thing named without an article ("Standup moved to 10am", "Sprints got extended to three
+    weeks"), when the sentence tells a change to a count, a time, a date or an amount: a name there
+    would as likely be a person's ("Sam moved to Lisbon"), and is not read."""
+    m = _BARE_THING.match(clause)
+    if m is None or not predicates.says_change(clause, subject=speaker):
+        return None
+    typed = predicates.current_value(clause[0].lower() + clause[1:], subject=speaker)
+    return m if typed is not None and typed.kind in {"count", "time", "date", "amount"} else None
+
+
 def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tuple[str, str]]:
     """(value, statement) for a sentence of the speaker's that tells a change of a thing of theirs
     without a pronoun ("The planning meeting moved to Thursdays"): the typed value it holds now and the
     sentence said of the speaker. Nothing for a question, a denial, a hypothesis, someone else's thing,
     an addition or the past."""
     clause = _LEAD_IN.sub("", sentence.strip().rstrip(".!"))
-    m = _THE_THING.match(clause)
+    m = _THE_THING.match(clause) or _bare_thing(clause, speaker)
+    if m is not None and m.start("rest") == 0:  # the thing's own word opens the sentence: no name
+        clause = clause[0].lower() + clause[1:]
     # Said of a thing with "the", a change or a copula with its value ("The standup is at 9:30").
     if m is None or "?" in sentence or not (predicates.says_change(clause, subject=speaker) or _COPULA.search(clause)):
         return []
@@ -127,4 +143,5 @@ def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> 
     typed = predicates.current_value(clause, subject=speaker)
     if typed is None:
         return []
-    return [(typed.text, f"{speaker}'s {m.group('rest')}.")]
+    rest = m.group("rest")
+    return [(typed.text, f"{speaker}'s {rest[0].lower() + rest[1:]}.")]
