@@ -27,6 +27,11 @@ DATA = Path(__file__).resolve().parent / "data"
 # Facts of what happened (an event, a plan) stay true when a later value of the same kind is said: they
 # are neither superseded by the mechanism nor supersede anything.
 EVENT_ATTRIBUTES = frozenset({"experiences", "plans", "known_issues", "instructions", "constraints"})
+# The attributes an extractor gives a statement that fits no named slot (consolidation/extractors/
+# vocabulary.py): a fact of one of them may say the same thing as a fact of any attribute. Two named
+# attributes (a writer's "database" and "cache") are two predicates unless the later statement tells
+# a change.
+GENERIC_ATTRIBUTES = frozenset({"about", "relations", "possessions", "preferences", "uses", "likes", "prefers"})
 
 # The cosine of two frames (MiniLM, unit vectors) above which the later statement says the same thing
 # about the subject: when it names the earlier value as the one it left, when it uses the grammar of
@@ -136,10 +141,10 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
                 add(start, end, "count")
             continue
         add(start, end, kind)
-    for m in _COUNT_IN_WORDS.finditer(text):
-        unit = m.group("unit") or m.group("time") or ""
-        if unit.lower() not in function_words:
-            add(*m.span(), "count", _singular(unit))
+    for counted in _COUNT_IN_WORDS.finditer(text):
+        unit_word: str = counted.group("unit") or counted.group("time") or ""
+        if unit_word.lower() not in function_words:
+            add(*counted.span(), "count", _singular(unit_word))
     for start, end, numbered in names:
         if not numbered:
             add(start, end, "name")

@@ -409,9 +409,16 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
         [predicates.frame(fact.statement, subject=subject)]
         + [predicates.frame(rows[i].statement, subject=subject) for i in order]
     )
+    changed = predicates.says_change(fact.statement, subject=subject)
     changes: list[ChangeDraft] = []
     for i, vector in zip(order, frames[1:], strict=True):
         old = rows[i]
+        # Named attributes (a writer's "database" of many values, or its "database" and "cache") say
+        # what the fact is about: they accumulate, or are two predicates, unless the later statement
+        # tells a change.
+        named_apart = not ({old.attribute, fact.attribute} & predicates.GENERIC_ATTRIBUTES)
+        if named_apart and not changed:
+            continue
         similarity = float(np.dot(np.asarray(frames[0], dtype=np.float32), np.asarray(vector, dtype=np.float32)))
         if not predicates.supersedes(
             old_statement=old.statement,
