@@ -34,6 +34,7 @@ from core.embedding import embedding_cache
 from core.errors import Conflict, NotFound, ValidationProblem
 from core.terms import terms
 from episodic.models import Episode
+from semantic import predicates
 from semantic.history import ChangeDraft, change_log, sources_add
 from semantic.models import (
     ActorType,
@@ -50,7 +51,7 @@ from semantic.normalise import (
     normalise_entity,
     value_key,
 )
-from semantic.timeline import covers, place_single, seen_again, timeline_of, timeline_split
+from semantic.timeline import close, covers, place_single, seen_again, timeline_of, timeline_split
 from semantic.types import Actor, FactCandidate, UpsertAction, UpsertResult
 from semantic.validation import PreparedFact, allowed_categories, fact_prepare
 from semantic.values import values_conflict, values_same
@@ -299,6 +300,10 @@ def fact_upsert(
     result, changes = _insert(
         tenant=tenant, c=c, vector=vector, actor=actor, cardinality=cardinality, timeline=timeline, now=now
     )
+    closed = supersede_same_predicate(tenant=tenant, fact=result.fact, now=now)
+    changes += closed
+    if closed and result.action == "created":
+        result = UpsertResult(fact=result.fact, action="superseded", previous=closed[0].fact)
     change_log(
         tenant=tenant,
         fact=result.fact,
@@ -356,6 +361,101 @@ def _insert(
         fact.save()
     sources_add(tenant=tenant, fact=fact, episodes=c.episodes)
     return UpsertResult(fact=fact, action=action, previous=previous), changes
+
+
+# How many of the subject's facts, the nearest by statement, are read as the same predicate as a new one.
+SAME_PREDICATE_POOL = 8
+# Below this cosine of the statements themselves, two facts are not compared as predicates.
+SAME_PREDICATE_FLOOR = 0.35
+
+
+def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> list[ChangeDraft]:
+    """A new active fact read from what the subject said supersedes the subject's active facts that say
+    the same thing about them with another value of the same type (semantic.predicates.supersedes),
+    whatever their attributes: "replaced Kong with Envoy as our API gateway" closes "our API gateway is
+    Kong". Facts written through the API name their attribute and are left to it; events (experiences,
+    plans) neither supersede nor are superseded. Returns the changes to log."""
+    if (
+        fact.status != FactStatus.ACTIVE
+        or fact.origin != FactOrigin.EXTRACTED
+        or fact.attribute in predicates.EVENT_ATTRIBUTES
+        or fact.embedding is None
+        or predicates.value_kind(fact.value) is None
+    ):
+        return []
+    pool = (
+        Fact.objects.filter(
+            entity=fact.entity,
+            subject=fact.subject,
+            status=FactStatus.ACTIVE,
+            origin=FactOrigin.EXTRACTED,
+            valid_from__lt=fact.valid_from,
+            embedding__isnull=False,
+        )
+        .exclude(id=fact.id)
+        .exclude(attribute__in=predicates.EVENT_ATTRIBUTES)
+    )
+    if fact.cardinality == Cardinality.SINGLE:
+        pool = pool.exclude(attribute=fact.attribute)  # its own timeline has placed it
+    new_kind = predicates.value_kind(fact.value)
+    rows = [
+        f
+        for f in pool.only("id", "entity", "attribute", "value", "statement", "embedding", "subject", "valid_from")
+        if (old_kind := predicates.value_kind(f.value)) is not None
+        and new_kind is not None
+        and predicates.same_kind(old_kind, new_kind)
+        and not values_same(f.value, fact.value)
+    ]
+    if not rows:
+        return []
+    near = np.asarray([np.asarray(f.embedding, dtype=np.float32) for f in rows]) @ np.asarray(
+        fact.embedding, dtype=np.float32
+    )
+    order = [i for i in np.argsort(-near)[:SAME_PREDICATE_POOL] if near[i] >= SAME_PREDICATE_FLOOR]
+    if not order:
+        return []
+    subject = fact.entity  # whom the statements are about: the speaker named in them
+    frames = embed_statements(
+        [predicates.frame(fact.statement, subject=subject)]
+        + [predicates.frame(rows[i].statement, subject=subject) for i in order]
+    )
+    changed = predicates.says_change(fact.statement, subject=subject)
+    changes: list[ChangeDraft] = []
+    for i, vector in zip(order, frames[1:], strict=True):
+        old = rows[i]
+        # Named attributes (a writer's "database" of many values, or its "database" and "cache") say
+        # what the fact is about: they accumulate, or are two predicates, unless the later statement
+        # tells a change.
+        named_apart = not ({old.attribute, fact.attribute} & predicates.GENERIC_ATTRIBUTES)
+        if named_apart and not changed:
+            continue
+        similarity = float(np.dot(np.asarray(frames[0], dtype=np.float32), np.asarray(vector, dtype=np.float32)))
+        if not predicates.supersedes(
+            old_statement=old.statement,
+            old_value=old.value,
+            new_statement=fact.statement,
+            new_value=fact.value,
+            similarity=similarity,
+            subject=subject,
+        ):
+            continue
+        locked = lock_fact(tenant, old.id)
+        if locked.status != FactStatus.ACTIVE:
+            continue
+        old_status = close(locked, at=max(fact.valid_from, locked.valid_from), by=fact, now=now)
+        changes.append(
+            ChangeDraft(
+                fact=locked,
+                kind=FactChangeKind.SUPERSEDED,
+                reason=f"the same predicate said again with another value (frames at cosine {similarity:.2f}).",
+                old_value=locked.value,
+                new_value=fact.value,
+                old_status=old_status,
+                new_status=locked.status,
+                related_fact=fact,
+            )
+        )
+    return changes
 
 
 def facts_upsert(*, tenant: Tenant, candidates: Sequence[FactCandidate], actor: Actor) -> list[UpsertResult]:

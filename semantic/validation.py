@@ -17,6 +17,7 @@ from episodic.aliases import aliases_for
 from episodic.models import Episode
 from semantic.models import Cardinality, FactCategory, FactOrigin
 from semantic.normalise import ATTRIBUTE_MAX, normalise_attribute, normalise_entity, value_key
+from semantic.predicates import value_kind
 from semantic.types import FactCandidate
 from tenants.models import Tenant
 
@@ -77,7 +78,14 @@ def fact_value_is_fragment(value: str) -> bool:
     """A fact's value that is a fragment (`is_fragment`) and neither an identifier nor a state
     (STATE_PHRASES): such a fact is neither extracted (consolidation.services) nor served (router.policy)."""
     value = value.strip()
-    return not _IDENTIFIER.match(value) and not _STATE.match(value) and is_fragment(value)
+    if _IDENTIFIER.match(value) or _STATE.match(value):
+        return False
+    # A typed value stands alone: a count with its unit, an amount, a time or a date ("5 people",
+    # "€1,350", "9:15"); its statement says what it is of.
+    typed = value_kind(value)
+    if typed is not None and typed.kind in {"count", "amount", "time", "date"}:
+        return False
+    return is_fragment(value)
 
 
 # A value this long is a sentence, not the name of another entity.

@@ -228,3 +228,16 @@ def values_conflict(a: str, b: str) -> bool:
     typed_a = Counter(t for t in value_tokens(a) if t[0] != "word")
     typed_b = Counter(t for t in value_tokens(b) if t[0] != "word")
     return typed_a != typed_b or _names(a) != _names(b)
+
+
+def value_spans(text: str) -> list[tuple[int, int, str]]:
+    """The typed tokens of `text` (e-mail addresses, URLs, dates, amounts, phone numbers, versions,
+    numbers) as (start, end, kind) spans, in order; words are not among them."""
+    found: list[tuple[int, int, str]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            start, end = m.span()
+            if any(start < e and s < end for s, e, _ in found) or _typed(kind, m) is None:
+                continue
+            found.append((start, end, kind))
+    return sorted(found)

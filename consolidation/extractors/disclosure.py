@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from semantic.models import Cardinality, FactCategory
+from semantic.predicates import typed_spans
 from semantic.validation import is_fragment
 
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -214,12 +215,14 @@ _TRAILING_COMMENT = re.compile(
     r"|which (?:is|was|has been))\b.*$",
     re.IGNORECASE,
 )
-_CLAUSE_SPLIT = re.compile(r"\s*(?:[;:]|\s[-–—]\s|,\s*(?=(?:and |but |so )?(?:i|we|my|our)\b))\s*", re.IGNORECASE)
+_CLAUSE_SPLIT = re.compile(r"\s*(?:;|:(?!\d)|\s[-–—]\s|,\s*(?=(?:and |but |so )?(?:i|we|my|our)\b))\s*", re.IGNORECASE)
 _BRACKETED = re.compile(r"\s*\[[^\]]*\]\s*")
 # A subject the speaker left out: "Gonna continue my studies", "Been painting a lot".
 _ELIDED = re.compile(
     r"^(?:(?P<going>gonna|going to|planning (?:to|on)|hoping to|trying to|thinking (?:of|about)|looking forward to|"
-    r"working on|off to)|(?P<been>been|just got|just finished|just started))\b",
+    r"working on|off to)|(?P<been>been|just got|just finished|just started)|"
+    r"(?P<changed>(?:just |finally |recently )?(?:switched|moved|upgraded|downgraded|changed|migrated|replaced|renamed|"
+    r"turned|relocated|swapped|started|joined)))\b",
     re.IGNORECASE,
 )
 # ... unless the subject left out is a dummy "it": "Been a while since we talked", "Gonna be a big change".
@@ -317,7 +320,11 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
             continue
         words = clause.split()
         content = [w for w in re.findall(r"[a-z][a-z'-]+", clause.lower()) if w not in _STOP and len(w) > 2]
-        if len(content) < MIN_CONTENT_WORDS or len(words) > MAX_WORDS:
+        # A typed value is content of its own, however it is written ("42", "9:15", "€1,350", "Rotterdam").
+        content += [t.text for t in typed_spans(clause)]
+        # A change told with its value needs fewer words ("I just turned 40").
+        needed = MIN_CONTENT_WORDS - 1 if elided and elided.group("changed") else MIN_CONTENT_WORDS
+        if len(content) < needed or len(words) > MAX_WORDS:
             continue
         attribute, category, confidence = _classify(clause)
         statement = resolve_dates(third_person(clause, name), said_at)

@@ -25,6 +25,7 @@ import re
 from datetime import datetime
 
 from semantic.models import Cardinality, FactCategory
+from semantic.predicates import current_value, value_kind
 
 from .disclosure import Disclosure, resolve_dates, third_person
 
@@ -106,7 +107,8 @@ def value_is_complete(attribute: str, value: str) -> bool:
         return True
     if "`" in value or _VALUE_LEAD.match(value):
         return False
-    if attribute in _CLAUSE_ATTRIBUTES:
+    # A typed value ("May 19", "Envoy", "9:15") is no clause: the tests of a clause's words do not apply.
+    if attribute in _CLAUSE_ATTRIBUTES and value_kind(value) is None:
         return True
     tail = _ADVERB_TAIL.search(value)
     if tail and tail.group(1) not in _NOT_ADVERB:
@@ -125,8 +127,12 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
         return False
     if len(re.findall(rf"(?<!\w){re.escape(speaker)}(?!\w)", statement)) > 1:
         return False
-    if attribute in _CLAUSE_ATTRIBUTES:
-        if _DEICTIC.search(value) or _DELIBERATION.search(value) or _IMMEDIATE.search(value):
+    # A typed value ("May 19", "Envoy", "9:15") is no clause: the tests of a clause's words do not apply.
+    if attribute in _CLAUSE_ATTRIBUTES and value_kind(value) is None:
+        # "now" at the end of a state with a typed value tells the change ("uses Bitwarden now"), not
+        # an action of the moment ("heading out now").
+        immediate = _IMMEDIATE.search(value) and current_value(value, subject=speaker) is None
+        if _DEICTIC.search(value) or _DELIBERATION.search(value) or immediate:
             return False
         if _MOOD.match(value) or _TRANSIENT.search(value) or _VAGUE.search(value):
             return False

@@ -14,17 +14,22 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from functools import partial
 
+from core.lexicon import alternation
 from core.terms import terms
 from episodic.models import Episode
+from semantic import predicates
 from semantic.models import Cardinality, FactCategory
+from semantic.predicates import OTHER_PEOPLE
 from semantic.types import FactCandidate
 from semantic.validation import STATE_PHRASES, is_fragment
 from tenants.models import Tenant
 
+from . import lexicon
 from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .disclosure import disclose
 from .durable import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
 from .summary import extractive_summary, lines_outside_code
+from .typed import changed_things, typed_facts
 
 SPEAKER_ROLES = frozenset({"user", "human", "customer", "subject", ""})
 # Roles that are not a person speaking about themselves; any other role names the speaker ("Caroline").
@@ -42,142 +47,17 @@ def speaker_of(role: str, subject: str) -> str | None:
     return role.strip()
 
 
-# Known tools name the attribute they fill; anything else is a multi-valued "uses".
+# Known tools name the attribute they fill (data/tools.txt); anything else is a multi-valued "uses".
+# Tools whose names are also common words ("the rails", "a cursor", "render the page") are in the
+# sections "<slot> written as a name": they count only written as a name, with a capital.
+_BY_NAME = " written as a name"
 _KNOWN_TOOLS = {
-    "database": {
-        "postgresql",
-        "postgres",
-        "mysql",
-        "mariadb",
-        "mongodb",
-        "sqlite",
-        "oracle",
-        "cassandra",
-        "dynamodb",
-        "cockroachdb",
-        "sql server",
-        "mssql",
-        "snowflake",
-        "bigquery",
-        "clickhouse",
-        "supabase",
-    },
-    "cloud_provider": {
-        "aws",
-        "amazon web services",
-        "gcp",
-        "google cloud",
-        "azure",
-        "digitalocean",
-        "heroku",
-        "vercel",
-        "netlify",
-        "linode",
-        "akamai",
-        "hetzner",
-        "ovh",
-        "ovhcloud",
-        "scaleway",
-        "fly.io",
-        "cloudflare",
-        "oracle cloud",
-        "ibm cloud",
-        "alibaba cloud",
-        "vultr",
-        "upcloud",
-        "exoscale",
-    },
-    "operating_system": {
-        "windows",
-        "macos",
-        "mac os",
-        "linux",
-        "ubuntu",
-        "debian",
-        "fedora",
-        "centos",
-        "arch linux",
-        "chromeos",
-        "linux mint",
-        "manjaro",
-        "opensuse",
-        "rhel",
-        "red hat enterprise linux",
-        "rocky linux",
-        "almalinux",
-        "nixos",
-        "pop!_os",
-        "freebsd",
-        "openbsd",
-        "elementary os",
-    },
-    "orchestration": {"kubernetes", "k8s", "nomad", "docker swarm", "ecs", "openshift"},
-    "ci": {
-        "github actions",
-        "gitlab ci",
-        "jenkins",
-        "circleci",
-        "travis ci",
-        "buildkite",
-        "drone ci",
-        "teamcity",
-        "azure pipelines",
-        "bitbucket pipelines",
-        "woodpecker ci",
-        "tekton",
-        "argo workflows",
-    },
-    "editor": {
-        "vim",
-        "neovim",
-        "emacs",
-        "vs code",
-        "vscode",
-        "visual studio code",
-        "visual studio",
-        "intellij",
-        "intellij idea",
-        "pycharm",
-        "webstorm",
-        "goland",
-        "clion",
-        "rubymine",
-        "phpstorm",
-        "android studio",
-        "xcode",
-        "sublime text",
-        "kakoune",
-        "notepad++",
-    },
-    # The framework a web backend is built on (one per backend: a new one replaces the old).
-    "web_framework": {
-        "django",
-        "flask",
-        "fastapi",
-        "starlette",
-        "ruby on rails",
-        "sinatra",
-        "spring boot",
-        "nestjs",
-        "koa",
-        "hapi",
-        "laravel",
-        "symfony",
-        "asp.net core",
-        "asp.net",
-        "actix",
-        "axum",
-        "ktor",
-        "quarkus",
-        "micronaut",
-    },
+    slot: frozenset(names) for slot, names in lexicon.sections("tools.txt").items() if not slot.endswith(_BY_NAME)
 }
-# Tools whose names are also common words ("the rails", "a cursor", "render the page"): they count only
-# written as a name, with a capital.
 _KNOWN_TOOLS_BY_NAME = {
-    "editor": {"helix", "zed", "cursor", "eclipse", "rider", "kate"},
-    "web_framework": {"rails", "spring", "express", "phoenix", "echo", "gin", "fiber", "tornado", "pyramid"},
-    "ci": {"concourse", "bamboo"},
+    slot.removesuffix(_BY_NAME): frozenset(names)
+    for slot, names in lexicon.sections("tools.txt").items()
+    if slot.endswith(_BY_NAME)
 }
 PROPER_ONLY = frozenset(name for names in _KNOWN_TOOLS_BY_NAME.values() for name in names)
 TOOL_ATTRIBUTES = {
@@ -215,11 +95,8 @@ _LIST_END = (
     r"(?=\s*(?:\.(?!\w)|[;!?]|,?\s*\band (?:i|we|i'm|we're|my|our)\b|\bbut\b|\bbecause\b|\bsince\b|\bwhich\b|\bso\b|$))"
 )
 
-# People other than the speaker, as a regex fragment.
-_SOMEONE_ELSES_WORDS = (
-    r"\b(?:colleagues?|co-?workers?|friends?|manager|boss|teammates?|partner|wife|husband|brother|sister|"
-    r"mom|dad|mother|father|clients?|customers?)\b"
-)
+# People other than the speaker, as a regex fragment (semantic/data/other_people.txt).
+_SOMEONE_ELSES_WORDS = r"\b(?:" + alternation(OTHER_PEOPLE) + r")\b"
 MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DATE = (
     rf"(?:(?:on|by|in|next|this)\s+)?(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
@@ -240,7 +117,7 @@ class Found:
 
 
 # Words that stand for a thing without naming it: never a fact's value.
-_NOT_A_VALUE = frozenset("it this that them everything something anything stuff things all one".split())
+_NOT_A_VALUE = lexicon.words("not_a_value.txt")
 
 
 def _clean_value(raw: str, *, max_words: int = 8, keep_time: bool = False, literal: bool = False) -> str:
@@ -395,10 +272,7 @@ def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], li
 # What a place is not: a name with a version ("PostgreSQL 16", "Python 3.12", "v2"), or a phrase whose
 # head noun is a product's or a technology's ("the Enterprise plan", "a new framework").
 _VERSIONED = re.compile(r"(?:^|\s)v?\d+(?:\.\d+)*(?:\s+lts)?$|\bv?\d+\.\d+", re.IGNORECASE)
-_TECHNOLOGY_HEADS = frozenset(
-    "plan tier version release edition stack framework library package server database db cloud platform "
-    "api app sdk runtime cluster provider service backend frontend language editor ide os branch repo".split()
-)
+_TECHNOLOGY_HEADS = lexicon.words("technology_heads.txt")
 
 
 def _not_a_place(value: str) -> bool:
@@ -417,6 +291,12 @@ def _moved_to(m: re.Match[str], subject: str) -> list[Found]:
     if not value or _not_a_place(value):
         return []
     return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} lives in {value}.")]
+
+
+def _a_time_or_count(value: str) -> bool:
+    """A day, a time or a number is when or how much, never where something runs."""
+    typed = predicates.value_kind(value)
+    return typed is not None and typed.kind in {"date", "time", "count"}
 
 
 def _runs_on_attribute(where: str) -> tuple[str, str]:
@@ -594,24 +474,9 @@ def _phone(m: re.Match[str], subject: str) -> list[Found]:
     return [Found("phone", value, FactCategory.CONTACT_INFO, 0.8, f"{subject}'s phone number is {value}.")]
 
 
-# The head nouns of occupations: "I'm a <...> <head>" names a job only when the phrase ends in one.
-OCCUPATIONS = frozenset(
-    """
-    accountant actor actress administrator agent analyst architect artist assistant associate attorney auditor
-    baker banker barber barista bartender biologist bookkeeper builder butcher buyer carpenter cashier ceo cfo
-    chef chemist cleaner clerk coach consultant contractor cook coordinator coo counselor counsellor courier cto
-    dancer dentist designer detective developer dietitian director doctor driver economist editor educator
-    electrician engineer entrepreneur executive farmer firefighter founder freelancer gardener guard hairdresser
-    historian hygienist illustrator inspector instructor intern interpreter investigator janitor journalist judge
-    labourer laborer lawyer lead lecturer librarian lifeguard linguist machinist manager marketer mathematician
-    mechanic midwife musician nanny negotiator nurse officer operator optician paralegal paramedic pharmacist
-    photographer physician physicist physiotherapist pilot plumber poet policeman policewoman president producer
-    professor programmer psychiatrist psychologist publisher radiologist realtor receptionist recruiter
-    representative researcher salesman saleswoman salesperson scientist secretary singer specialist statistician
-    strategist student supervisor surgeon surveyor teacher technician technologist tester therapist trainer
-    translator tutor vet veterinarian waiter waitress welder writer
-    """.split()
-)
+# The head nouns of occupations (data/occupations.txt): "I'm a <...> <head>" names a job only when the phrase
+# ends in one.
+OCCUPATIONS = lexicon.words("occupations.txt")
 _TITLE = r"(?P<v>(?:[\w-]+ ){0,3}[\w-]+)"
 _TITLE_END = r"(?= now\b| these days\b| at\b| for\b| in\b| by trade\b|\s*[,.;!]|\s*$)"
 
@@ -672,16 +537,8 @@ def _issue_with_subject(m: re.Match[str], subject: str) -> list[Found]:
 
 
 # The people a speaker has one of at a time: "my manager is X" then "my new manager is Y" is an update.
-# Several words name one role; the first of each group is the attribute.
-_ROLES: dict[str, tuple[str, ...]] = {
-    "manager": ("manager", "boss", "line manager", "supervisor", "team lead", "tech lead"),
-    "partner": ("partner", "wife", "husband", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee"),
-    "mentor": ("mentor",),
-    "reviewer": ("reviewer", "code reviewer"),
-    "landlord": ("landlord", "landlady"),
-    "doctor": ("doctor", "gp", "family doctor"),
-    "therapist": ("therapist",),
-}
+# Several words name one role (data/roles.txt); the section is the attribute.
+_ROLES = lexicon.sections("roles.txt")
 ROLE_ATTRIBUTES = {word: attribute for attribute, words in _ROLES.items() for word in words}
 _ROLE = r"(?P<role>" + "|".join(sorted(map(re.escape, ROLE_ATTRIBUTES), key=len, reverse=True)) + r")"
 # A person's name: capitalised words (a particle may sit between: "Ana de Souza").
@@ -768,8 +625,10 @@ _PURPOSE = (
 
 def _purpose_slot(purpose: str) -> str:
     words = [w for w in re.findall(r"[a-z]+", purpose.lower()) if w not in {"the", "my", "our", "all"}]
-    stems = [re.sub(r"(?:ing|ings|es|s)$", "", w) if len(w) > 4 else w for w in words]
-    return "_".join(stems)
+    # The singular of a plural noun, so that "diagrams" and "diagram" are one purpose; the words are
+    # otherwise kept as said ("packaging", "linting").
+    singular = [re.sub(r"(?<=[^s])s$", "", w) if len(w) > 3 else w for w in words]
+    return "_".join(singular)
 
 
 def _prefers_for(m: re.Match[str], subject: str) -> list[Found]:
@@ -896,7 +755,7 @@ RULES: list[Rule] = [
     (
         "employer",
         _p(
-            r"\bi (?:(?:now |still )?work|am (?:now )?working|(?:just |recently )?started (?:a new job|a job|working|work))"
+            r"\bi(?: (?:now |still )?work|(?:'m| am) (?:now )?working| (?:just |recently )?started (?:a new job|a job|working|work))"
             r" (?:at|for) " + _V + _END
         ),
         _employer,
@@ -1053,7 +912,7 @@ RULES: list[Rule] = [
                 cardinality=Cardinality.SINGLE,
             )
             for v in [_clean_value(m.group("v"), max_words=4)]
-            if v
+            if v and not _a_time_or_count(v)
         ],
     ),
     (
@@ -1318,10 +1177,17 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
                 Found(d.attribute, d.value, d.category, d.confidence, d.statement, cardinality=d.cardinality)
                 for d in constraints(sentence, name=speaker, said_at=said_at)
                 or disclose(sentence, name=speaker, said_at=said_at)
+            ] or [
+                Found("about", value, FactCategory.OTHER, 0.6, statement, cardinality=Cardinality.MULTI)
+                for value, statement in changed_things(sentence, speaker=speaker, said_at=said_at)
             ]
         facts = durable_only(with_tool_slots(facts, tool_slots(sentence, speaker)), sentence=sentence, speaker=speaker)
         if facts and (left := [v for v, version, _ in replacements(sentence, speaker) if version is None]):
             facts = [f for f in facts if not _holds_only_left(f.value, left)]
+        facts = typed_facts(facts, sentence=sentence, speaker=speaker, said_at=said_at)
+        # A statement typed down to a value a slot of the same sentence holds restates the slot.
+        slotted = {f.value.lower() for f in facts if f.cardinality == Cardinality.SINGLE}
+        facts = [f for f in facts if not (f.attribute == "about" and f.value.lower() in slotted)]
         for fact in facts:
             key = (fact.attribute, fact.value.lower())
             if key not in seen:

@@ -213,3 +213,65 @@ def test_a_runs_problems_keep_no_value_of_a_malformed_answer(tenant_a, conversat
     assert [p["attempt"] for p in run.problems] == [1, 2]
     stored = json.dumps(run.problems)
     assert "PostgreSQL" not in stored and "u-ana" not in stored, stored
+
+
+def test_a_refused_answer_is_retried_once_then_logged_and_skipped(tenant_a, conversation) -> None:
+    ids = [e.id for e in conversation[1]]
+    result, client = _extract(tenant_a, conversation[1], [recorded("refused", ids), recorded("refused", ids)])
+    assert result.candidates == [] and len(client.requests) == 2
+    assert [p["stop_reason"] for p in result.problems] == ["refusal", "refusal"]
+
+
+def test_a_request_the_model_refuses_outright_is_unavailable_not_retried(tenant_a, conversation) -> None:
+    response = httpx.Response(400, request=httpx.Request("POST", "http://model.invalid/v1/messages"))
+    refused = anthropic.BadRequestError("refused", response=response, body=None)
+    with pytest.raises(ExtractorUnavailable, match="refused"):
+        _extract(tenant_a, conversation[1], [refused])
+
+
+def test_a_clause_the_model_gives_as_a_value_is_typed_down_to_its_value(tenant_a) -> None:
+    session = make_session(tenant_a, "s-gw", "u-ana", ended=True)
+    episode = make_episode(tenant_a, session, "We replaced Kong with Envoy as our API gateway.")
+    result, _ = _extract(tenant_a, [episode], [recorded("gateway_after_as_a_clause", [episode.id])])
+    assert [(c.attribute, c.value) for c in result.candidates] == [("infrastructure", "Envoy")]
+
+
+def _consolidate_with(tenant, answers: list[Any]) -> None:
+    from consolidation.extractors import base
+
+    fake = FakeClient(answers)
+    original = services.get_extractor
+    services.get_extractor = lambda: AnthropicExtractor(client=fake, sleep=lambda s: None)  # type: ignore[assignment]
+    try:
+        services.consolidate(tenant=tenant, run=services.run_start(tenant=tenant, trigger=RunTrigger.MANUAL))
+    finally:
+        services.get_extractor = original
+        base.get_extractor.cache_clear()
+
+
+def test_an_update_the_model_records_under_another_attribute_supersedes_through_the_same_merge(
+    settings, tenant_a
+) -> None:
+    """The model names attributes as it likes ("api_gateway", then "infrastructure"): the merge reads
+    the predicate, not the key, so the newer value closes the older one (with the production embedder,
+    whose similarity of the two predicates the merge reads)."""
+    from datetime import timedelta
+
+    from core import embedding
+
+    settings.ENGRAM = {**settings.ENGRAM, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
+    embedding.get_embedder.cache_clear()
+
+    first = make_episode(tenant_a, make_session(tenant_a, "s-1", "u-ana", ended=True), "Our API gateway is Kong.")
+    _consolidate_with(tenant_a, [recorded("gateway_before", [first.id]), recorded("summary", [first.id])])
+    later = make_episode(
+        tenant_a,
+        make_session(tenant_a, "s-2", "u-ana", ended=True),
+        "We replaced Kong with Envoy as our API gateway.",
+        occurred_at=first.occurred_at + timedelta(days=7),
+    )
+    _consolidate_with(tenant_a, [recorded("gateway_after_as_a_clause", [later.id]), recorded("summary", [later.id])])
+    with tenant_scope(tenant_a):
+        facts = {f.value: f.status for f in Fact.objects.for_tenant(tenant_a)}
+    embedding.get_embedder.cache_clear()
+    assert facts == {"Kong": FactStatus.SUPERSEDED, "Envoy": FactStatus.ACTIVE}, facts

@@ -31,7 +31,7 @@ def test_facts_appear_after_the_session_ends_with_their_sources(tenant_a) -> Non
     session = make_session(tenant_a, "s-1", "u-ana", ended=True)
     e1 = make_episode(tenant_a, session, "Hi, my name is Ana Ribeiro. We use PostgreSQL 15 and Airflow.")
     make_episode(tenant_a, session, "Sure, happy to help with Airflow.", role="assistant")
-    e3 = make_episode(tenant_a, session, "My email is ana@lumen.example.")
+    e3 = make_episode(tenant_a, session, "My e-mail address is ana@lumen.example.")
     run_id = consolidate_session.delay(str(tenant_a.id), session.id).get()
 
     facts = {(f.attribute, f.value): f for f in _facts(tenant_a)}

@@ -11,7 +11,7 @@ def test_facts_appear_after_the_session_ends(api_a, django_capture_on_commit_cal
     turns = [
         ("user", "Hi, my name is Ana Ribeiro. We use PostgreSQL 15 and Airflow."),
         ("assistant", "Hello Ana, how can I help?"),
-        ("user", "The nightly export keeps failing. My email is ana@lumen.example."),
+        ("user", "The nightly export keeps failing. My e-mail address is ana@lumen.example."),
     ]
     episodes = [
         {"subject": "u-ana", "session": "chat-1", "kind": "message", "role": role, "content": text}

@@ -41,9 +41,9 @@ def seed_everywhere(tenant, subject: str, *, archived: bool = True) -> dict[str,
     """One subject's data in every registered location (and an old episode that gets archived)."""
     session = make_session(tenant, f"{subject}-s1", subject, ended=True)
     old_session = make_session(tenant, f"{subject}-s0", subject, ended=True)
-    e1 = make_episode(tenant, session, "We use PostgreSQL 16. My email is x@example.org.", entities=["acme"])
+    e1 = make_episode(tenant, session, "We use PostgreSQL 16. My e-mail address is x@example.org.", entities=["acme"])
     e2 = make_episode(tenant, session, "Acme runs its billing on Stripe.")
-    old = make_episode(tenant, old_session, "I live in Porto.", occurred_at=NOW - timedelta(days=400))
+    old = make_episode(tenant, old_session, "I'm living in Porto.", occurred_at=NOW - timedelta(days=400))
     services.consolidate(
         tenant=tenant,
         run=services.run_start(
@@ -191,7 +191,7 @@ def test_erasure_is_idempotent(tenant_a) -> None:
 def test_subject_export_has_every_layer_including_archives(tenant_a) -> None:
     seed_everywhere(tenant_a, SUBJECT)
     data = erasure.subject_export(tenant=tenant_a, subject=SUBJECT)["locations"]
-    assert {r["content"] for r in data["archives"]} == {"I live in Porto."}
+    assert {r["content"] for r in data["archives"]} == {"I'm living in Porto."}
     assert len(data["episodes"]) == 2 and data["sessions"] and data["facts"] and data["scratchpads"]
     assert data["context_traces"][0]["query"] == "what db?"
     assert [(a["alias"], a["entity"], a["source"]) for a in data["entity_aliases"]] == [("mel", "melanie", "learned")]
@@ -242,7 +242,7 @@ def test_erasure_and_export_need_an_admin_key(tenant_a) -> None:
 
 def test_a_sweep_run_that_read_the_subjects_episodes_is_found_and_scrubbed(tenant_a) -> None:
     session = make_session(tenant_a, "sw-1", SUBJECT, ended=True)
-    make_episode(tenant_a, session, "My email is x@example.org.")
+    make_episode(tenant_a, session, "My e-mail address is x@example.org.")
     run = services.run_start(tenant=tenant_a, trigger=RunTrigger.SWEEP, reason="backlog older than 1:00:00")
     services.consolidate(tenant=tenant_a, run=run)
     with tenant_scope(tenant_a):
@@ -271,7 +271,7 @@ def _filed_without_subject(tenant, subject: str) -> ErasureRequest:
 
 def test_a_request_without_its_subject_never_runs_and_a_done_one_settles_it(tenant_a) -> None:
     seed_everywhere(tenant_a, OTHER, archived=False)
-    make_episode(tenant_a, make_session(tenant_a, "x-s1", SUBJECT), "I live in Braga.")
+    make_episode(tenant_a, make_session(tenant_a, "x-s1", SUBJECT), "I'm living in Braga.")
     with tenant_scope(tenant_a):
         fact_upsert(
             tenant=tenant_a,

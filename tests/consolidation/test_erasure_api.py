@@ -101,7 +101,7 @@ def seed_through_the_api(api: Any, tenant: Any, capture: Any, subject: str) -> d
                 "subject": subject,
                 "session": f"{subject}-s0",
                 "role": "user",
-                "content": "I live in Porto.",
+                "content": "I'm living in Porto.",
                 "occurred_at": (now - timedelta(days=400)).isoformat(),
             },
             {"subject": subject, "session": s2, "role": "user", "content": "Draft the plan."},

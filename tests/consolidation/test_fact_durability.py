@@ -72,16 +72,16 @@ def test_the_assistants_explanations_state_nothing_about_the_subject() -> None:
 @pytest.mark.parametrize(
     ("text", "attribute", "value"),
     [
-        ("I work at Acme Corp as a backend developer.", "employer", "Acme Corp"),
-        ("I work at Acme Corp as a backend developer.", "job_title", "backend developer"),
+        ("I'm working at Acme Corp as a backend developer.", "employer", "Acme Corp"),
+        ("I'm working at Acme Corp as a backend developer.", "job_title", "backend developer"),
         ("We use PostgreSQL 15 and Redis 7 in production.", "database", "PostgreSQL 15"),
         ("We use PostgreSQL 15 and Redis 7 in production.", "uses", "Redis 7"),
         ("I'm on Python 3.12 locally.", "uses", "Python 3.12"),
         ("Our launch date is June 2nd.", "launch_date", "June 2nd"),
         ("I'm planning to migrate the API to FastAPI by March 15.", "plans", "migrate the API to FastAPI by March 15"),
-        ("I have a 2019 MacBook Pro with 16 GB of RAM.", "possessions", "has a 2019 MacBook Pro with 16 GB of RAM"),
-        ("My sister lives in Lisbon.", "relations", "sister lives in Lisbon"),
-        ("I live in Berlin.", "location", "Berlin"),
+        ("I have a 2019 MacBook Pro with 16 GB of RAM.", "possessions", "2019 MacBook Pro"),
+        ("My sister has lived in Lisbon for years.", "relations", "Lisbon"),
+        ("I'm living in Berlin.", "location", "Berlin"),
         ("I prefer tabs over spaces.", "prefers", "tabs"),
         ("We can't use any paid services because of the budget.", "constraints",
          "can't use any paid services because of the budget"),
@@ -94,13 +94,13 @@ def test_durable_statements_about_the_subject_and_their_world_are_kept(text: str
 
 def test_every_attribute_is_in_the_documented_vocabulary_and_no_statement_names_the_subject_twice() -> None:
     turns = [
-        "I work at Acme Corp as a backend developer and I live in Berlin.",
+        "I'm working at Acme Corp as a backend developer and I'm living in Berlin.",
         "We use PostgreSQL 15, Redis 7 and GitHub Actions.",
         "My favourite editor is Neovim. I'm planning to learn Rust next year.",
         "I think we should keep the old API until we're sure the new one works.",
         "We both agree that we need better tests.",
         "My team and I are moving the billing service to Kubernetes in Q3.",
-        "I report to Dana Cole. I'm in the CET time zone. I prefer pytest for tests.",
+        "I report directly to Dana Cole. I'm currently on CET. I prefer pytest for unit testing.",
         "The launch is due on May 5. Production is on AWS.",
     ]
     for attribute, value, statement in _facts(*turns):
@@ -115,7 +115,7 @@ def test_every_attribute_is_in_the_documented_vocabulary_and_no_statement_names_
 
 # Found on the technical set (docs/benchmarks/extraction_sample_techchat.md): what the user pastes is not
 # what the user says of themselves.
-PASTED = '''I work at Initech. Could you review this and suggest how to make it easier to test?
+PASTED = '''I'm working at Initech. Could you look this over and tell me how to make it testable?
 
 ```python
 def build_lenient_weakvaluedict(d):
@@ -134,7 +134,7 @@ And the traceback:
     Traceback (most recent call last):
     I am the first line of an indented block, not a statement.
 
-We deploy everything on AWS.'''
+We deploy all of it on AWS.'''
 
 
 def test_code_and_indented_blocks_a_user_pastes_are_not_read_as_facts() -> None:
@@ -145,9 +145,9 @@ def test_code_and_indented_blocks_a_user_pastes_are_not_read_as_facts() -> None:
 @pytest.mark.parametrize(
     ("text", "attribute", "value"),
     [
-        ("Our infrastructure lives on Fly.io.", "cloud_provider", "Fly.io"),
-        ("We use Node.js for the API.", "uses", "Node.js"),
-        ("My email is sam.lee@example.com.", "email", "sam.lee@example.com"),
+        ("Our whole infrastructure lives on Fly.io.", "cloud_provider", "Fly.io"),
+        ("We use Node.js for our public API.", "uses", "Node.js"),
+        ("My e-mail address is sam.lee@example.com.", "email", "sam.lee@example.com"),
     ],
 )
 def test_a_dot_inside_a_word_does_not_end_the_value(text: str, attribute: str, value: str) -> None:
@@ -161,14 +161,14 @@ def test_a_dot_inside_a_word_does_not_end_the_value(text: str, attribute: str, v
 @pytest.mark.parametrize(
     ("text", "slot"),
     [
-        ("Our production database is MySQL 8.0.", ("database", "MySQL 8.0")),
-        ("We run PostgreSQL 15 in production.", ("database", "PostgreSQL 15")),
-        ("We upgraded the production database to PostgreSQL 16 last week.", ("database", "PostgreSQL 16")),
-        ("My laptop runs Ubuntu 22.04.", ("operating_system", "Ubuntu 22.04")),
-        ("I'm on Fedora 40 now instead of Ubuntu 22.04.", ("operating_system", "Fedora 40")),
-        ("We finished moving our infrastructure from Azure to Hetzner.", ("cloud_provider", "Hetzner")),
-        ("We replaced GitHub Actions with GitLab CI for CI.", ("ci", "GitLab CI")),
-        ("I switched my editor from Vim to Emacs.", ("editor", "Emacs")),
+        ("Our main database is MySQL 8.0.", ("database", "MySQL 8.0")),
+        ("We run PostgreSQL 15 on the live servers.", ("database", "PostgreSQL 15")),
+        ("We upgraded the main database to PostgreSQL 16 on Monday.", ("database", "PostgreSQL 16")),
+        ("My laptop boots Ubuntu 22.04.", ("operating_system", "Ubuntu 22.04")),
+        ("My desktop is on Fedora 41 now instead of Debian 12.", ("operating_system", "Fedora 41")),
+        ("We finished moving our servers from Azure to Hetzner.", ("cloud_provider", "Hetzner")),
+        ("We replaced GitHub Actions with GitLab CI for our builds.", ("ci", "GitLab CI")),
+        ("I switched from Vim to Emacs for editing.", ("editor", "Emacs")),
         ("Honestly, we deploy on Kubernetes now.", ("orchestration", "Kubernetes")),
     ],
 )
@@ -183,9 +183,9 @@ def test_a_known_tool_in_a_first_person_statement_fills_its_slot(text: str, slot
 @pytest.mark.parametrize(
     "text",
     [
-        "My colleague Casey's team is still on PostgreSQL 15.",
-        "The analytics team uses MySQL 8.0, not us.",
-        "Priya swears by Fedora 40 on the desktop.",
+        "My coworker Casey's group still runs PostgreSQL 15.",
+        "The data team runs MySQL 8.0, not us.",
+        "Priya swears by Fedora 40 for her desktop.",
         "My manager uses Emacs for everything.",
         "We don't use MongoDB anymore.",
         "Should we move to PostgreSQL 16?",
@@ -199,10 +199,10 @@ def test_someone_elses_tool_or_a_denied_one_fills_no_slot_of_the_speaker(text: s
 @pytest.mark.parametrize(
     "text",
     [
-        "I started a new job at Acme Robotics.",
+        "I just started a job at Acme Robotics.",
         "I started working at Acme Robotics last month.",
-        "I left Globex and joined Acme Robotics.",
-        "My employer is Acme Robotics.",
+        "I left Vandelay Imports to join Acme Robotics.",
+        "My current employer is Acme Robotics.",
         "My new employer is Acme Robotics.",
     ],
 )
@@ -211,6 +211,6 @@ def test_a_change_of_job_said_in_other_words_fills_the_employer_slot(text: str) 
     assert ("employer", "Acme Robotics") in {(a, v) for a, v, _ in _facts(text)}, _facts(text)
 
 
-@pytest.mark.parametrize("text", ["I joined a gym downtown.", "I joined the call late.", "My employer is great."])
+@pytest.mark.parametrize("text", ["I joined a gym downtown.", "I joined the call late.", "My employer seems great."])
 def test_joining_something_else_names_no_employer(text: str) -> None:
     assert not [f for f in _facts(text) if f[0] == "employer"], _facts(text)

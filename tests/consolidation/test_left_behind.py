@@ -18,12 +18,12 @@ SAID_AT = datetime(2025, 3, 1, tzinfo=UTC)
 @pytest.mark.parametrize(
     ("sentence", "left"),
     [
-        ("We switched from Python 3.9 to Python 3.12 this sprint.", [("Python 3.9", None), ("Python", "3.12")]),
-        ("We migrated the web app to Django 5.0.", [("Django", "5.0")]),
-        ("I'm on Fedora 40 now instead of Ubuntu 22.04.", [("Ubuntu 22.04", None), ("Fedora", "40")]),
-        ("We replaced Jenkins with GitHub Actions for CI.", [("Jenkins", None)]),
+        ("We switched from Python 3.9 to Python 3.12 in January.", [("Python 3.9", None), ("Python", "3.12")]),
+        ("We migrated the booking site to Django 5.0.", [("Django", "5.0")]),
+        ("My desktop is on Fedora 41 now instead of Debian 12.", [("Debian 12", None), ("Fedora", "41")]),
+        ("We replaced Jenkins with GitHub Actions for our builds.", [("Jenkins", None)]),
         ("Code reviews moved from Oskar to Hana.", [("Oskar", None)]),
-        ("I report to Jonas Berg now since Priya Raman left.", [("Priya Raman", None)]),
+        ("I now report to Jonas Berg, since Priya Raman left.", [("Priya Raman", None)]),
     ],
 )
 def test_what_the_speaker_left(sentence: str, left: list[tuple[str, str | None]]) -> None:
@@ -34,11 +34,11 @@ def test_what_the_speaker_left(sentence: str, left: list[tuple[str, str | None]]
     "sentence",
     [
         "My sister moved from Paris to Rome.",
-        "The analytics team uses MySQL 8.0, not us.",
-        "My colleague Dana's team is still on PostgreSQL 12.",
+        "The data team runs MySQL 8.0, not us.",
+        "My coworker Dana's group still runs PostgreSQL 12.",
         "Should we move from AWS to Azure?",
-        "They pushed the release from March 14 to April 2.",
-        "We use Django 5.0 for the API.",
+        "They moved the launch from March 14 to April 2.",
+        "We use Django 5.0 for our public API.",
     ],
 )
 def test_nothing_left(sentence: str) -> None:
@@ -53,5 +53,5 @@ def test_the_context_names_what_the_statement_is_about() -> None:
 def test_a_statement_of_leaving_is_no_fact_of_holding() -> None:
     values = [f.value for f in extract_with_disclosures("We left Kotlin 1.9 behind.", "Ana", SAID_AT)]
     assert not any("Kotlin 1.9" in v for v in values)
-    kept = [f.value for f in extract_with_disclosures("I switched my editor from Vim to Emacs.", "Ana", SAID_AT)]
+    kept = [f.value for f in extract_with_disclosures("I switched from Vim to Emacs for editing.", "Ana", SAID_AT)]
     assert any("Emacs" in v for v in kept)

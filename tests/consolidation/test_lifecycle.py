@@ -59,7 +59,7 @@ def test_confidence_halves_per_category_half_life_without_compounding_and_confir
 
 
 def test_facts_decayed_below_the_floor_or_unconfirmed_too_long_expire_with_history(tenant_a) -> None:
-    _consolidated(tenant_a, "The sync job keeps failing. My email is a@b.example.")
+    _consolidated(tenant_a, "The sync job keeps failing. My e-mail address is a@b.example.")
     issue = _fact(tenant_a, "known_issues")
     # Five half-lives of a known issue: 0.7 / 32 < 0.1 floor.
     report = lifecycle.facts_decay_and_forget(tenant=tenant_a, now=issue.last_confirmed_at + timedelta(days=150))

@@ -20,7 +20,7 @@ SAID_AT = datetime(2025, 3, 1, tzinfo=UTC)
         ("We moved to Python 3.12.", "uses", "Python 3.12"),
         ("We moved to the Enterprise plan.", "uses", "Enterprise plan"),
         ("We switched from MySQL 8.0 to MySQL 8.4.", "database", "MySQL 8.4"),
-        ("I moved to Porto last month.", "location", "Porto"),
+        ("I moved to Porto in the spring.", "location", "Porto"),
         ("We just moved to New York City.", "location", "New York City"),
         ("I moved to 42 Baker Street.", "location", "42 Baker Street"),
     ],

@@ -23,7 +23,7 @@ def _found(sentence: str, attribute: str) -> list[tuple[str | None, str]]:
     ("sentence", "title"),
     [
         ("I'm a paramedic.", "paramedic"),
-        ("I work as a backend developer.", "backend developer"),
+        ("I work as backend developer.", "backend developer"),
         ("My role is now senior product designer.", "senior product designer"),
         ("They promoted me last month, I'm now a team lead.", "team lead"),
         ("I switched careers from teacher to software tester.", "software tester"),
@@ -37,7 +37,7 @@ def test_a_job_title_in_any_phrasing(sentence: str, title: str) -> None:
 
 @pytest.mark.parametrize(
     "sentence",
-    ["I'm a big fan of jazz.", "I'm a morning person.", "My brother is a nurse.", "I'm a bit tired today."],
+    ["I'm a big fan of jazz.", "I'm a morning person.", "My brother works as a nurse.", "I'm a bit tired today."],
 )
 def test_not_a_job_title(sentence: str) -> None:
     assert _found(sentence, "job_title") == []

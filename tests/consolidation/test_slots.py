@@ -31,7 +31,7 @@ def _slots(sentence: str) -> list[tuple[str, str]]:
         ("I report directly to Olu Adeyemi.", ("manager", "Olu Adeyemi")),
         ("Since the reorg I have a new team lead, Sofia Marsh.", ("manager", "Sofia Marsh")),
         ("Wen Li is my supervisor now.", ("manager", "Wen Li")),
-        ("My husband Pedro is a chef.", ("partner", "Pedro")),
+        ("My husband Pedro has a bakery in town.", ("partner", "Pedro")),
         ("My doctor is Hana Novak.", ("doctor", "Hana Novak")),
         ("My mentor, Ruth Okoye, suggested it.", ("mentor", "Ruth Okoye")),
     ],
@@ -43,9 +43,9 @@ def test_a_person_the_speaker_has_one_of(sentence: str, slot: tuple[str, str]) -
 @pytest.mark.parametrize(
     "sentence",
     [
-        "Casey's manager is Tom Hardy.",
-        "My manager is great.",
-        "My manager is on holiday.",
+        "Casey's boss is Tom Hardy.",
+        "My manager seems great.",
+        "My manager went on holiday.",
         "Is Karen my manager?",
         "My sister reports to Paul Weiss.",
     ],
@@ -57,7 +57,7 @@ def test_not_the_speakers_person(sentence: str) -> None:
 @pytest.mark.parametrize(
     ("sentence", "zone"),
     [
-        ("I'm in the JST time zone.", "JST"),
+        ("Right now I'm in the JST zone.", "JST"),
         ("We're on Pacific Time.", "Pacific Time"),
         ("My hours are in US Central.", "US Central"),
         ("My time zone moved from PST to Europe/Berlin.", "Europe/Berlin"),
@@ -91,9 +91,9 @@ def test_the_date_an_event_is_due(sentence: str, slot: tuple[str, str]) -> None:
 @pytest.mark.parametrize(
     ("sentence", "slot"),
     [
-        ("I prefer Poetry for packaging.", ("prefers_for_packag", "Poetry")),
-        ("I've switched to uv for packaging.", ("prefers_for_packag", "uv")),
-        ("Please use ruff for linting from now on.", ("prefers_for_lint", "ruff")),
+        ("I prefer Poetry for packaging.", ("prefers_for_packaging", "Poetry")),
+        ("I've switched to uv for packaging.", ("prefers_for_packaging", "uv")),
+        ("Please use ruff for linting from now on.", ("prefers_for_linting", "ruff")),
         ("I always use Jest for unit tests.", ("prefers_for_unit_test", "Jest")),
         ("I'd prefer Mermaid for diagrams.", ("prefers_for_diagram", "Mermaid")),
     ],
@@ -113,7 +113,7 @@ def test_not_a_choice_for_a_purpose(sentence: str) -> None:
 @pytest.mark.parametrize(
     ("sentence", "slot"),
     [
-        ("Production is on Hetzner since the migration.", ("cloud_provider", "Hetzner")),
+        ("Production is on Hetzner since the last migration.", ("cloud_provider", "Hetzner")),
         ("CI moved to Buildkite last sprint.", ("ci", "Buildkite")),
         ("The pipelines run on Jenkins.", ("ci", "Jenkins")),
         ("Staging is hosted on Azure.", ("cloud_provider", "Azure")),
@@ -152,12 +152,12 @@ def test_not_an_answer_style(sentence: str) -> None:
     ("sentence", "slot"),
     [
         ("My colleague Omar reviews my code.", ("reviewer", "Omar")),
-        ("Lena reviews my pull requests now.", ("reviewer", "Lena")),
+        ("Lena reviews my code these days.", ("reviewer", "Lena")),
         ("Our API framework is Laravel 11.", ("web_framework", "Laravel 11")),
         ("We migrated the API to Symfony 7.", ("web_framework", "Symfony 7")),
         ("We moved production to Scaleway.", ("cloud_provider", "Scaleway")),
         ("I switched to Sublime Text.", ("editor", "Sublime Text")),
-        ("My laptop runs NixOS.", ("operating_system", "NixOS")),
+        ("My laptop boots NixOS.", ("operating_system", "NixOS")),
         ("The pipelines run on TeamCity.", ("ci", "TeamCity")),
     ],
 )

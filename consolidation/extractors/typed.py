@@ -1,0 +1,147 @@
+"""Typed values: a fact's value is the typed value its statement names, never the clause around it.
+
+Whatever reads a sentence (the rules, the self-disclosure reader, a model) hands its facts through
+`typed_facts`: a value that holds a typed value inside a clause ("API gateway is Kong", "replaced Kong
+with Envoy as their API gateway", "Porto in the spring") becomes that value ("Kong", "Envoy", "Porto");
+which one is the current value is the grammar's to say (semantic.predicates.current_value). A typed
+value with a word or two that name what it is ("the Business plan", "Coldplay concerts") stays as said.
+A statement that tells a change of the speaker's own state ("I turned 42 on Saturday", "we replaced
+Kong with Envoy") is a state, not an experience, unless it tells the past ("back in 2015 I moved ...").
+Events, plans, issues and instructions keep their clause: what happened is their value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+from semantic import predicates
+
+from .durable import LITERAL_ATTRIBUTES
+
+CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
+# A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
+HEAD_WORDS = 2
+_ARTICLES = frozenset({"the", "a", "an"})
+
+
+class _Fact(Protocol):
+    @property
+    def attribute(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+
+
+F = TypeVar("F", bound=_Fact)
+
+
+def is_typed(value: str, *, subject: str = "") -> bool:
+    """Whether `value` is no longer than the typed value it names: no typed value at all, or one typed
+    value (after an article) with at most HEAD_WORDS words after it that name what it is ("the Business
+    plan"), none of them a word of grammar."""
+    if not predicates.typed_spans(value, subject=subject):
+        return True
+    typed = predicates.current_value(value, subject=subject)
+    if typed is None:
+        return False
+    before = [w for w in re.findall(r"[\w'’-]+", value[: typed.start]) if w.lower() not in _ARTICLES]
+    after = re.findall(r"[\w'’-]+", value[typed.end :])
+    grammar = predicates.function_words()
+    return not before and len(after) <= HEAD_WORDS and not any(w.lower() in grammar for w in after)
+
+
+def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
+    """The typed value `value` names, or `value` itself when it names none or already is one. The
+    statement, when it holds the value, is read instead: it keeps whose things are named ("Ana's sister
+    Anna lives in Lisbon": the value is Lisbon)."""
+    if is_typed(value, subject=subject):
+        return value
+    typed = predicates.current_value(statement, subject=subject) if value in statement else None
+    if typed is None or typed.text not in value:
+        typed = predicates.current_value(value, subject=subject)
+    return typed.text if typed is not None else value
+
+
+def tells_the_past(text: str, said_at: datetime | None) -> bool:
+    """A narrative of the past: "back in", "used to", or a year before the one it was said in."""
+    if predicates.tells_the_past(text):
+        return True
+    years = [int(y) for y in re.findall(r"(?<![\w.])((?:19|20)\d\d)(?![\w.])", text)]
+    return said_at is not None and any(y < said_at.year for y in years)
+
+
+def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: datetime | None = None) -> list[F]:
+    """The facts of one sentence with typed values (see the module docstring)."""
+    out: list[F] = []
+    for fact in facts:
+        attribute = fact.attribute
+        if attribute in LITERAL_ATTRIBUTES:
+            out.append(fact)
+            continue
+        if (
+            attribute == "experiences"
+            and predicates.says_change(fact.value, subject=speaker)
+            and not tells_the_past(sentence, said_at)
+            and predicates.current_value(fact.value, subject=speaker) is not None
+        ):
+            attribute = "about"
+        if attribute in CLAUSE_VALUED:
+            out.append(fact)
+            continue
+        value = typed_value(fact.value, statement=getattr(fact, "statement", ""), subject=speaker)
+        if value != fact.value or attribute != fact.attribute:
+            fact = dataclasses.replace(fact, attribute=attribute, value=value)  # type: ignore[type-var]
+        out.append(fact)
+    return out
+
+
+# "The standup moved to 10:15", "The launch was pushed to May 19": in the speaker's own turn, a change
+# told of a thing of theirs named with "the".
+# A lead-in before the statement: "Starting next week, ...", "Quick update: ...".
+_LEAD_IN = re.compile(r"^(?:[\w'’-]+\s+){0,4}[\w'’-]+(?:,|:)\s+")
+_COPULA = re.compile(r"^\w+(?:\s+\w+){0,5}?\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:at|on|in|every|from|due)?\b", re.I)
+_THE_THING = re.compile(r"^(?:the|our|my)\s+(?P<rest>[a-z][\w'’ -]*\b.*)$", re.IGNORECASE)
+
+
+_BARE_THING = re.compile(r"^(?P<rest>[A-Z][a-z]+(?:\s+[a-z]+)?\s+.*)$")
+
+
+def _bare_thing(clause: str, speaker: str) -> re.Match[str] | None:
+    """A thing named without an article ("Standup moved to 10am", "Sprints got extended to three
+    weeks"), when the sentence tells a change to a count, a time, a date or an amount: a name there
+    would as likely be a person's ("Sam moved to Lisbon"), and is not read."""
+    m = _BARE_THING.match(clause)
+    if m is None or not predicates.says_change(clause, subject=speaker):
+        return None
+    typed = predicates.current_value(clause[0].lower() + clause[1:], subject=speaker)
+    return m if typed is not None and typed.kind in {"count", "time", "date", "amount"} else None
+
+
+def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tuple[str, str]]:
+    """(value, statement) for a sentence of the speaker's that tells a change of a thing of theirs
+    without a pronoun ("The planning meeting moved to Thursdays"): the typed value it holds now and the
+    sentence said of the speaker. Nothing for a question, a denial, a hypothesis, someone else's thing,
+    an addition or the past."""
+    clause = _LEAD_IN.sub("", sentence.strip().rstrip(".!"))
+    m = _THE_THING.match(clause) or _bare_thing(clause, speaker)
+    if m is not None and m.start("rest") == 0:  # the thing's own word opens the sentence: no name
+        clause = clause[0].lower() + clause[1:]
+    # Said of a thing with "the", a change or a copula with its value ("The standup is at 9:30").
+    if m is None or "?" in sentence or not (predicates.says_change(clause, subject=speaker) or _COPULA.search(clause)):
+        return []
+    if (
+        predicates.denies(clause)
+        or predicates.hedges(clause)
+        or predicates.adds(clause)
+        or predicates.someone_elses(clause)
+        or tells_the_past(clause, said_at)
+    ):
+        return []
+    typed = predicates.current_value(clause, subject=speaker)
+    if typed is None:
+        return []
+    rest = m.group("rest")
+    return [(typed.text, f"{speaker}'s {rest[0].lower() + rest[1:]}.")]

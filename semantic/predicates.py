@@ -1,0 +1,385 @@
+"""Predicates: what a statement says about its subject once its values are masked (issue 42).
+
+A statement names typed values: names (of people, places, organisations and products, with a version
+when one is said), numbers with their unit, times, days and dates, amounts, addresses. Its *frame* is
+the statement with every typed value masked and the grammar of change taken out ("now", "switched",
+"from X", "instead of X"): "Ana's API gateway is Kong." and "Ana replaced Kong with Envoy as their API
+gateway." have near frames and values of one kind that differ, so the second supersedes the first.
+
+This module is grammar and formats only: which spans are values, which one a statement holds now
+(`current_value`), which it says were left (`left_values`), how a frame reads (`frame`) and, given the
+similarity of two frames, whether the later statement supersedes the earlier (`supersedes`). The word
+lists are data files in semantic/data/. semantic.services applies the decision in the merge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from core import lexicon
+from core.timestamps import MONTHS
+from semantic.values import value_spans, values_same
+
+DATA = Path(__file__).resolve().parent / "data"
+
+# Facts of what happened (an event, a plan) stay true when a later value of the same kind is said: they
+# are neither superseded by the mechanism nor supersede anything.
+EVENT_ATTRIBUTES = frozenset({"experiences", "plans", "known_issues", "instructions", "constraints"})
+# The attributes an extractor gives a statement that fits no named slot (consolidation/extractors/
+# vocabulary.py): a fact of one of them may say the same thing as a fact of any attribute. Two named
+# attributes (a writer's "database" and "cache") are two predicates unless the later statement tells
+# a change.
+GENERIC_ATTRIBUTES = frozenset({"about", "relations", "possessions", "preferences", "uses", "likes", "prefers"})
+
+# The cosine of two frames (MiniLM, unit vectors) above which the later statement says the same thing
+# about the subject: when it names the earlier value as the one it left, when it uses the grammar of
+# change, and when it says neither.
+SIMILAR_NAMING_OLD = 0.45
+SIMILAR_WITH_CHANGE = 0.60
+SIMILAR_PLAIN = 0.88
+
+
+def _words(name: str) -> frozenset[str]:
+    return lexicon.words(DATA / name)
+
+
+def _section(name: str, section: str) -> tuple[str, ...]:
+    return lexicon.sections(DATA / name).get(section, ())
+
+
+@dataclasses.dataclass(frozen=True)
+class Typed:
+    """A typed value in a text: its span, its kind and, for a count, its unit ("5 people": person)."""
+
+    start: int
+    end: int
+    kind: str
+    text: str
+    unit: str = ""
+
+
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_WEEKDAY = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_TIME = re.compile(
+    r"(?<![\w:.])\d{1,2}(?::\d{2})\s?(?:[ap]\.?m\.?)?(?![\w:])|(?<![\w:.])\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I
+)
+_DAY = re.compile(rf"\b(?:{_WEEKDAY})s?\b|\b(?:{_MONTH})\b(?:\s+\d{{4}}\b)?", re.I)
+_YEAR = re.compile(r"(?<![\w.])(?:19|20)\d\d(?![\w.])")
+# An identifier written with hyphens, digits or a sigil: "us-east-1", "#backend-team", "@ana".
+_IDENTIFIER = re.compile(r"(?<![\w#@-])(?:[#@][\w-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*-\d[\w-]*)(?![\w-])")
+_NUMBER_WORD = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|a dozen|a couple of|half an?|an?"
+)
+_TIME_UNIT = "seconds?|minutes?|hours?|days?|weeks?|months?|years?"
+# A count in words: "three weeks", "five engineers"; "a" or "an" counts only a unit of time ("an hour").
+_COUNT_IN_WORDS = re.compile(
+    rf"\b(?:(?:{_NUMBER_WORD.replace('|half an?|an?', '')})(?:[ -](?P<unit>[a-z][a-z]+))|"
+    rf"(?:half an?|an?) (?P<time>{_TIME_UNIT}))\b",
+    re.I,
+)
+# One word of a name: a capital, a digit followed by letters ("1Password"), or a capital inside
+# ("iOS", "macOS"); dots, plus signs and hashes belong to it ("Fly.io", "C++", "C#").
+_NAME_WORD = r"(?:[A-Z](?:[\w.+#&-]|['’](?=[A-Z]))*[\w+#]|[A-Z]|\d+[A-Za-z][\w-]*|[a-z]+[A-Z][\w.-]*)"
+# A number before a name belongs to it ("42 Baker Street", "2019 MacBook Pro"), and so does a version
+# after it ("PostgreSQL 16").
+_NAME = re.compile(rf"(?<![\w'’.@/-])(?:\d+[A-Za-z]?\s+)?{_NAME_WORD}(?:[ -]{_NAME_WORD})*(?:\s+v?\d+(?:\.\d+)*\b)?")
+_APPOSITION_BEFORE = re.compile(r"(?:\b(?:our|my|their|his|her|your)|\w['’]s)\s+[a-z][\w-]*,?\s+$", re.I)
+_UNIT = re.compile(r"\s*-?\s*(?P<unit>[a-z][a-z]+)\b")
+_POSSESSIVE_BEFORE = re.compile(r"(?:\b(?:our|my|their|his|her|its|your)|\w['’]s)\s+$", re.I)
+_LOWER_NOUN_AFTER = re.compile(r"^\s+[a-z][a-z-]+")
+
+
+def _singular(word: str) -> str:
+    low = word.lower()
+    if low.endswith("ies") and len(low) > 4:
+        return low[:-3] + "y"
+    if low.endswith("s") and not low.endswith("ss") and len(low) > 3:
+        return low[:-1]
+    return low
+
+
+def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
+    """The typed values of `text`, in order. The subject's own name is no value, nor is a name that
+    only says whose or which thing it is ("Ana's", "our API gateway", "my Trek bike": the value is what
+    the thing is)."""
+    function_words = _words("function_words.txt")
+    found: list[Typed] = []
+
+    def free(start: int, end: int) -> bool:
+        return not any(start < t.end and t.start < end for t in found)
+
+    def add(start: int, end: int, kind: str, unit: str = "") -> None:
+        chunk = text[start:end]
+        start += len(chunk) - len(chunk.lstrip())
+        end -= len(chunk) - len(chunk.rstrip(" \t.,;:"))
+        if end > start and free(start, end):
+            found.append(Typed(start, end, kind, text[start:end], unit))
+
+    for m in _IDENTIFIER.finditer(text):
+        add(*m.span(), "name")
+    for m in _TIME.finditer(text):
+        add(*m.span(), "time")
+    names = list(_names(text, subject, function_words))
+    for start, end, numbered in names:
+        if numbered:
+            add(start, end, "name")
+    for start, end, kind in value_spans(text):
+        if kind == "date" or (kind == "number" and _YEAR.fullmatch(text[start:end])):
+            add(start, end, "date")
+    for m in _DAY.finditer(text):
+        add(*m.span(), "date")
+    for start, end, kind in value_spans(text):
+        if kind == "number":
+            unit = _UNIT.match(text, end)
+            word = unit.group("unit") if unit else ""
+            if unit and word.lower() not in function_words:
+                add(start, unit.end(), "count", _singular(word))
+            else:
+                add(start, end, "count")
+            continue
+        add(start, end, kind)
+    for counted in _COUNT_IN_WORDS.finditer(text):
+        unit_word: str = counted.group("unit") or counted.group("time") or ""
+        if unit_word.lower() not in function_words:
+            add(*counted.span(), "count", _singular(unit_word))
+    for start, end, numbered in names:
+        if not numbered:
+            add(start, end, "name")
+    return _joined(text, sorted(found, key=lambda t: t.start))
+
+
+def _joined(text: str, spans: list[Typed]) -> list[Typed]:
+    """A day and its time said together are one value ("Tuesdays at 6pm", "March 14 at 10:00")."""
+    out: list[Typed] = []
+    for t in spans:
+        if (
+            out
+            and out[-1].kind == "date"
+            and t.kind == "time"
+            and re.fullmatch(r"\s+(?:at\s+)?", text[out[-1].end : t.start])
+        ):
+            out[-1] = Typed(out[-1].start, t.end, "date", text[out[-1].start : t.end])
+            continue
+        out.append(t)
+    return out
+
+
+def _names(text: str, subject: str, function_words: frozenset[str]) -> list[tuple[int, int, bool]]:
+    out = []
+    for m in _NAME.finditer(text):
+        start = m.start()
+        name = re.sub(r"(?:['’]s?|[.-])+$", "", m.group(0))
+        words = name.split()
+        # Words of grammar that start a sentence or stand alone with a capital ("We", "Our", "I").
+        while words and words[0].lower().strip("'’") in function_words:
+            start += text[start:].index(words[0]) + len(words[0])
+            start += len(text[start:]) - len(text[start:].lstrip())
+            words = words[1:]
+        name = " ".join(words)
+        end = start + len(name)
+        first = words[0].lower().rstrip("s") if words else ""
+        if not name or text[start:end] != name or name.lower() == subject.lower():
+            continue
+        if first in MONTHS or re.fullmatch(_WEEKDAY, first):  # a date, read as one
+            continue
+        if re.match(r"['’]s\b", text[end:]):  # whose thing it is
+            continue
+        if _POSSESSIVE_BEFORE.search(text[:start]) and _LOWER_NOUN_AFTER.match(text[end:]):
+            continue
+        # "my sister Anna", "our accountant, Mira Patel,": the name says who the thing is, not its value.
+        if _APPOSITION_BEFORE.search(text[:start]) and re.match(r",?\s+[a-z]", text[end:]):
+            continue
+        numbered = bool(re.search(r"\s+v?\d+(?:\.\d+)*$", name) or re.match(r"\d", name))
+        out.append((start, end, numbered))
+    return out
+
+
+_BETWEEN_STOP = frozenset({"with", "to", "into", "for", "by", "and", "or", "as"})
+
+
+def _marked(text: str, span: Typed, spans: list[Typed], markers: tuple[str, ...]) -> bool:
+    before = text[: span.start].lower()
+    for marker in markers:
+        # The marker, then at most two words ("from our old", "no longer use", "replaced the"), none of
+        # them a preposition that introduces another value ("replaced Kong with Envoy") and no other
+        # value between.
+        m = re.search(rf"\b{re.escape(marker)}\s+(?P<between>(?:[\w'’-]+\s+){{0,2}})$", before)
+        if m is None:
+            continue
+        between = m.group("between").split()
+        if any(w in _BETWEEN_STOP for w in between):
+            continue
+        if any(m.start() < t.start < span.start for t in spans if t is not span):
+            continue
+        return True
+    return False
+
+
+def left_values(text: str, *, subject: str = "") -> list[Typed]:
+    """The typed values `text` marks as the old ones: "from X", "replaced X", "instead of X", "no
+    longer X"; in "from X to Y" and "replaced X with Y", Y is held."""
+    markers = _section("change.txt", "before the old value")
+    spans = typed_spans(text, subject=subject)
+    return [t for t in spans if _marked(text, t, spans, markers)]
+
+
+_CIRCUMSTANCE = re.compile(r"\b(?:on|in|since|during|last|this|until|over|after|before)\s+(?:the\s+)?$", re.I)
+
+
+def current_value(text: str, *, subject: str = "") -> Typed | None:
+    """The value `text` says holds now: the first typed value it does not mark as left (the object of
+    its verb; "with 16 GB of RAM" after it only describes it), a date said as the time of the statement
+    aside ("turned 42 on Saturday"); None when there is none."""
+    left = {(t.start, t.end) for t in left_values(text, subject=subject)}
+    held = [t for t in typed_spans(text, subject=subject) if (t.start, t.end) not in left]
+    while len(held) > 1 and held[-1].kind == "date" and _CIRCUMSTANCE.search(text[: held[-1].start]):
+        held = held[:-1]
+    return held[0] if held else None
+
+
+def value_kind(value: str) -> Typed | None:
+    """The typed value a fact's value is, when it is one and nothing more."""
+    spans = typed_spans(value.strip())
+    if len(spans) != 1:
+        return None
+    rest = (value[: spans[0].start] + value[spans[0].end :]).strip(" .,;:!?\"'")
+    rest = re.sub(r"^(?:the|a|an)\b", "", rest, flags=re.I).strip()
+    return spans[0] if not rest else None
+
+
+_FAMILY = {"version": "name", "time": "time", "date": "date"}
+
+
+def same_kind(a: Typed, b: Typed) -> bool:
+    """Two values of one type: two names (a product with its version is a name), two counts of the same
+    unit (or one without a unit), two dates, two times, two amounts, two addresses."""
+    if _FAMILY.get(a.kind, a.kind) != _FAMILY.get(b.kind, b.kind):
+        return False
+    return not (a.kind == "count" and a.unit and b.unit and a.unit != b.unit)
+
+
+MASK = "something"
+
+
+def frame(statement: str, *, subject: str = "") -> str:
+    """The statement with its typed values masked and the grammar of change taken out."""
+    text = statement
+    for t in reversed(typed_spans(statement, subject=subject)):
+        text = text[: t.start] + MASK + text[t.end :]
+    markers = _section("change.txt", "before the old value")
+    old = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
+    text = re.sub(rf"\b(?:{old})\s+(?:the |our |my |their )?{MASK}\b", " ", text, flags=re.I)
+    change = (*_section("change.txt", "verbs"), *_section("change.txt", "adverbs"))
+    words = "|".join(re.escape(m) for m in sorted(change, key=len, reverse=True))
+    text = re.sub(rf"\b(?:{words})\b", " ", text, flags=re.I)
+    text = re.sub(rf"\b(?:with|to|into)\s+(?={MASK}\b)", "", text, flags=re.I)
+    text = re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text, flags=re.I)
+    return " ".join(text.split()).strip(" .") + "."
+
+
+def content_words(text: str, *, subject: str = "") -> frozenset[str]:
+    """The words of a frame that say what it is about: not grammar, not the mask, not the subject."""
+    function_words = _words("function_words.txt")
+    own = {subject.lower(), f"{subject.lower()}'s", f"{subject.lower()}’s"}
+    return frozenset(
+        _singular(w.removesuffix("'s").removesuffix("’s"))
+        for w in re.findall(r"[a-z][a-z'’-]+", text.lower())
+        if w not in function_words and w not in own and w != MASK and len(w) > 2
+    )
+
+
+def says_change(text: str, *, subject: str = "") -> bool:
+    """The statement tells a change: a verb or adverb of change, or a value it marks as left."""
+    change = (*_section("change.txt", "verbs"), *_section("change.txt", "adverbs"))
+    words = "|".join(re.escape(m) for m in sorted(change, key=len, reverse=True))
+    return bool(re.search(rf"\b(?:{words})\b", text, re.I)) or bool(left_values(text, subject=subject))
+
+
+def function_words() -> frozenset[str]:
+    """Words of grammar (semantic/data/function_words.txt)."""
+    return _words("function_words.txt")
+
+
+def tells_the_past(text: str) -> bool:
+    """The text tells the past ("back in", "used to", "when I was")."""
+    said = _section("change.txt", "past narrative")
+    return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
+
+
+def denies(text: str) -> bool:
+    """The text denies ("not", "never", "didn't")."""
+    return bool(re.search(r"\b(?:not|never|no|none|\w+n['’]t)\b", text, re.I))
+
+
+def hedges(text: str) -> bool:
+    """The text wonders or plans rather than states (semantic/data/change.txt, "hypothetical")."""
+    said = _section("change.txt", "hypothetical")
+    return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
+
+
+def adds(text: str) -> bool:
+    """The statement adds a value to those held ("also", "another", "as well")."""
+    return bool(re.search(rf"\b(?:{lexicon.alternation(_words('additive.txt'))})\b", text, re.I))
+
+
+OTHER_PEOPLE = _words("other_people.txt")
+
+
+def someone_elses(text: str, *, subject: str = "") -> bool:
+    """The statement is about someone other than its subject: "her", "his", a person named by a noun
+    for other people ("Ana's colleague keeps her notes in ..."), or another name's possessive ("Priya's
+    team uses ...")."""
+    if re.search(r"\b(?:he|she|his|her|him)\b", text, re.I):
+        return True
+    for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
+        if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
+            return True
+    return bool(re.search(rf"\b(?:{lexicon.alternation(OTHER_PEOPLE)})\b", text, re.I))
+
+
+def names_left(statement: str, value: str, *, subject: str = "") -> bool:
+    """The statement marks `value` as the one it left ("replaced Kong with ...")."""
+    return any(
+        values_same(t.text, value) or t.text.lower() in value.lower() for t in left_values(statement, subject=subject)
+    )
+
+
+def supersedes(
+    *, old_statement: str, old_value: str, new_statement: str, new_value: str, similarity: float, subject: str = ""
+) -> bool:
+    """Whether the later statement (`new_*`) supersedes the earlier (`old_*`) of the same subject,
+    given the cosine of their frames: values of one type that differ, no addition and no one else's
+    value, and the same predicate (the same content words, or frames at least as similar as the grammar
+    of the later statement asks: less when it names the earlier value as left or tells a change)."""
+    old_typed, new_typed = value_kind(old_value), value_kind(new_value)
+    if old_typed is None or new_typed is None or not same_kind(old_typed, new_typed):
+        return False
+    if (
+        values_same(old_value, new_value)
+        or adds(new_statement)
+        or hedges(new_statement)
+        or someone_elses(new_statement, subject=subject)
+    ):
+        return False
+    if names_left(new_statement, old_value, subject=subject):
+        return similarity >= SIMILAR_NAMING_OLD
+    old_words = content_words(frame(old_statement, subject=subject), subject=subject)
+    new_words = content_words(frame(new_statement, subject=subject), subject=subject)
+    open_verbs = _words("open_verbs.txt")
+    changed = says_change(new_statement, subject=subject)
+    # "uses X", "has X": a relation of many values names no one thing; a new value adds to it unless
+    # the later statement tells a change ("now uses Y", "switched to Y").
+    if ((old_words and old_words <= open_verbs) or (new_words and new_words <= open_verbs)) and not changed:
+        return False
+    if old_words and old_words == new_words:
+        return True
+    if changed:
+        return similarity >= SIMILAR_WITH_CHANGE
+    # Said plainly, each naming something the other does not ("starts work" and "finishes work"):
+    # two predicates, however near they read.
+    if old_words - new_words and new_words - old_words:
+        return False
+    return similarity >= SIMILAR_PLAIN

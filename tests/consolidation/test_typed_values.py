@@ -1,0 +1,103 @@
+"""A fact's value is the typed value its statement names, never the clause around it (issue 42): over a
+sample of real conversations (the technical set's generator and LoCoMo, read where they are), no fact
+the offline extractor writes holds a typed value inside more words than a head noun or two; and the
+grammar that picks the current value out of a statement of change, in phrasings of this file's own."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from consolidation.extractors.durable import LITERAL_ATTRIBUTES
+from consolidation.extractors.rules import extract_with_disclosures
+from consolidation.extractors.typed import CLAUSE_VALUED
+from semantic import predicates
+
+LOCOMO = Path("/work/shared/datasets/locomo/locomo10.json")
+SAID_AT = datetime(2025, 3, 1, tzinfo=UTC)
+# Words a typed value may keep after it that say what it is ("the Business plan", "Coldplay concerts").
+HEAD_WORDS = 2
+_GRAMMAR = re.compile(
+    r"^(?:is|are|was|were|be|been|has|have|had|to|from|with|as|at|in|on|for|of|by|and|or|but|that|which|"
+    r"who|now|instead|than|into|their|his|her|my|our)$",
+    re.IGNORECASE,
+)
+
+
+def _clause_around_a_value(value: str, speaker: str) -> bool:
+    spans = predicates.typed_spans(value, subject=speaker)
+    if not spans:
+        return False
+    longest = max(spans, key=lambda t: t.end - t.start)
+    before = [w for w in re.findall(r"[\w'’-]+", value[: longest.start]) if w.lower() not in {"the", "a", "an"}]
+    after = re.findall(r"[\w'’-]+", value[longest.end :])
+    return bool(before) or len(after) > HEAD_WORDS or any(_GRAMMAR.match(w) for w in after)
+
+
+def _clauses(turns: list[tuple[str, str]]) -> list[str]:
+    out = []
+    for speaker, text in turns:
+        for fact in extract_with_disclosures(text, speaker, SAID_AT):
+            if fact.attribute in CLAUSE_VALUED or fact.attribute in LITERAL_ATTRIBUTES:
+                continue
+            if _clause_around_a_value(fact.value, speaker):
+                out.append(f"{fact.attribute} = {fact.value!r} <- {text[:120]!r}")
+    return out
+
+
+def test_no_value_from_the_technical_set_is_a_clause_around_a_typed_value() -> None:
+    from evaluation.techchat import generate
+
+    turns = [(t.speaker, t.text) for c in generate(seed=29, conversations=2, min_tokens=6000) for t in c.turns]
+    user = [("Sam", text) for speaker, text in turns if speaker == "user"]
+    assert len(user) > 20
+    assert _clauses(user) == []
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is read from the shared datasets, never copied")
+def test_no_value_from_locomo_is_a_clause_around_a_typed_value() -> None:
+    from evaluation.recall import load_locomo
+
+    conversations = load_locomo(LOCOMO)
+    # A sample: every 4th turn of the first three conversations.
+    turns = [(t.speaker, t.text) for c in conversations[:3] for t in c.turns[::4]]
+    assert len(turns) > 200
+    assert _clauses(turns) == []
+
+
+@pytest.mark.parametrize(
+    ("statement", "held", "left"),
+    [
+        ("Jo swapped Trello for Linear to track bugs.", "Linear", ["Trello"]),
+        ("Jo moved the backups from Backblaze to Wasabi.", "Wasabi", ["Backblaze"]),
+        ("Jo takes the 7:40 train instead of the 8:10 one.", "7:40", ["8:10"]),
+        ("Jo's book club meets on Wednesdays now, no longer on Mondays.", "Wednesdays", ["Mondays"]),
+        ("Jo turned 29 in February.", "29", []),
+        ("Jo's sister Maren lives in Bergen.", "Bergen", []),
+        ("Jo's team grew to 14 engineers.", "14 engineers", []),
+    ],
+)
+def test_the_grammar_says_which_value_is_held_and_which_was_left(statement: str, held: str, left: list[str]) -> None:
+    value = predicates.current_value(statement, subject="Jo")
+    assert value is not None and value.text == held
+    assert [t.text for t in predicates.left_values(statement, subject="Jo")] == left
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kind_matches"),
+    [
+        ("12 engineers", "14 engineers", True),
+        ("12 engineers", "14", True),
+        ("12 engineers", "3 weeks", False),
+        ("Linear", "Jira 9", True),
+        ("Wednesdays", "7:40", False),
+        ("€40", "€55", True),
+    ],
+)
+def test_values_of_one_type(old: str, new: str, kind_matches: bool) -> None:
+    a, b = predicates.value_kind(old), predicates.value_kind(new)
+    assert a is not None and b is not None
+    assert predicates.same_kind(a, b) is kind_matches
