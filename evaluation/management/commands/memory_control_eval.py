@@ -200,8 +200,7 @@ class Command(memory_eval.Command):
             curve_chart(
                 points, Path(options["chart"]), budget=options["curve_budget"],
                 title=f"LoCoMo {result['curve_half']}: learned value against the formula, retrained every "
-                f"{options['curve_every']} questions (2-conversation sample)" if n == 2 else
-                f"LoCoMo {result['curve_half']}: retrained every {options['curve_every']} questions",
+                f"{options['curve_every']} questions" + (f"\n({n}-conversation sample)" if n < 10 else ""),
             )  # fmt: skip
         report = markdown(result, runs, points, budgets)
         if options["report"]:
