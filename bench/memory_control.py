@@ -1,0 +1,83 @@
+"""The learned value against the formula on LoCoMo, judged on answers (issue 41): a simulated agent's
+feedback through the API on one half, the model trained by the job users run, the other half measured
+against the formula with the off-policy estimate recorded first; then the halves swapped; and the
+learning curve.
+
+    set -a && . .data/engram.env && set +a
+    .venv/bin/python bench/memory_control.py                    # all ten conversations: a quiet machine
+    .venv/bin/python bench/memory_control.py --reuse --db engram_grounded_c1 --conversations 2
+                                                                # a 2-conversation sample (one per half)
+
+Runs `manage.py memory_control_eval` in a scratch database of its own (bench/locomo.py's machinery: created
+as the owner, migrated; the tenant written through the real write path, or reused with --reuse). The
+value-model thresholds of settings.ENGRAM are lowered for the bench through their environment variables
+(--min-contexts, --min-used, --min-measured; the values used are printed in the report), since one half of
+the sample gives a few hundred contexts. Writes docs/benchmarks/memory_control.md and memory_control.png
+(the learning curve).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from locomo import DATASET, DOCS, ROOT, scratch_env  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", default="engram_router_eval")
+    parser.add_argument("--reuse", action="store_true", help="keep the written tenant: only ask again")
+    parser.add_argument("--dataset", default=str(DATASET))
+    parser.add_argument("--conversations", type=int, default=0)
+    parser.add_argument("--every", type=int, default=1, help="only every K-th question of each conversation")
+    parser.add_argument("--budgets", default="1000,2000,4000")
+    parser.add_argument("--feedback-budgets", default="1000,2000,4000")
+    parser.add_argument("--exploration", default="0.2")
+    parser.add_argument("--curve-every", default="25")
+    parser.add_argument("--curve-half", default="first")
+    parser.add_argument("--no-curve", action="store_true")
+    parser.add_argument("--min-contexts", default="30", help="ENGRAM_VALUE_MODEL_MIN_CONTEXTS for the bench")
+    parser.add_argument("--min-used", default="10", help="ENGRAM_VALUE_MODEL_MIN_USED for the bench")
+    parser.add_argument("--min-measured", default="50", help="ENGRAM_VALUE_MODEL_MIN_MEASURED for the bench")
+    parser.add_argument("--report", default=str(DOCS / "memory_control.md"))
+    parser.add_argument("--chart", default="", help="default: beside the report, .png")
+    parser.add_argument("--json", default="", help="default: .data/<report name>.json")
+    args = parser.parse_args()
+    env = scratch_env(args.db)
+    env |= {
+        "ENGRAM_VALUE_MODEL_MIN_CONTEXTS": args.min_contexts,
+        "ENGRAM_VALUE_MODEL_MIN_USED": args.min_used,
+        "ENGRAM_VALUE_MODEL_MIN_MEASURED": args.min_measured,
+    }
+    report = Path(args.report)
+    eval_args = [
+        "--dataset", args.dataset, "--budgets", args.budgets, "--feedback-budgets", args.feedback_budgets,
+        "--exploration", args.exploration, "--curve-every", args.curve_every, "--curve-half", args.curve_half,
+        "--report", str(report), "--chart", args.chart or str(report.with_suffix(".png")),
+        "--json", args.json or str(ROOT / ".data" / f"{report.stem}.json"),
+    ]  # fmt: skip
+    if args.reuse:
+        eval_args.append("--reuse")
+    if args.conversations:
+        eval_args += ["--conversations", str(args.conversations)]
+    if args.every > 1:
+        eval_args += ["--every", str(args.every)]
+    if args.no_curve:
+        eval_args.append("--no-curve")
+    command = "bench/memory_control.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    subprocess.run(
+        [sys.executable, "manage.py", "memory_control_eval", *eval_args, "--command-line", command.strip()],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The memory-control evaluation's simulated agent and its scoring (evaluation.memory_control): the agent
+marks used only the served items that hold a question's evidence by the grounded rule; a question is
+scored as memory_eval scores it; the paired difference has its bootstrap interval."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluation.memory_control import Outcome, answer_items, paired, score, used_item_ids
+from evaluation.recall import Evidence, Question, evidence_turn_terms
+
+TURNS = {
+    "D1:1": "I finally moved to Lisbon last week, the flat is tiny but bright.",
+    "D1:2": "We adopted a puppy yesterday! His name is Rex and he chews everything.",
+    "D1:3": "The weather has been lovely, we walk along the river every evening.",
+}
+QUESTION = Question(
+    "conv-x", 0, "Where did Ann move?", "single-hop", (Evidence("D1:1", None, "D1:1"),), answer="Lisbon"
+)
+
+
+def _item(item_id: str, text: str, *sources: str) -> dict[str, Any]:
+    return {"id": item_id, "text": text, "sources": [{"external_id": s} for s in sources]}
+
+
+def _answer(*items: dict[str, Any], semantic: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    lines = [f"- {i['text']}" for i in (*semantic, *items)]
+    return {
+        "prompt": "\n".join(lines),
+        "tokens": {"total": 10 * len(lines)},
+        "layers": {"procedural": [], "semantic": list(semantic), "episodic": list(items)},
+    }
+
+
+def _terms(e: Evidence) -> frozenset[str]:
+    return evidence_turn_terms(e, TURNS)
+
+
+def test_the_agent_marks_used_only_what_holds_the_evidence_by_the_grounded_rule() -> None:
+    data = _answer(
+        _item("episode:1", f"Ann: {TURNS['D1:1']}", "D1:1"),
+        _item("episode:2", f"Ann: {TURNS['D1:2']}", "D1:2"),
+        semantic=(
+            # Cites the evidence turn and restates it: used.
+            _item("fact:a", "Ann moved to Lisbon last week. (8 May 2023, confidence 0.9)", "D1:1"),
+            # Cites the evidence turn without restating it: a plain citation, not used.
+            _item("fact:b", "Ann adopted a puppy called Rex. (8 May 2023, confidence 0.9)", "D1:1", "D1:2"),
+        ),
+    )
+    items = answer_items(data)
+    assert [i for i, _ in items] == ["fact:a", "fact:b", "episode:1", "episode:2"]
+    assert used_item_ids(QUESTION, items, TURNS, _terms) == ["fact:a", "episode:1"]
+
+
+def test_a_question_is_scored_grounded_plain_and_by_its_answer() -> None:
+    cited_only = _answer(_item("fact:b", "Ann adopted a puppy called Rex.", "D1:1", "D1:2"))
+    outcome, used = score(QUESTION, cited_only, TURNS, _terms)
+    assert (outcome.grounded, outcome.plain, outcome.contained, outcome.used) == (False, True, False, 0)
+    assert used == []
+    quoted = _answer(_item("episode:1", f"Ann: {TURNS['D1:1']}", "D1:1"))
+    outcome, used = score(QUESTION, quoted, TURNS, _terms)
+    assert (outcome.grounded, outcome.plain, outcome.contained, outcome.used) == (True, True, True, 1)
+
+
+def _o(grounded: bool, contained: bool | None = None) -> Outcome:
+    return Outcome(grounded=grounded, plain=grounded, contained=contained, used=int(grounded), tokens=0)
+
+
+def test_the_paired_difference_and_its_interval() -> None:
+    model = [_o(True)] * 30 + [_o(False)] * 10
+    formula = [_o(True)] * 20 + [_o(False)] * 20
+    c = paired(model, formula, "grounded")
+    assert c is not None
+    assert (c.n, c.model, c.formula) == (40, 0.75, 0.5)
+    assert c.difference == 0.25 and 0 < c.low < 0.25 < c.high <= 0.5
+    # Questions without a scored answer are left out of that metric, in both columns.
+    c = paired([_o(True, None), _o(True, True)], [_o(True, False), _o(True, False)], "contained")
+    assert c is not None and c.n == 1 and c.difference == 1.0
+    same = paired(formula, formula, "grounded")
+    assert same is not None and same.low == same.high == 0.0
