@@ -54,8 +54,8 @@ from evaluation.memory_control import (
     summary_table,
 )
 from evaluation.recall import Conversation, Evidence, Question, evidence_turn_terms, half_label, half_of
+from router.helper_threads import close_readers
 from router.models import ValueModel
-from router.readers import close_readers
 from router.tasks import value_model_update
 from tenants.models import ApiKey, Tenant
 from tenants.scope import tenant_scope
