@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.timestamps import MONTHS
+
 BLIND_DIR = Path(__file__).resolve().parent / "blind"
 SET_PATH = BLIND_DIR / "updates_v1.jsonl"
 SUMS_PATH = BLIND_DIR / "SHA256SUMS"
@@ -27,27 +29,7 @@ SUMS_PATH = BLIND_DIR / "SHA256SUMS"
 # A fact's value with more words than the typed value it holds plus this is a clause, not a value.
 CLAUSE_SLACK_WORDS = 3
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )  # fmt: skip
-    for name in names
-}
+_MONTHS = MONTHS
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _NUMBER_WORDS = {
     "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",

@@ -183,6 +183,7 @@ class Fitted:
 def fit(contexts: Sequence[LoggedContext]) -> Fitted | None:
     """The regression on the served items of `contexts`, weighted by inverse propensity. None when the
     labels are all of one kind."""
+    # Imported here: every process loads router.tasks, only the worker that trains needs scikit-learn.
     from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
     rows = [r for ctx in contexts for r, served in zip(ctx.rows, ctx.served, strict=True) if served]
