@@ -7,15 +7,13 @@ none was written to match a rule (tests/consolidation/test_cases_are_not_templat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from bench.update_pairs import Said, mentions, probe_said
-from core import embedding
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm")]
 
 
 def _said(kind: str, first: str, then: str, old: str, new: str) -> Said:
@@ -66,25 +64,6 @@ NOT_UPDATES = (
     _said("paraphrase", "Our API gateway is Kong.", "Kong is still the gateway in front of our services.", "Kong", "Kong"),
 )
 # fmt: on
-
-
-@pytest.fixture(autouse=True)
-def minilm(settings: Any) -> Iterator[None]:
-    saved = settings.ENGRAM
-    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
-    embedding.get_embedder.cache_clear()
-    yield
-    settings.ENGRAM = saved
-    embedding.get_embedder.cache_clear()
-
-
-@pytest.fixture
-def end_session(api_a, django_capture_on_commit_callbacks):
-    def end(session: str) -> None:
-        with django_capture_on_commit_callbacks(execute=True):
-            assert api_a.post(f"/v1/sessions/{session}/end", {}, format="json").status_code == 200
-
-    return end
 
 
 def _id(pair: Any) -> str:

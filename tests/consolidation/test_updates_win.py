@@ -7,7 +7,6 @@ bench/update_pairs.py, which bench/update_probe.py runs as a benchmark."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,32 +21,8 @@ from bench.update_pairs import (
     probe_said,
     probe_written,
 )
-from core import embedding
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def minilm(settings: Any) -> Iterator[None]:
-    """The production embedder: the bug is MiniLM's similarity of "PostgreSQL 15" and "16"."""
-    saved = settings.ENGRAM
-    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
-    embedding.get_embedder.cache_clear()
-    yield
-    # The settings first: a query still embedding on a helper thread must not cache this embedder
-    # for the tests that follow.
-    settings.ENGRAM = saved
-    embedding.get_embedder.cache_clear()
-
-
-@pytest.fixture
-def end_session(api_a, django_capture_on_commit_callbacks):
-    def end(session: str) -> None:
-        # The request enqueues consolidation on commit; running the callbacks is what the worker does.
-        with django_capture_on_commit_callbacks(execute=True):
-            assert api_a.post(f"/v1/sessions/{session}/end", {}, format="json").status_code == 200
-
-    return end
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm")]
 
 
 def _id(pair: Any) -> str:
