@@ -26,8 +26,8 @@ from tenants.models import Tenant
 
 from . import lexicon
 from .base import ExtractionResult, Replacement, SummaryResult, extractable
-from .disclosure import disclose
-from .durable import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
+from .fact_filters import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
+from .first_person import disclose
 from .summary import extractive_summary, lines_outside_code
 from .typed import changed_things, typed_facts
 
@@ -1160,7 +1160,7 @@ def with_tool_slots(facts: list[Found], slots: list[Found]) -> list[Found]:
 
 def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list[Found]:
     """The patterns' facts, sentence by sentence; a sentence no pattern explains is read as
-    self-disclosure (consolidation.extractors.disclosure)."""
+    self-disclosure (consolidation.extractors.first_person)."""
     found: list[Found] = []
     seen: set[tuple[str, str]] = set()
     for sentence in sentences(text):
@@ -1210,7 +1210,7 @@ _NAMED_TOKEN = re.compile(r"(?<![\w.])(?:(?-i:[A-Z])[\w.+-]*|\d[\w.]*)")
 
 
 def durable_only(facts: list[Found], *, sentence: str, speaker: str) -> list[Found]:
-    """The facts of one sentence that are facts (consolidation.extractors.durable): complete values,
+    """The facts of one sentence that are facts (consolidation.extractors.fact_filters): complete values,
     durable statements about the speaker, no opinions, agreements or passing activities."""
     return [
         f

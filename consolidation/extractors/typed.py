@@ -20,7 +20,7 @@ from typing import Protocol, TypeVar
 
 from semantic import predicates
 
-from .durable import LITERAL_ATTRIBUTES
+from .fact_filters import LITERAL_ATTRIBUTES
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").

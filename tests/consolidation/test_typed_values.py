@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidation.extractors.durable import LITERAL_ATTRIBUTES
+from consolidation.extractors.fact_filters import LITERAL_ATTRIBUTES
 from consolidation.extractors.rules import extract_with_disclosures
 from consolidation.extractors.typed import CLAUSE_VALUED
 from semantic import predicates

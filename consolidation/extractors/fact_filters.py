@@ -27,7 +27,7 @@ from datetime import datetime
 from semantic.models import Cardinality, FactCategory
 from semantic.predicates import current_value, value_kind
 
-from .disclosure import Disclosure, resolve_dates, third_person
+from .first_person import Disclosure, resolve_dates, third_person
 
 _OPINION = re.compile(
     r"\b(?:think|thinks|thought|believe|believes|believed|guess|guesses|suppose|supposes|reckon|reckons|assume|"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from consolidation.extractors.disclosure import disclose, is_fragment, resolve_dates
+from consolidation.extractors.first_person import disclose, is_fragment, resolve_dates
 from consolidation.extractors.rules import RuleBasedExtractor, extract_from_text
 from episodic.models import Episode
 from tenants.models import Tenant
