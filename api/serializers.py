@@ -71,12 +71,13 @@ class BodySerializer(StrictSerializer):
 SUBJECT_MAX = 255
 
 
-class SubjectField(serializers.CharField):
-    """A subject id exactly as the tenant wrote it: never trimmed, folded or normalised (DESIGN.md
-    invariant 12), so " carol" and "carol" are two subjects; at most SUBJECT_MAX characters. An id of
-    whitespace only names no one and is refused (with `allow_blank`, "" is "no subject")."""
+class IdField(serializers.CharField):
+    """An id the tenant names (a session, an agent) exactly as written: never trimmed, folded or
+    normalised, so that the id a write stored is the id its routes and filters find (DESIGN.md
+    invariant 12); at most SUBJECT_MAX characters. An id of whitespace only names nothing and is
+    refused (with `allow_blank`, "" is "none")."""
 
-    default_error_messages = {"whitespace": "A subject id must hold a character other than whitespace."}
+    default_error_messages = {"whitespace": "An id must hold a character other than whitespace."}
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_length", SUBJECT_MAX)
@@ -88,3 +89,9 @@ class SubjectField(serializers.CharField):
         if value and not value.strip():
             self.fail("whitespace")
         return value
+
+
+class SubjectField(IdField):
+    """A subject id exactly as the tenant wrote it: " carol" and "carol" are two subjects."""
+
+    default_error_messages = {"whitespace": "A subject id must hold a character other than whitespace."}

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from api.idempotency import idempotent
 from api.pagination import CreatedCursorPagination
 from api.parsers import LimitedJSONParser
-from api.serializers import BodySerializer, SubjectField
+from api.serializers import BodySerializer, IdField, SubjectField
 from api.views import TenantAPIView
 from core.embedding import EMBEDDING_DIM
 from core.errors import ValidationProblem
@@ -95,8 +95,8 @@ class EpisodeAscCursorPagination(CreatedCursorPagination):
 
 class EpisodeFilterSerializer(serializers.Serializer):
     subject = SubjectField(required=False)
-    agent = serializers.CharField(required=False, max_length=255, allow_blank=True)
-    session = serializers.CharField(required=False, max_length=255)
+    agent = IdField(required=False, allow_blank=True)
+    session = IdField(required=False)
     kind = serializers.ChoiceField(required=False, choices=EpisodeKind.choices)
     entity = serializers.CharField(required=False, max_length=MAX_ENTITY_CHARS)
     topic = serializers.CharField(required=False, max_length=MAX_TOPIC_CHARS)
@@ -115,13 +115,13 @@ class EpisodeListCreateApi(TenantAPIView):
         writer and written for speed; it reports errors with the same JSON pointers."""
 
         subject = SubjectField()
-        session = serializers.CharField(
+        session = IdField(
             required=False,
             max_length=255,
             help_text="One subject's conversation, named by the caller (tenant-wide). Omitted: the subject's "
             "session of the episode's UTC day, `auto:<YYYY-MM-DD>:<subject>`.",
         )
-        agent = serializers.CharField(required=False, max_length=255)
+        agent = IdField(required=False)
         kind = serializers.ChoiceField(choices=EpisodeKind.choices, default=EpisodeKind.MESSAGE)
         role = serializers.CharField(required=False, max_length=64)
         content = serializers.CharField(required=False, max_length=settings.ENGRAM["MAX_EPISODE_CHARS"])

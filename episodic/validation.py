@@ -150,8 +150,9 @@ def content_hash(content: str, payload: dict[str, Any]) -> str:
 def _string(
     item: dict[str, Any], key: str, at: str, errors: _Errors, *, required: bool, max_chars: int, exact: bool = False
 ) -> str | None:
-    """The item's string `key`, trimmed unless `exact` (a subject id is kept as written: DESIGN.md
-    invariant 12; one of whitespace only is refused as empty)."""
+    """The item's string `key`, trimmed unless `exact` (an id, a subject's, a session's, an agent's or
+    an episode's, is kept as written: DESIGN.md invariant 12; one of whitespace only is refused as
+    empty)."""
     value = item.get(key)
     if value is None:
         if required:
@@ -167,6 +168,9 @@ def _string(
         return None
     if required and not value.strip():
         errors.add(f"{at}/{key}", "Must not be empty.")
+        return None
+    if exact and value and not value.strip():
+        errors.add(f"{at}/{key}", "An id must hold a character other than whitespace.")
         return None
     if len(value) > max_chars:
         errors.add(f"{at}/{key}", f"At most {max_chars} characters.")
@@ -277,7 +281,7 @@ def parse_items(items: Any, *, config: TenantSettings, now: datetime, pointer: s
         for key in unknown:
             errors.add(f"{at}/{key}", "Unknown field.")
         subject = _string(item, "subject", at, errors, required=True, max_chars=MAX_ID_CHARS, exact=True)
-        session = _string(item, "session", at, errors, required=False, max_chars=MAX_ID_CHARS)
+        session = _string(item, "session", at, errors, required=False, max_chars=MAX_ID_CHARS, exact=True)
         if session == "":
             errors.add(f"{at}/session", "Must not be empty; omit it for the subject's session of the day.")
             session = None
@@ -290,9 +294,11 @@ def parse_items(items: Any, *, config: TenantSettings, now: datetime, pointer: s
         occurred_at = parse_datetime_aware(item.get("occurred_at"), f"{at}/occurred_at", errors)
         if item.get("session") is None and subject:
             session = session_default_id(subject=subject, at=occurred_at or now)
-        agent = _string(item, "agent", at, errors, required=False, max_chars=MAX_ID_CHARS) or ""
+        agent = _string(item, "agent", at, errors, required=False, max_chars=MAX_ID_CHARS, exact=True) or ""
         role = _string(item, "role", at, errors, required=False, max_chars=MAX_ROLE_CHARS) or ""
-        external_id = _string(item, "external_id", at, errors, required=False, max_chars=MAX_ID_CHARS) or None
+        external_id = (
+            _string(item, "external_id", at, errors, required=False, max_chars=MAX_ID_CHARS, exact=True) or None
+        )
         kind = item.get("kind", EpisodeKind.MESSAGE)
         if not isinstance(kind, str) or kind not in KINDS:
             errors.add(f"{at}/kind", f"Unknown kind {kind!r}; one of {sorted(KINDS)}.")

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from api.auth import TenantPrincipal
 from api.idempotency import idempotency_subjects, idempotent
 from api.pagination import CreatedCursorPagination
-from api.serializers import BodySerializer, StrictSerializer
+from api.serializers import BodySerializer, IdField, StrictSerializer
 from api.views import TenantAPIView
 from procedural import selectors, services
 from procedural.confidence import wilson_interval
@@ -97,7 +97,7 @@ class ProcedureListApi(TenantAPIView):
 
         status = serializers.ChoiceField(choices=ProcedureStatus.choices, required=False)
         source = serializers.ChoiceField(choices=ProcedureSource.choices, required=False)  # type: ignore[assignment]
-        agent = serializers.CharField(required=False, allow_blank=True, max_length=255)
+        agent = IdField(required=False, allow_blank=True)
         lineage = serializers.UUIDField(required=False)
         all_versions = serializers.BooleanField(required=False, default=False)
         cursor = serializers.CharField(required=False)
@@ -109,7 +109,7 @@ class ProcedureListApi(TenantAPIView):
 
         name = serializers.CharField(max_length=services.MAX_NAME_CHARS)
         description = serializers.CharField(required=False, allow_blank=True, default="")
-        agent = serializers.CharField(required=False, allow_blank=True, default="", max_length=255)
+        agent = IdField(required=False, allow_blank=True, default="")
         trigger = serializers.JSONField()
         behaviour = serializers.CharField()
         steps = serializers.ListField(child=serializers.CharField(), required=False, default=list)
@@ -144,7 +144,7 @@ class ProcedureDetailApi(TenantAPIView):
 
         name = serializers.CharField(required=False, max_length=services.MAX_NAME_CHARS)
         description = serializers.CharField(required=False, allow_blank=True)
-        agent = serializers.CharField(required=False, allow_blank=True, max_length=255)
+        agent = IdField(required=False, allow_blank=True)
         trigger = serializers.JSONField(required=False)
         behaviour = serializers.CharField(required=False)
         steps = serializers.ListField(child=serializers.CharField(), required=False)
@@ -215,7 +215,7 @@ class ProcedureMatchApi(TenantAPIView):
         topics = serializers.ListField(
             child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
         )
-        agent = serializers.CharField(required=False, allow_blank=True, default="", max_length=255)
+        agent = IdField(required=False, allow_blank=True, default="")
         session_kind = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
         limit = serializers.IntegerField(required=False, default=10, min_value=1, max_value=selectors.MAX_MATCH_LIMIT)
 
@@ -256,7 +256,7 @@ class ProcedureOutcomeApi(TenantAPIView):
         applied = serializers.BooleanField()
         success = serializers.BooleanField(required=False, allow_null=True, default=None)
         signal = serializers.FloatField(required=False, allow_null=True, default=None, min_value=-1.0, max_value=1.0)
-        session = serializers.CharField(required=False, allow_blank=True, allow_null=True, default=None, max_length=255)
+        session = IdField(required=False, allow_blank=True, allow_null=True, default=None)
         episode = serializers.IntegerField(
             required=False, allow_null=True, default=None, min_value=1, max_value=selectors.MAX_ID
         )

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from api.idempotency import idempotency_subjects, idempotent
 from api.pagination import CreatedCursorPagination
-from api.serializers import BodySerializer, SubjectField
+from api.serializers import BodySerializer, IdField, SubjectField
 from api.views import TenantAPIView
 from router import selectors, services
 from router.budgets import BUDGET_KEYS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
@@ -54,8 +54,8 @@ class ContextApi(TenantAPIView):
 
     class InputSerializer(BodySerializer):
         subject = SubjectField()
-        session = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
-        agent = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+        session = IdField(required=False, allow_blank=True, default="")
+        agent = IdField(required=False, allow_blank=True, default="")
         query = serializers.CharField(max_length=32_000, required=False, allow_blank=True, default="")
         max_tokens = serializers.IntegerField(min_value=MIN_MAX_TOKENS, max_value=MAX_MAX_TOKENS, default=4000)
         budgets = serializers.DictField(child=serializers.IntegerField(min_value=0), required=False, default=dict)
@@ -232,7 +232,7 @@ class TracePagination(CreatedCursorPagination):
 class TraceListApi(TenantAPIView):
     class FilterSerializer(serializers.Serializer):
         subject = SubjectField(required=False)
-        session = serializers.CharField(required=False, max_length=255)
+        session = IdField(required=False)
         since = serializers.DateTimeField(required=False)
 
     @extend_schema(parameters=[FilterSerializer], responses=TraceOutputSerializer(many=True), summary="Traces")

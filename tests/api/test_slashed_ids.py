@@ -91,3 +91,30 @@ def test_a_session_id_with_a_newline_is_addressable(api_a) -> None:
     )
     assert response.status_code == 201, response.content
     assert api_a.get(f"/v1/sessions/{_enc(session)}").json()["session"] == session
+
+
+@pytest.mark.parametrize("session", [" s1", "s1 ", "\ts1"])
+def test_a_session_id_is_kept_as_written_so_its_route_finds_it(api_a, session) -> None:
+    """A session id with surrounding whitespace names its own session (as a subject id does), so the
+    session's routes, which take the id exactly as the URL spells it, find what the append wrote."""
+    response = api_a.post(
+        "/v1/episodes", {"episodes": [{"subject": SUBJECT, "session": session, "content": "hi"}]}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    detail = api_a.get(f"/v1/sessions/{_enc(session)}")
+    assert detail.status_code == 200, detail.content
+    assert detail.json()["session"] == session
+    assert api_a.post(f"/v1/sessions/{_enc(session)}/end", {}, format="json").status_code == 200
+    other = api_a.post(
+        "/v1/episodes", {"episodes": [{"subject": SUBJECT, "session": "s1", "content": "hi"}]}, format="json"
+    )
+    assert other.status_code == 201, other.content
+    assert api_a.get("/v1/sessions/s1").json()["session"] == "s1"
+
+
+@pytest.mark.parametrize("field", ["session", "agent", "external_id"])
+def test_an_id_of_whitespace_only_is_refused(api_a, field) -> None:
+    item = {"subject": SUBJECT, "content": "hi", field: "   "}
+    response = api_a.post("/v1/episodes", {"episodes": [item]}, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["errors"][0]["pointer"] == f"/episodes/0/{field}"
