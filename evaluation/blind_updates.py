@@ -1,5 +1,6 @@
-"""The blind update set (evaluation/blind/updates_v1.jsonl): reading it, checking its digest, and scoring
-what the public API answers for each pair. The command `manage.py blind_updates_eval` drives it.
+"""The blind update sets (evaluation/blind/updates_v1.jsonl, updates_v2.jsonl): reading one, checking its
+digest, and scoring what the public API answers for each pair. The command `manage.py blind_updates_eval`
+drives it.
 
 A value is matched by its content terms, case- and accent-insensitively: dates, times, amounts and
 phone numbers are read into one form (`October 14`, `14 October` and `2027-10-14` are the same day;
@@ -23,7 +24,9 @@ from typing import Any
 from core.timestamps import MONTHS
 
 BLIND_DIR = Path(__file__).resolve().parent / "blind"
-SET_PATH = BLIND_DIR / "updates_v1.jsonl"
+SETS = {"v1": BLIND_DIR / "updates_v1.jsonl", "v2": BLIND_DIR / "updates_v2.jsonl"}
+DEFAULT_SET = "v1"
+SET_PATH = SETS[DEFAULT_SET]
 SUMS_PATH = BLIND_DIR / "SHA256SUMS"
 
 # A fact's value with more words than the typed value it holds plus this is a clause, not a value.
@@ -139,6 +142,11 @@ def is_clause(fact_value: str, typed_value: str) -> bool:
 
 class SetDigestMismatch(Exception):
     """The set's file does not have the digest SHA256SUMS records for it."""
+
+
+def set_path(name: str) -> Path:
+    """The file of a set named by its version (`v1`, `v2`), or the path given for any other set."""
+    return SETS.get(name) or Path(name)
 
 
 def file_digest(path: Path) -> str:

@@ -15,7 +15,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evaluation.blind_updates import (
-    SET_PATH,
+    BLIND_DIR,
+    SETS,
     SUMS_PATH,
     ContextItem,
     FactSeen,
@@ -26,6 +27,7 @@ from evaluation.blind_updates import (
     is_clause,
     recorded_digest,
     score_pair,
+    set_path,
     verified_items,
 )
 
@@ -53,9 +55,11 @@ def _fact(value: str, status: str = "active", *sources: str) -> FactSeen:
 # --- the set -------------------------------------------------------------------------------------
 
 
-def test_the_set_has_the_digest_recorded_in_sha256sums() -> None:
-    assert file_digest(SET_PATH) == recorded_digest(SET_PATH, SUMS_PATH)
-    items = verified_items()
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_the_set_has_the_digest_recorded_in_sha256sums(name: str) -> None:
+    path = set_path(name)
+    assert file_digest(path) == recorded_digest(path, SUMS_PATH)
+    items = verified_items(path, SUMS_PATH)
     kinds = {s: Counter(i["kind"] for i in items if i["supersedes"] is s) for s in (True, False)}
     assert sum(kinds[True].values()) >= 100 and len(kinds[True]) >= 20
     assert sum(kinds[False].values()) >= 100
@@ -73,9 +77,16 @@ def test_the_set_has_the_digest_recorded_in_sha256sums() -> None:
     assert not unmatched
 
 
-def test_a_changed_set_is_refused(tmp_path: Path) -> None:
-    copy = tmp_path / SET_PATH.name
-    shutil.copy(SET_PATH, copy)
+def test_a_set_is_named_by_its_version_or_given_by_its_path(tmp_path: Path) -> None:
+    assert set_path("v1") == BLIND_DIR / "updates_v1.jsonl"
+    assert set_path("v2") == BLIND_DIR / "updates_v2.jsonl"
+    assert set_path(str(tmp_path / "mine.jsonl")) == tmp_path / "mine.jsonl"
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_a_changed_set_is_refused(tmp_path: Path, name: str) -> None:
+    copy = tmp_path / set_path(name).name
+    shutil.copy(set_path(name), copy)
     shutil.copy(SUMS_PATH, tmp_path / SUMS_PATH.name)
     assert verified_items(copy, tmp_path / SUMS_PATH.name)
     copy.write_bytes(copy.read_bytes().replace(b'"supersedes": true', b'"supersedes": false', 1))
@@ -253,6 +264,14 @@ def test_the_command_writes_through_the_api_and_reports_aggregates_only(tmp_path
     assert "supersession recall" in out.getvalue() and "left alone" in out.getvalue()
     for text in ("Skutt", "Paragon", "kiln", "Harbourside", "Riverside", "volunteer", "a-1", "a-2"):
         assert text not in printed
+
+
+@pytest.mark.django_db
+def test_the_command_checks_the_digest_of_the_set_it_is_named(tmp_path: Path) -> None:
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_text(f"{'0' * 64}  updates_v2.jsonl\n")
+    with pytest.raises(CommandError, match=r"updates_v2\.jsonl has digest .* refused"):
+        call_command("blind_updates_eval", "--set", "v2", "--sums", str(sums), stdout=io.StringIO())
 
 
 @pytest.mark.django_db

@@ -1,11 +1,11 @@
 """Run the blind update set through the public API, as users write, and report aggregates only.
 
-    manage.py blind_updates_eval [--budget 300] [--tenant SLUG] [--target 0.9]
+    manage.py blind_updates_eval [--set v1|v2] [--budget 300] [--tenant SLUG] [--target 0.9]
                                  [--json docs/benchmarks/blind_updates_v1.json]
                                  [--report docs/benchmarks/blind_updates_v1.md] [--command-line "..."]
 
-The set (evaluation/blind/updates_v1.jsonl) is checked against its digest in evaluation/blind/SHA256SUMS
-first; a changed file is refused. Each pair gets a subject of its own in a fresh evaluation tenant: its
+The set (evaluation/blind/updates_v1.jsonl by default, `--set v2` for updates_v2.jsonl) is checked against
+its digest in evaluation/blind/SHA256SUMS first; a changed file is refused. Each pair gets a subject of its own in a fresh evaluation tenant: its
 first statement (with the turns around it) is written in session 1, which is ended, its second in session
 2, which is ended, through the real write path (evaluation/write_path.py: POST /v1/episodes, POST
 /v1/sessions/{id}/end, the consolidation that ending enqueues run as the worker runs it, the backlogs
@@ -30,7 +30,8 @@ from rest_framework.test import APIClient
 
 from evaluation.blind_updates import (
     CLAUSE_SLACK_WORDS,
-    SET_PATH,
+    DEFAULT_SET,
+    SETS,
     SUMS_PATH,
     ContextItem,
     FactSeen,
@@ -39,6 +40,7 @@ from evaluation.blind_updates import (
     aggregate,
     file_digest,
     score_pair,
+    set_path,
     verified_items,
 )
 from evaluation.write_path import SessionItems, conversations_write
@@ -72,7 +74,9 @@ class Command(BaseCommand):
     help = "Evaluate knowledge updates on the blind set through the public API; aggregates only (issue 42)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--set", dest="set_path", default=str(SET_PATH), help="The set (JSON lines)")
+        parser.add_argument(
+            "--set", dest="set_name", default=DEFAULT_SET, help=f"The set: {', '.join(SETS)} or a path (JSON lines)"
+        )
         parser.add_argument("--sums", default=str(SUMS_PATH), help="The SHA256SUMS that records its digest")
         parser.add_argument("--tenant", default="", help="Slug of the fresh evaluation tenant (one per run)")
         parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="max_tokens of POST /v1/context")
@@ -84,12 +88,12 @@ class Command(BaseCommand):
         parser.add_argument("--note", default="", help="What the run measures (e.g. before the mechanism)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        set_path, sums = Path(options["set_path"]), Path(options["sums"])
+        path, sums = set_path(options["set_name"]), Path(options["sums"])
         try:
-            items = verified_items(set_path, sums)
+            items = verified_items(path, sums)
         except (SetDigestMismatch, OSError) as exc:
             raise CommandError(str(exc)) from exc
-        digest = file_digest(set_path)
+        digest = file_digest(path)
         command = options["command_line"] or "manage.py blind_updates_eval " + " ".join(
             shlex.quote(a) for a in sys.argv[2:]
         )
@@ -105,7 +109,8 @@ class Command(BaseCommand):
         scores = ask_all(tenant, items, budget=options["budget"])
         result = {
             "benchmark": "blind_updates",
-            "set": set_path.name,
+            "set": path.name,
+            "set_name": options["set_name"] if options["set_name"] in SETS else path.stem,
             "set_digest": digest,
             "command": command,
             "date": f"{timezone.now():%Y-%m-%d}",
@@ -262,7 +267,8 @@ def failing_line(result: dict[str, Any]) -> str:
 def report_markdown(result: dict[str, Any]) -> str:
     w: dict[str, Any] = result["write_path"]
     lines = [
-        "# Knowledge updates on the blind set (v1): does a later statement supersede the earlier value?",
+        f"# Knowledge updates on the blind set ({result['set_name']}): does a later statement supersede the "
+        "earlier value?",
         "",
         f"Produced by `{result['command']}` on {result['date']}, code at `{result['code']}`, set "
         f"`evaluation/blind/{result['set']}` (SHA-256 `{result['set_digest']}`).",
