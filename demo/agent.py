@@ -7,8 +7,9 @@ that states it. Everything is deterministic: the same script gives the same figu
 
 With memory on, the agent answers with what it was told: for each needed value the context holds, it
 quotes the sentence that holds it (a fact first, then what the user said). Every turn is appended as
-episodes, each context gets feedback (the items quoted are "used"), procedures offered are credited
-with an outcome, and each conversation is ended, which consolidates it into facts.
+episodes, each context gets feedback (the items "used" are those its answer restates, as the client
+decides it for any agent: `engram_client.used_item_ids`), procedures offered are credited with an
+outcome, and each conversation is ended, which consolidates it into facts.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from engram_client import EngramClient, NotFoundError, context_items
+from engram_client import EngramClient, NotFoundError, context_items, used_item_ids
 
 from core.tokens import count_tokens
 from demo.script import USERS, Conversation, FactSpec, UserScript
@@ -44,7 +45,8 @@ class UserStats:
     # Without memory: what the calls would cost if every earlier conversation were replayed into them.
     tokens_full_replay: int = 0
     offered: int = 0  # context items offered (memory on)
-    used: int = 0  # ... and used: the items its answers quoted
+    used: int = 0  # ... and used: the items its answers cite or restate
+    used_own: int = 0  # ... of which its own earlier answers
     told_before: int = 0  # needed values given in an earlier conversation and not in this one so far
     recalled: int = 0  # needed values not in this conversation that the context held: answered with them
 
@@ -164,7 +166,6 @@ class ScriptedAgent:
             memory, items, trace_id = self._recall(state, turn.text)
             stats.model_calls += 1
             stats.tokens_sent += self._prompt_tokens(memory, state, stats)
-            used: list[str] = []
             repeated = False
             if turn.needs:
                 stats.needed += len(turn.needs)
@@ -187,14 +188,14 @@ class ScriptedAgent:
                 values = ", ".join(f"{k}: {state.truth[k].value}" for k in turn.needs)
                 answer = f"With your setup ({values}), here is what I recommend for this."
                 if quotes:
-                    recalled = " ".join(dict.fromkeys(text for _, text in quotes.values()))
+                    recalled = " ".join(dict.fromkeys(quotes.values()))
                     answer = f"From what you told me: {recalled} {answer}"
                 else:
                     answer = f"Thanks. {answer}"
-                state.say("assistant", answer)
-                used = list(dict.fromkeys(item_id for item_id, _ in quotes.values()))
             else:
-                state.say("assistant", "Thanks, noted. Tell me if there is anything else I can help with.")
+                answer = "Thanks, noted. Tell me if there is anything else I can help with."
+            state.say("assistant", answer)
+            used = used_item_ids(answer, items)
             self._store(state, turn_index)
             if trace_id is not None:
                 self._feedback(state, trace_id, items, used, repeated, stats, turn_index)
@@ -267,6 +268,7 @@ class ScriptedAgent:
         )
         stats.offered += feedback["offered_count"]
         stats.used += feedback["used_count"]
+        stats.used_own += sum(_said(i)[0] == "assistant" for i in items if i["id"] in used)
         for item in items:
             if item["type"] == "procedure":
                 procedure_id = str(item["id"]).split(":", 1)[1]
@@ -286,26 +288,27 @@ _FACT_NOTE = re.compile(r"\s*\([^()]*confidence [0-9.]+\)\s*$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def _quote(items: Sequence[dict[str, Any]], value: str) -> tuple[str, str] | None:
-    """The context item the agent answers with for a value, and the sentence of it that holds the value:
-    a fact before what the user said, before anything else (the agent's own earlier answers), each in
-    the order served; None when no item holds the value."""
-    found: list[tuple[int, int, str, str]] = []
+def _said(item: dict[str, Any]) -> tuple[str, str]:
+    """Who said a context item ("fact" for a fact, "" when the line names no speaker) and what it says."""
+    text = str(item["text"]).strip().removeprefix(_EARLIER)
+    if item["type"] == "fact":
+        return "fact", _FACT_NOTE.sub("", text)
+    role = _ROLE.match(text)
+    return (role[1], text[role.end() :]) if role else ("", text)
+
+
+def _quote(items: Sequence[dict[str, Any]], value: str) -> str | None:
+    """The sentence of a context item the agent answers with for a value: of a fact before what the user
+    said, before anything else (the agent's own earlier answers), each in the order served; None when
+    no item holds the value."""
+    found: list[tuple[int, int, str]] = []
     for n, item in enumerate(items):
-        text = str(item["text"]).strip().removeprefix(_EARLIER)
-        if item["type"] == "fact":
-            rank, text = 0, _FACT_NOTE.sub("", text)
-        else:
-            role = _ROLE.match(text)
-            rank = 1 if role is None or role[1] == "user" else 2
-            text = text[role.end() :] if role else text
+        role, text = _said(item)
+        rank = {"fact": 0, "user": 1, "": 1}.get(role, 2)
         sentence = next((s for s in _SENTENCE.split(text) if value.casefold() in s.casefold()), None)
         if sentence is not None:
-            found.append((rank, n, str(item["id"]), sentence.strip()))
-    if not found:
-        return None
-    _, _, item_id, sentence = min(found)
-    return item_id, sentence
+            found.append((rank, n, sentence.strip()))
+    return min(found)[2] if found else None
 
 
 def totals(per_user: Sequence[UserStats]) -> UserStats:

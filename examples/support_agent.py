@@ -3,7 +3,8 @@
     load_memory -> model -> record_memory
 
 `load_memory` asks Engram for a budgeted context for the latest user message; the model answers with
-it; `record_memory` stores the turn as episodes and tells Engram which context items were used.
+it; `record_memory` stores the turn as episodes and tells Engram which context items were used: those
+the answer cites or restates (the model names none itself).
 
 The model is scripted (no LLM, deterministic: it answers with the fact or line of what the user told
 that shares most words with the question) unless ANTHROPIC_API_KEY is set, in which case Claude answers
@@ -87,15 +88,9 @@ class ScriptedModel:
         ]
         best = max(candidates, default=None)
         if best is not None and best[0] > 0:
-            item_id, said = best[4], best[5]
-            return {
-                "messages": [AIMessage(f"From what you told me before: {said}")],
-                "memory_used_item_ids": [item_id] if item_id else [],
-                "memory_outcome": "success",
-            }
+            return {"messages": [AIMessage(f"From what you told me before: {best[5]}")], "memory_outcome": "success"}
         return {
             "messages": [AIMessage("Could you tell me a bit more about your setup, so I can help?")],
-            "memory_used_item_ids": [],
             "memory_outcome": "unknown",
         }
 
@@ -110,7 +105,6 @@ class ClaudeModel:
         self.model = model or os.environ.get("ENGRAM_EXAMPLE_MODEL", "claude-sonnet-4-5")
 
     def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
-        items: Sequence[Mapping[str, Any]] = state.get("memory_items", [])
         system = "You are a helpful support agent. What you remember about this user:\n\n" + state.get(
             "memory_context", ""
         )
@@ -121,8 +115,7 @@ class ClaudeModel:
                 turns.append({"role": role, "content": text})
         reply = self.client.messages.create(model=self.model, max_tokens=512, system=system, messages=turns)
         answer = "".join(str(getattr(block, "text", "")) for block in reply.content if block.type == "text")
-        used = [str(i["id"]) for i in items if _words(str(i["text"])) & _words(answer)]
-        return {"messages": [AIMessage(answer)], "memory_used_item_ids": used, "memory_outcome": "unknown"}
+        return {"messages": [AIMessage(answer)], "memory_outcome": "unknown"}
 
 
 Model = Callable[[Any], dict[str, Any]]
@@ -169,7 +162,8 @@ def run_conversation(
     session: str | None = None,
     memory: bool = True,
 ) -> list[dict[str, Any]]:
-    """Run each user turn through the graph; returns, per turn, the answer and what memory offered."""
+    """Run each user turn through the graph; returns, per turn, the answer, what memory offered and
+    what of it the answer used (as record_memory sent it)."""
     app = build_graph(engram, model or choose_model(), memory=memory)
     state: dict[str, Any] = {"subject": subject, "session": session or f"{subject}-{uuid.uuid4().hex[:8]}"}
     out = []
@@ -179,6 +173,7 @@ def run_conversation(
             {
                 "user": text,
                 "answer": message_parts(state["messages"][-1])[1],
+                "offered": list(state.get("memory_items", [])),
                 "used_item_ids": list(state.get("memory_used_item_ids", [])),
             }
         )

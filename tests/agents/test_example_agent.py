@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 from django.conf import settings
-from engram_client import EngramClient
+from engram_client import EngramClient, used_item_ids
 from engram_client.langgraph import load_memory, message_parts, record_memory
 from pytest_django.live_server_helper import LiveServer
 
@@ -47,7 +47,10 @@ def test_the_example_agent_answers_from_memory_and_reports_what_it_used(
         )
     assert turns[0]["answer"].startswith("Could you tell me")
     assert "PostgreSQL 16" in turns[1]["answer"]
-    assert len(turns[1]["used_item_ids"]) == 1
+    # What the answer restates was sent as used, the line it quotes among it.
+    assert turns[1]["used_item_ids"] == used_item_ids(turns[1]["answer"], turns[1]["offered"])
+    quoted = [i["id"] for i in turns[1]["offered"] if "PostgreSQL 16" in i["text"]]
+    assert quoted and set(quoted) <= set(turns[1]["used_item_ids"])
     with tenant_scope(ctx_a.tenant):
         stored = list(Episode.objects.for_tenant(ctx_a.tenant).filter(session__external_id="ex-session").order_by("id"))
         assert [(e.role, e.content[:10]) for e in stored] == [
@@ -94,8 +97,11 @@ def test_the_example_agent_answers_a_later_conversation_with_the_stored_fact_not
         [turn] = example.run_conversation(engram, "db-user", [question], session="db-2")
     assert "PostgreSQL 16" in turn["answer"]
     assert question not in turn["answer"] and "user:" not in turn["answer"]
-    # The fact, or the line it came from (a context serves one of the two, docs/router.md).
-    assert len(turn["used_item_ids"]) == 1
+    # The fact, or the line it came from (a context serves one of the two, docs/router.md), is used.
+    said = turn["answer"].removeprefix("From what you told me before: ")
+    quoted = [i["id"] for i in turn["offered"] if said in i["text"]]
+    assert quoted and set(quoted) <= set(turn["used_item_ids"])
+    assert turn["used_item_ids"] == used_item_ids(turn["answer"], turn["offered"])
 
 
 def test_without_memory_the_example_agent_asks_in_a_later_conversation(
@@ -122,6 +128,6 @@ def test_the_scripted_model_answers_with_a_fact_before_a_line_and_never_with_a_q
     ]
     reply = model({"memory_items": items, "messages": [("user", "Which database are we on?")]})
     assert message_parts(reply["messages"][0])[1] == "From what you told me before: u's database is PostgreSQL 16."
-    assert reply["memory_used_item_ids"] == ["fact:9"]
+    assert "memory_used_item_ids" not in reply  # record_memory decides it from the answer
     without_the_fact = model({"memory_items": items[:3], "messages": [("user", "Which database are we on?")]})
     assert message_parts(without_the_fact["messages"][0])[1].endswith("Our database is PostgreSQL 15.")

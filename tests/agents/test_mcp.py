@@ -109,6 +109,35 @@ def test_every_tool_in_memory(live_server: LiveServer, ctx_a: TenantContext) -> 
     anyio.run(scenario)
 
 
+def test_record_outcome_marks_used_the_items_the_answer_restates(live_server: LiveServer, ctx_a: TenantContext) -> None:
+    async def scenario() -> None:
+        tools = EngramTools(live_server.url, ctx_a.raw_key)
+        async with Client(build_server(tools)) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert "answer" in (listed["record_outcome"].description or "")
+            assert "answer" in listed["record_outcome"].input_schema["properties"]
+            for content in ("Our main database is PostgreSQL 16.", "We deploy on Kubernetes in Frankfurt."):
+                await client.call_tool("remember", {"subject": "m5", "session": "m5-1", "content": content})
+            recalled = _data(
+                await client.call_tool(
+                    "recall", {"subject": "m5", "query": "Which database do we run, and where do we deploy?"}
+                )
+            )
+            assert len(recalled["items"]) >= 2
+            database = next(i["id"] for i in recalled["items"] if "PostgreSQL 16" in i["text"])
+            outcome = _data(
+                await client.call_tool(
+                    "record_outcome",
+                    {"trace_id": recalled["trace_id"], "answer": "You run PostgreSQL 16.", "outcome": "success"},
+                )
+            )
+            assert outcome["feedback"]["used_item_ids"] == [database]
+            assert outcome["feedback"]["used_count"] == 1
+        await tools.aclose()
+
+    anyio.run(scenario)
+
+
 def test_the_verification_loop_lists_confirms_and_corrects(live_server: LiveServer, ctx_a: TenantContext) -> None:
     with EngramClient(live_server.url, ctx_a.raw_key) as api:
 

@@ -42,6 +42,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         # the first snippet prints the facts drawn from its episode
         # (a statement holding the value, then its confidence: the extractor's wording may change)
         r"PostgreSQL 16[^\n]* [01](\.[0-9]+)?\n",
+        # what an answer used: the fact it restates and the episode it cites, not the one it leaves
+        r"\['fact:1', 'episode:8'\]\n",
         # the example agent: a later conversation answered from memory, then the same without memory
         r"user:  Which database are we on\?\nagent: From what you told me before: [^\n]*PostgreSQL 16",
         r"user:  Which database are we on\?\nagent: Could you tell me a bit more",

@@ -133,8 +133,9 @@ conversation so far and, with memory on, the context Engram serves for the user'
 (`POST /v1/context`, a {budget}-token budget). When a value is not there it asks, and the user answers;
 when the context holds it, the agent answers with it, quoting the sentence that holds it (a fact
 first, then what the user said). With memory on, every turn is stored as episodes, each context gets
-feedback (the items quoted are the ones used) and every conversation is ended and consolidated
-before the next one starts. The run is deterministic: the same script gives
+feedback (the items used are those its answer cites or restates, as the Python client decides it for
+any agent: `engram_client.used_item_ids`, docs/agents.md) and every conversation is ended and
+consolidated before the next one starts. The run is deterministic: the same script gives
 the same figures.
 
 - **asked again**: the agent asked for a fact the user had already given in an earlier conversation;
@@ -142,8 +143,12 @@ the same figures.
 - **answered from memory**: of the needed values the user had given in an earlier conversation and
   not in this one so far, the share the context held, so that the agent answered with them instead of asking;
 - **tokens sent**: prompt tokens over every model call (system prompt, memory context, conversation), cl100k;
-- **context hit rate**: share of the context items offered that the agent's answers quoted (a turn
-  that needs no value uses none of its context, and one value needs one item).
+- **context hit rate**: share of the context items offered that the agent's answers cite or restate
+  (a line of the item shares at least min(3, 40%) of its content terms with the answer, at least 2
+  when it has 2). The agent's answers are formulaic ("With your setup (...), here is what I recommend
+  for this."), so they restate its own earlier answers when the context serves them: {n.used_own} of
+  the {n.used} items used are such answers, {n.used - n.used_own} are what the user said and facts
+  (the agent quoted {n.recalled} values).
 
 {table}
 

@@ -18,6 +18,7 @@ from engram_client.errors import (
     TransportError,
     UnprocessableError,
 )
+from engram_client.grounding import used_item_ids
 from engram_client.models import context_item_ids, context_items
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "UnprocessableError",
     "context_item_ids",
     "context_items",
+    "used_item_ids",
 ]

@@ -6,7 +6,7 @@ The keyword names are the API's field names (see the API contract); `None` means
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar, cast
 from urllib.parse import quote
@@ -15,6 +15,7 @@ import httpx
 
 from engram_client import models as m
 from engram_client._transport import Call, cursor_of
+from engram_client.grounding import used_item_ids as used_item_ids_of
 
 T = TypeVar("T")
 Timestamp = datetime | str
@@ -454,11 +455,20 @@ def context_feedback(
     trace_id: str,
     *,
     used_item_ids: Sequence[str] | None = None,
+    answer: str | None = None,
+    offered: m.Context | Iterable[Mapping[str, Any]] | None = None,
     outcome: str | None = None,
     signal: float | None = None,
     asked_to_repeat: bool | None = None,
     idempotency_key: str | None = None,
 ) -> Call[m.Feedback]:
+    """What was used of a context: `used_item_ids`, or `answer` (the text the model wrote from the
+    context) with `offered` (the context, or its items): then the items the answer cites or restates
+    (`engram_client.used_item_ids`). Ids given win over an answer."""
+    if used_item_ids is None and answer is not None:
+        if offered is None:
+            raise ValueError("answer= needs offered=: the context (or its items) the answer was written from.")
+        used_item_ids = used_item_ids_of(answer, offered)
     body = _body(
         used_item_ids=list(used_item_ids) if used_item_ids is not None else None,
         outcome=outcome, signal=signal, asked_to_repeat=asked_to_repeat,

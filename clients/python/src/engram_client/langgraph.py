@@ -4,12 +4,10 @@
     graph.add_node("load_memory", load_memory(engram))
     graph.add_node("record_memory", record_memory(engram))
 
-The nodes read and write these state keys (all optional except `subject` and `messages`):
-`subject`, `session`, `agent`, `memory_context` (the rendered prompt), `memory_trace_id` (the
-context's trace, None once record_memory has sent its feedback),
-`memory_item_ids` (what the context offered) and `memory_items` (their id, type and text),
-`memory_used_item_ids` (what the model used; set it in
-your model node), `memory_asked_to_repeat`, `memory_recorded` (how many messages are stored).
+The nodes read and write the state keys of `MemoryState` (all optional except `subject` and
+`messages`; see there). What the model used is decided from its answer unless the model node names it:
+record_memory marks used the context items that the turn's answer cites or restates
+(`engram_client.used_item_ids`).
 
 `EngramStore` maps an item (namespace, key, value) to one fact: entity `<prefix>/<namespace joined
 by "/">`, attribute = key, value = the JSON of the item, statement = the item's text (what Engram
@@ -44,6 +42,7 @@ from engram_client import _operations as ops
 from engram_client._transport import Call
 from engram_client.client import AsyncEngramClient, EngramClient
 from engram_client.errors import NotFoundError
+from engram_client.grounding import used_item_ids
 from engram_client.models import Context, Fact, context_item_ids, context_items
 
 T = TypeVar("T")
@@ -81,7 +80,19 @@ def entity_for(path: str) -> str:
 
 
 class MemoryState(TypedDict, total=False):
-    """The state keys the memory nodes use; mix them into your graph's state (with `messages`)."""
+    """The state keys the memory nodes use; mix them into your graph's state (with `messages`).
+
+    - `subject` (required), `session`, `agent`: whose memory, which conversation, which agent.
+    - `memory_context`: the rendered prompt (load_memory), for the model's system prompt.
+    - `memory_trace_id`: the context's trace (load_memory); None once record_memory sent its feedback.
+    - `memory_item_ids`, `memory_items`: what the context offered: the ids, and `{id, type, text}`.
+    - `memory_used_item_ids`: what the answer used. load_memory empties it; a model node may set it;
+      left empty, record_memory fills it with the items that the turn's answer (the last assistant
+      message not yet stored) cites or restates, and sends it. Ids the model node set win.
+    - `memory_outcome` ("success", "failure", default "unknown") and `memory_asked_to_repeat`: the
+      rest of the feedback, set by the model node.
+    - `memory_recorded`: how many of `messages` are stored as episodes (record_memory).
+    """
 
     subject: str
     session: str
@@ -159,6 +170,15 @@ def _context_update(ctx: Context) -> dict[str, Any]:
     }
 
 
+def _answer_used(fresh: Sequence[Any], state: Mapping[str, Any]) -> list[str]:
+    """The context items that the turn's answer (the last assistant message not yet stored) used."""
+    for message in reversed(fresh):
+        role, text = message_parts(message)
+        if role == "assistant":
+            return used_item_ids(text, state.get("memory_items") or [])
+    return []
+
+
 def _record_calls(
     state: Mapping[str, Any], *, kind_of_tool: str = "tool_result"
 ) -> tuple[list[Call[Any]], dict[str, Any]]:
@@ -186,18 +206,21 @@ def _record_calls(
         digest = hashlib.sha256(json.dumps([session, start, items], sort_keys=True).encode()).hexdigest()
         calls.append(ops.episodes_append(items, idempotency_key=f"lg-record-{digest[:40]}"))  # type: ignore[arg-type]
     trace_id = state.get("memory_trace_id")
+    update: dict[str, Any] = {"memory_recorded": len(messages), "memory_trace_id": None}
     if trace_id:
+        used = list(state.get("memory_used_item_ids") or []) or _answer_used(messages[start:], state)
+        update["memory_used_item_ids"] = used
         calls.append(
             ops.context_feedback(
                 trace_id,
-                used_item_ids=list(state.get("memory_used_item_ids") or []),
+                used_item_ids=used,
                 outcome=state.get("memory_outcome") or "unknown",
                 asked_to_repeat=bool(state.get("memory_asked_to_repeat", False)),
                 idempotency_key=f"lg-feedback-{trace_id}",
             )
         )
     # The feedback is sent: no trace awaits it (None, not "", which reads as an id that is empty).
-    return calls, {"memory_recorded": len(messages), "memory_trace_id": None}
+    return calls, update
 
 
 def load_memory(
@@ -213,7 +236,8 @@ def load_memory(
 
 
 def record_memory(client: EngramClient) -> Callable[[Any], dict[str, Any]]:
-    """A node that appends the messages not yet stored as episodes and sends feedback on the trace."""
+    """A node that appends the messages not yet stored as episodes and sends feedback on the trace
+    (the items used: `memory_used_item_ids`, or those the turn's answer cites or restates)."""
 
     def node(state: Mapping[str, Any]) -> dict[str, Any]:
         calls, update = _record_calls(state)

@@ -30,6 +30,7 @@ from engram_client import (
     AuthenticationError,
     EngramError,
 )
+from engram_client.grounding import used_item_ids as used_item_ids_of
 from engram_client.models import Fact
 
 # httpx logs each request's URL at INFO, and URLs name subjects (/v1/subjects/<subject>/erasure); MCP
@@ -44,7 +45,8 @@ INSTRUCTIONS = """Engram is this agent's long-term memory, shared across convers
 - Before answering a user, call `recall` with their subject id and the question: it returns what is
   known (rules to follow, facts, recent activity) within a token budget, with a trace_id.
 - After a turn, call `remember` for what the user said (and what you did), so it can be recalled later.
-- After using a recall, call `record_outcome` with its trace_id and the item ids you used.
+- After using a recall, call `record_outcome` with its trace_id and your answer (or the item ids you
+  used): the items your answer cites or restates are marked used.
 - `search_facts` finds facts; `forget_subject` erases a subject.
 - `facts_to_confirm` lists what Engram is no longer sure of about a subject: ask the user when it fits
   the conversation, then `confirm_fact` (still true) or `correct_fact` (the right value)."""
@@ -352,6 +354,7 @@ class EngramTools:
         outcome: Outcome = "unknown",
         trace_id: str | None = None,
         used_item_ids: list[str] | None = None,
+        answer: str | None = None,
         signal: float | None = None,
         asked_to_repeat: bool = False,
         procedure_id: int | None = None,
@@ -364,6 +367,8 @@ class EngramTools:
         out: dict[str, Any] = {}
         try:
             if trace_id is not None:
+                if not used_item_ids and answer:
+                    used_item_ids = await self._answer_used(client, trace_id, answer)
                 feedback = await client.feedback(
                     trace_id,
                     used_item_ids=used_item_ids or [],
@@ -373,6 +378,7 @@ class EngramTools:
                 )
                 out["feedback"] = {
                     "trace_id": str(feedback["trace_id"]),
+                    "used_item_ids": feedback["used_item_ids"],
                     "used_count": feedback["used_count"],
                     "offered_count": feedback["offered_count"],
                     "hit_rate": feedback["hit_rate"],
@@ -390,6 +396,16 @@ class EngramTools:
         except EngramError as exc:
             raise _tool_error(exc) from exc
         return out
+
+    @staticmethod
+    async def _answer_used(client: AsyncEngramClient, trace_id: str, answer: str) -> list[str]:
+        """The items of the recall that the answer cites or restates. MCP keeps no state between
+        calls: the items are read back from the recall's trace."""
+        trace = await client.traces.get(trace_id)
+        if not trace["offered"] and trace["total_tokens"]:
+            # The trace's items are written just after the recall answered (docs/router.md, Traces).
+            raise ToolError("The recall's items are not stored yet: call record_outcome again in a moment.")
+        return used_item_ids_of(answer, trace["offered"])
 
 
 def build_server(tools: EngramTools) -> MCPServer:
@@ -424,8 +440,9 @@ def build_server(tools: EngramTools) -> MCPServer:
         ),
         (
             tools.record_outcome,
-            "Report how a recall went (trace_id, the item ids used, success or failure) and/or the outcome "
-            "of applying a procedure (procedure_id).",
+            "Report how a recall went (trace_id, success or failure, and what of it was used: the item ids "
+            "used, or your answer, whose cited ids and restated lines mark the items used) and/or the "
+            "outcome of applying a procedure (procedure_id).",
         ),
     ):
         server.tool(description=description)(method)
