@@ -18,6 +18,7 @@ COPY semantic ./semantic
 COPY procedural ./procedural
 COPY router ./router
 COPY consolidation ./consolidation
+COPY privacy ./privacy
 COPY dashboard ./dashboard
 COPY demo ./demo
 COPY evaluation ./evaluation

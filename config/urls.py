@@ -5,12 +5,14 @@ allow-list: core.metrics_access)."""
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 import api.apis
 import consolidation.apis
 import dashboard.apis
 import episodic.apis
+import privacy.apis
 import procedural.apis
 import router.apis
 import semantic.apis
@@ -57,11 +59,11 @@ v1: list[URLPattern | URLResolver] = [
     path("traces", router.apis.TraceListApi.as_view(), name="trace-list"),
     path("traces/<uuid:trace_id>", router.apis.TraceDetailApi.as_view(), name="trace-detail"),
     # A subject's data: erasure and export
-    path("subjects/<extid:subject>/erasure", consolidation.apis.SubjectErasureApi.as_view(), name="subject-erasure"),
-    path("subjects/<extid:subject>/export", consolidation.apis.SubjectExportApi.as_view(), name="subject-export"),
+    path("subjects/<extid:subject>/erasure", privacy.apis.SubjectErasureApi.as_view(), name="subject-erasure"),
+    path("subjects/<extid:subject>/export", privacy.apis.SubjectExportApi.as_view(), name="subject-export"),
     path(
         "erasure-requests/<str:request_id>",
-        consolidation.apis.ErasureRequestDetailApi.as_view(),
+        privacy.apis.ErasureRequestDetailApi.as_view(),
         name="erasure-request-detail",
     ),
     # Counts over every layer
@@ -73,6 +75,11 @@ v1: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("v1/", include(v1)),
+    # Erasure requests were consolidation's until issue 40 (item 11): old links and bookmarks still lead there.
+    re_path(
+        r"^admin/consolidation/erasurerequest/(?P<rest>.*)$",
+        RedirectView.as_view(url="/admin/privacy/erasurerequest/%(rest)s", permanent=True, query_string=True),
+    ),
     path("admin/", admin.site.urls),
     path("dashboard/", include("dashboard.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -22,7 +22,6 @@ BACKLOG = Gauge(
     ["tenant"],
     multiprocess_mode="mostrecent",
 )
-ERASURES = Counter("engram_erasure_requests_total", "Erasure requests finished", ["status"])
 DECAYED = Counter("engram_facts_decayed_total", "Facts whose confidence decayed")
 EXPIRED = Counter("engram_facts_forgotten_total", "Facts expired by forgetting", ["why"])
 ARCHIVED = Counter("engram_episodes_archived_total", "Episodes moved to cold storage")

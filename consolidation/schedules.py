@@ -51,7 +51,7 @@ SCHEDULES: list[Schedule] = [
     ),
     Schedule(
         "engram: erasure requests",
-        "consolidation.tasks.process_erasure_requests",
+        "privacy.tasks.process_erasure_requests",
         every_seconds=60,
         description="Start waiting erasure requests, retry failed or abandoned ones.",
     ),

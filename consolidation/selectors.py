@@ -1,8 +1,7 @@
-"""Reads of consolidation and lifecycle: runs, erasure requests and the figures for /v1/stats."""
+"""Reads of consolidation and lifecycle: runs and the figures for /v1/stats."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -10,25 +9,12 @@ from django.db import connection
 from django.db.models import Aggregate, Count, Max, Sum
 from django.utils import timezone
 
-from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, RunStatus
+from consolidation.models import ArchiveManifest, ConsolidationRun, RunStatus
 from consolidation.services import backlog_size
-from core.errors import NotFound
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode
 from semantic.models import Fact, FactOrigin
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
-
-
-def erasure_request_get(*, tenant: Tenant, request_id: uuid.UUID | str) -> ErasureRequest:
-    try:
-        pk = uuid.UUID(str(request_id))
-    except ValueError as exc:
-        raise NotFound(f"No erasure request {request_id}.") from exc
-    with tenant_scope(tenant):
-        request = ErasureRequest.objects.filter(pk=pk).first()
-    if request is None:
-        raise NotFound(f"No erasure request {request_id}.")
-    return request
 
 
 def run_list(*, tenant: Tenant, limit: int = 50) -> list[ConsolidationRun]:
@@ -73,8 +59,8 @@ def run_totals() -> dict[str, Aggregate]:
 
 
 def consolidation_stats(*, tenant: Tenant) -> dict[str, Any]:
-    """Consolidation ratio (episodes per extracted fact), backlogs, extractor cost, archive and
-    erasure figures, and weekly growth per subject: the consolidation part of GET /v1/stats."""
+    """Consolidation ratio (episodes per extracted fact), backlogs, extractor cost, archive figures and
+    weekly growth per subject: the consolidation part of GET /v1/stats."""
     with tenant_scope(tenant):
         runs = ConsolidationRun.objects.all()
         totals = runs.aggregate(
@@ -91,7 +77,6 @@ def consolidation_stats(*, tenant: Tenant) -> dict[str, Any]:
         archive = ArchiveManifest.objects.aggregate(
             files=Count("id"), episodes=Sum("episode_count"), bytes=Sum("bytes")
         )
-        erasures = dict(ErasureRequest.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
         hot_episodes = Episode.objects.count()
     episodes_read = totals["episodes"] or 0
     new_facts = (totals["created"] or 0) + (totals["superseded"] or 0) + (totals["pending"] or 0)
@@ -121,7 +106,6 @@ def consolidation_stats(*, tenant: Tenant) -> dict[str, Any]:
             "archive_files": archive["files"],
             "archive_bytes": archive["bytes"] or 0,
         },
-        "erasure_requests": erasures,
         "growth_per_subject_week": growth_per_subject_week(tenant=tenant),
     }
 

@@ -27,7 +27,6 @@ from django.utils import timezone
 
 from consolidation import metrics
 from consolidation.aliases import aliases_learn
-from consolidation.erasure import scrub_problems
 from consolidation.extractors.base import Extractor, ExtractorUnavailable, Usage, get_extractor
 from consolidation.extractors.rules import RuleBasedExtractor
 from consolidation.extractors.summary import extractive_summary
@@ -48,6 +47,17 @@ logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 200
 MAX_PROBLEMS_KEPT = 50
+# What a consolidation run may keep of a problem: never an excerpt of what was read or answered.
+PROBLEM_KEYS = frozenset({"error", "attempt", "episode_ids", "ids", "attribute", "subject_batch", "stop_reason"})
+
+
+def scrub_problems(problems: list[Any]) -> list[dict[str, Any]]:
+    """Problems without anything an extractor read or answered: the error and the figures stay."""
+    return [
+        {k: v for k, v in p.items() if k in PROBLEM_KEYS and not (k == "error" and not isinstance(v, str))}
+        for p in problems
+        if isinstance(p, dict)
+    ]
 
 
 def _running_xids() -> list[int]:

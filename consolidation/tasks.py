@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
-from django.db.models import Q
-from django.utils import timezone
 
-from consolidation import erasure, export, lifecycle, metrics, services
-from consolidation.models import ErasureRequest, ErasureStatus, RunTrigger
+from consolidation import lifecycle, metrics, services
+from consolidation.models import RunTrigger
 from episodic.models import Session
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -113,39 +110,3 @@ def archive_episodes_tenant(tenant: Tenant) -> dict[str, Any]:
     report = lifecycle.episodes_archive(tenant=tenant)
     metrics.ARCHIVED.inc(report.episodes)
     return dataclasses.asdict(report)
-
-
-@shared_task(name="consolidation.tasks.process_erasure_requests")
-def process_erasure_requests() -> int:
-    """Every minute: (re)start erasure requests that are waiting or failed, or whose worker died."""
-    stale = timezone.now() - timedelta(minutes=30)
-    pending: list[tuple[str, str]] = []
-    for tenant in Tenant.objects.filter(active=True):
-        with tenant_scope(tenant):
-            pending += [
-                (str(tenant.id), str(pk))
-                for pk in ErasureRequest.objects.filter(
-                    Q(
-                        status__in=[ErasureStatus.RECEIVED, ErasureStatus.FAILED],
-                        attempts__lt=erasure.MAX_ERASURE_ATTEMPTS,
-                    )
-                    | Q(status__in=[ErasureStatus.EXECUTING, ErasureStatus.VERIFYING], started_at__lt=stale)
-                ).values_list("pk", flat=True)
-            ]
-    for tenant_id, request_id in pending:
-        execute_erasure.delay(tenant_id, request_id)
-    return len(pending)
-
-
-@shared_task(base=TenantTask, name="consolidation.tasks.execute_erasure")
-def execute_erasure(tenant: Tenant, request_id: str) -> str | None:
-    request = erasure.erasure_execute(tenant=tenant, request_id=request_id)
-    if request is not None:
-        metrics.ERASURES.labels(request.status).inc()
-    return request.status if request else None
-
-
-@shared_task(base=TenantTask, name="consolidation.tasks.export_tenant_file")
-def export_tenant_file(tenant: Tenant, name: str) -> str:
-    """An export filed from the admin; running it again leaves a finished file as it is."""
-    return str(export.tenant_export_file(tenant=tenant, name=name))

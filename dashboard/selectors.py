@@ -13,11 +13,12 @@ from django.db.models import Case, Count, F, Max, Min, Model, Q, QuerySet, Sum, 
 from django.db.models.functions import RowNumber, TruncDate, TruncWeek
 from django.utils import timezone
 
-from consolidation.models import ConsolidationRun, ConsolidationWatermark, ErasureRequest, ErasureStatus
+from consolidation.models import ConsolidationRun, ConsolidationWatermark
 from consolidation.selectors import consolidation_stats, run_totals
 from consolidation.services import backlog_queryset
 from episodic.models import Episode, EpisodeKind, Session, SessionStatus
 from episodic.selectors import embedding_backlog, episodic_stats
+from privacy.selectors import erasure_requests_by_status, erasures_in_progress
 from procedural.models import Procedure, ProcedureStatus
 from procedural.selectors import procedure_stats
 from router.models import ContextFeedback, ContextTrace
@@ -196,7 +197,7 @@ def backlogs(*, tenant: Tenant) -> dict[str, int]:
         "embedding": embedding_backlog(tenant=tenant),
         "consolidation": backlog_queryset(tenant, watermark).count(),
         "review": Fact.objects.filter(status=FactStatus.PENDING_REVIEW).count(),
-        "erasure": ErasureRequest.objects.exclude(status__in=[ErasureStatus.DONE, ErasureStatus.FAILED]).count(),
+        "erasure": erasures_in_progress(tenant=tenant),
         "open_sessions": Session.objects.filter(status=SessionStatus.OPEN).count(),
     }
 
@@ -313,7 +314,11 @@ def stats_get(*, tenant: Tenant) -> dict[str, Any]:
     """GET /v1/stats: the router's hit rates and latency next to each layer's own figures."""
     now = timezone.now()
     episodic = episodic_stats(tenant=tenant)
-    consolidation = consolidation_stats(tenant=tenant)
+    # The erasure figures sit beside consolidation's, where /v1/stats has always had them.
+    consolidation = {
+        **consolidation_stats(tenant=tenant),
+        "erasure_requests": erasure_requests_by_status(tenant=tenant),
+    }
     return {
         "generated_at": now.isoformat(),
         "memory": {

@@ -1,7 +1,7 @@
-"""The one seam in the layer rule that import-linter cannot see: a model looked up by its label in
-Django's app registry. Only the two registries of a tenant's data may do so (docs/architecture.md,
-"One deliberate seam"); anywhere else a label would reach a sibling's or a higher layer's table
-around the independence contracts."""
+"""What import-linter cannot see: a model looked up by its label in Django's app registry. Only the two
+registries of a tenant's data may do so, in privacy, which sits above every app whose tables they
+reach (docs/architecture.md, "One deliberate seam"); anywhere else a label would reach a sibling's or
+a higher layer's table around the layers and independence contracts."""
 
 from __future__ import annotations
 
@@ -9,9 +9,20 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("core", "tenants", "api", "episodic", "semantic", "procedural", "router", "consolidation", "dashboard")
+PACKAGES = (
+    "core",
+    "tenants",
+    "api",
+    "episodic",
+    "semantic",
+    "procedural",
+    "router",
+    "consolidation",
+    "privacy",
+    "dashboard",
+)
 # Reach every tenant table by label: erasure (every place holding a subject's data) and export.
-REGISTRIES = {"consolidation/erasure.py", "consolidation/export.py"}
+REGISTRIES = {"privacy/erasure.py", "privacy/export.py"}
 
 
 def _registry_lookups(source: str) -> bool:

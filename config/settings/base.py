@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "procedural",
     "router",
     "consolidation",
+    "privacy",
     "dashboard",
     "demo",
     "evaluation",
@@ -142,7 +143,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 MEDIA_ROOT = BASE_DIR / ".data" / "media"
-# Whole-tenant exports filed from the admin (consolidation.export), one folder per tenant id.
+# Whole-tenant exports filed from the admin (privacy.export), one folder per tenant id.
 EXPORT_ROOT = env.str("EXPORT_ROOT", default=str(BASE_DIR / ".data" / "exports"))
 LOGIN_URL = "admin:login"
 
@@ -277,8 +278,8 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # (scripts/run.py, docker-compose.yml). A worker with `-Q erasure` alone keeps erasure off busy pools.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {
-    "consolidation.tasks.execute_erasure": {"queue": "erasure"},
-    "consolidation.tasks.process_erasure_requests": {"queue": "erasure"},
+    "privacy.tasks.execute_erasure": {"queue": "erasure"},
+    "privacy.tasks.process_erasure_requests": {"queue": "erasure"},
     "consolidation.tasks.consolidate_session": {"queue": "consolidation"},
     "consolidation.tasks.consolidate_tenant": {"queue": "consolidation"},
     "consolidation.tasks.consolidation_sweep": {"queue": "consolidation"},

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from consolidation.models import ErasureRequest, ErasureStatus
 from episodic.models import Episode
+from privacy.models import ErasureRequest, ErasureStatus
 from procedural.models import Procedure, ProcedureEvent, ProcedureStatus
 from procedural.services import procedure_create, procedure_deprecate
 from semantic.models import Fact
@@ -18,7 +18,7 @@ from tests.factories.admin import Memory
 
 pytestmark = pytest.mark.django_db
 
-ADD = "/admin/consolidation/erasurerequest/add/"
+ADD = "/admin/privacy/erasurerequest/add/"
 
 
 def test_operator_files_an_erasure_and_follows_it_to_the_receipt(
@@ -35,12 +35,12 @@ def test_operator_files_an_erasure_and_follows_it_to_the_receipt(
         assert (request.status, request.subject, request.requested_by) == (ErasureStatus.DONE, "", "operator:op-a")
         assert Episode.objects.filter(subject="alice").count() == 0
         assert Fact.objects.filter(subject="alice").count() == 0
-    assert response["Location"] == f"/admin/consolidation/erasurerequest/{request.pk}/change/"
+    assert response["Location"] == f"/admin/privacy/erasurerequest/{request.pk}/change/"
     page = op_client.get(response["Location"]).content.decode()
     assert request.subject_hash in page and "rows removed" in page and "left after verification" in page
     assert '<pre class="engram-json">' not in page  # a readable receipt, not JSON dumps
     assert "alice" not in page
-    listing = op_client.get("/admin/consolidation/erasurerequest/").content.decode()
+    listing = op_client.get("/admin/privacy/erasurerequest/").content.decode()
     assert str(request.pk)[:8] in listing
     with tenant_scope(memory_b.tenant):
         assert Episode.objects.filter(subject="bob").count() == len(memory_b.episodes)
@@ -139,7 +139,7 @@ def test_a_waiting_erasure_shows_its_age_and_the_erasure_queue(
 
     from django.utils import timezone
 
-    from consolidation.erasure import erasure_request_create
+    from privacy.services import erasure_request_create
 
     # Filed while no worker runs: the task waits in the erasure queue (eager mode would run it at once).
     with django_capture_on_commit_callbacks(execute=False):
@@ -147,8 +147,8 @@ def test_a_waiting_erasure_shows_its_age_and_the_erasure_queue(
     with tenant_scope(memory_a.tenant):
         ErasureRequest.objects.filter(pk=request.pk).update(created_at=timezone.now() - timedelta(minutes=12))
 
-    page = op_client.get(f"/admin/consolidation/erasurerequest/{request.pk}/change/").content.decode()
-    listing = op_client.get("/admin/consolidation/erasurerequest/").content.decode()
+    page = op_client.get(f"/admin/privacy/erasurerequest/{request.pk}/change/").content.decode()
+    listing = op_client.get("/admin/privacy/erasurerequest/").content.decode()
 
     assert "waiting 12\xa0minutes" in page and "not started" in page
     assert "erasure queue" in page
@@ -184,16 +184,16 @@ def test_a_subject_with_no_data_is_flagged_before_filing_and_on_the_receipt(
 def test_a_request_is_found_by_the_subject_the_operator_types(
     op_client: Client, memory_a: Memory, memory_b: Memory, django_capture_on_commit_callbacks: Any
 ) -> None:
-    from consolidation.erasure import erasure_request_create
+    from privacy.services import erasure_request_create
 
     with django_capture_on_commit_callbacks(execute=False):
         mine = erasure_request_create(tenant=memory_a.tenant, subject="alice")
         erasure_request_create(tenant=memory_a.tenant, subject="carol")
         theirs = erasure_request_create(tenant=memory_b.tenant, subject="bob")
-    listed = op_client.get("/admin/consolidation/erasurerequest/?q=alice").context["cl"].result_list
+    listed = op_client.get("/admin/privacy/erasurerequest/?q=alice").context["cl"].result_list
     assert [r.pk for r in listed] == [mine.pk]
-    by_hash = op_client.get(f"/admin/consolidation/erasurerequest/?q={mine.subject_hash}").context["cl"].result_list
+    by_hash = op_client.get(f"/admin/privacy/erasurerequest/?q={mine.subject_hash}").context["cl"].result_list
     assert [r.pk for r in by_hash] == [mine.pk]
-    assert list(op_client.get("/admin/consolidation/erasurerequest/?q=bob").context["cl"].result_list) == []
-    theirs_by_hash = f"/admin/consolidation/erasurerequest/?q={theirs.subject_hash}"
+    assert list(op_client.get("/admin/privacy/erasurerequest/?q=bob").context["cl"].result_list) == []
+    theirs_by_hash = f"/admin/privacy/erasurerequest/?q={theirs.subject_hash}"
     assert list(op_client.get(theirs_by_hash).context["cl"].result_list) == []

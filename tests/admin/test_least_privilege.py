@@ -33,7 +33,7 @@ def root_client(client: Client) -> Client:
 @pytest.fixture
 def erasure_schedule(db: None) -> PeriodicTask:
     schedules_setup()
-    return PeriodicTask.objects.get(task="consolidation.tasks.process_erasure_requests")
+    return PeriodicTask.objects.get(task="privacy.tasks.process_erasure_requests")
 
 
 @pytest.mark.parametrize("model", BEAT_MODELS)
@@ -57,7 +57,7 @@ def test_staff_operator_cannot_disable_erasure_processing_or_schedule_a_task(
     interval = IntervalSchedule.objects.first()
     forged = {
         "name": "forged",
-        "task": "consolidation.tasks.execute_erasure",
+        "task": "privacy.tasks.execute_erasure",
         "args": json.dumps([str(tenant_b.id), "x"]),
         "kwargs": "{}",
         "interval": interval.pk if interval else "",

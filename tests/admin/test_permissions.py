@@ -23,13 +23,13 @@ def _b_objects(memory_b: Memory) -> dict[str, Any]:
         "episodic/session": memory_b.sessions[0].pk,
         "router/contexttrace": memory_b.traces[0].pk,
         "consolidation/consolidationrun": _run_id(memory_b),
-        "consolidation/erasurerequest": _erasure_id(memory_b),
+        "privacy/erasurerequest": _erasure_id(memory_b),
         "procedural/procedure": _procedure_id(memory_b),
     }
 
 
 def _erasure_id(memory: Memory) -> Any:
-    from consolidation.erasure import erasure_request_create
+    from privacy.services import erasure_request_create
 
     # Filed but not carried out: no commit happens inside the test transaction.
     return erasure_request_create(tenant=memory.tenant, subject="someone-else").pk
@@ -60,7 +60,7 @@ def _run_id(memory: Memory) -> int:
         "episodic/session",
         "router/contexttrace",
         "consolidation/consolidationrun",
-        "consolidation/erasurerequest",
+        "privacy/erasurerequest",
         "procedural/procedure",
     ],
 )
@@ -78,7 +78,7 @@ def test_staff_of_a_cannot_open_bs_object_by_url(
 
 @pytest.fixture
 def rules_and_erasures(memory_a: Memory, memory_b: Memory) -> None:
-    from consolidation.erasure import erasure_request_create
+    from privacy.services import erasure_request_create
     from procedural.services import procedure_create
 
     for memory, name in ((memory_a, "alice"), (memory_b, "bob")):
@@ -98,7 +98,7 @@ def rules_and_erasures(memory_a: Memory, memory_b: Memory) -> None:
         "/admin/router/contexttrace/",
         "/admin/router/contextfeedback/",
         "/admin/consolidation/consolidationrun/",
-        "/admin/consolidation/erasurerequest/",
+        "/admin/privacy/erasurerequest/",
         "/admin/procedural/procedure/",
     ],
 )

@@ -45,14 +45,14 @@ def test_the_admin_action_files_an_export_and_the_tenant_page_links_the_file(
 def test_another_tenants_export_is_out_of_reach(
     op_client: Client, memory_a: Memory, memory_b: Memory, django_capture_on_commit_callbacks: Any
 ) -> None:
-    from consolidation.export import export_file_name, tenant_export_file
+    from privacy.export import export_file_name, tenant_export_file
 
     name = export_file_name(memory_b.tenant)
     tenant_export_file(tenant=memory_b.tenant, name=name)
     assert op_client.get(f"{TENANTS}{memory_b.tenant.id}/exports/{name}").status_code == 404
     with django_capture_on_commit_callbacks(execute=True):
         op_client.post(TENANTS, {"action": "export_selected", "_selected_action": [str(memory_b.tenant.id)]})
-    from consolidation.export import tenant_export_files
+    from privacy.export import tenant_export_files
 
     assert [f.name for f in tenant_export_files(tenant=memory_b.tenant)] == [name]  # nothing filed for B
     assert op_client.get(f"{TENANTS}{memory_a.tenant.id}/exports/passwd").status_code == 404

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from consolidation.models import ErasureRequest, ErasureStatus
+from privacy.models import ErasureRequest, ErasureStatus
 from tenants.scope import tenant_scope
 from tests.factories.admin import Memory
 
@@ -39,7 +39,7 @@ def test_the_actor_filter_says_api_key(op_client: Client, memory_a: Memory) -> N
 
 
 def _done_request(tenant: Any, took: timedelta) -> ErasureRequest:
-    from consolidation.erasure import erasure_request_create
+    from privacy.services import erasure_request_create
 
     request = erasure_request_create(tenant=tenant, subject="alice")
     completed = timezone.now().replace(microsecond=123456)
@@ -66,8 +66,8 @@ def test_an_erasure_done_within_a_minute_says_its_seconds_and_times_have_no_micr
 ) -> None:
     with django_capture_on_commit_callbacks(execute=False):
         request = _done_request(memory_a.tenant, timedelta(seconds=12))
-    page = op_client.get(f"/admin/consolidation/erasurerequest/{request.pk}/change/").content.decode()
-    listing = op_client.get("/admin/consolidation/erasurerequest/").content.decode()
+    page = op_client.get(f"/admin/privacy/erasurerequest/{request.pk}/change/").content.decode()
+    listing = op_client.get("/admin/privacy/erasurerequest/").content.decode()
     for text in (page, listing):
         assert "0\xa0minutes" not in text and "done in 12\xa0seconds" in text
     assert ".123456" not in page and "123456" not in page

@@ -19,10 +19,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, SolarSchedule
 
-from consolidation.erasure import subject_hash
-from consolidation.models import ArchiveManifest, ErasureRequest, ErasureStatus
+from consolidation.models import ArchiveManifest
 from episodic.models import AliasSource, EntityAlias, Session
 from episodic.services import episodes_append
+from privacy.erasure import subject_hash
+from privacy.models import ErasureRequest, ErasureStatus
 from procedural.models import ProcedureOutcome, ProcedureSource, ProcedureStatus
 from router.models import ValueModel, ValueModelState
 from semantic.models import ActorType

@@ -109,7 +109,7 @@ def test_erasure_found_by_subject_with_counts_first_and_a_readable_receipt_at_12
 ) -> None:
     page, base = narrow, live_server.url
     login(page, base)
-    page.goto(f"{base}/admin/consolidation/erasurerequest/add/")
+    page.goto(f"{base}/admin/privacy/erasurerequest/add/")
     page.fill("#id_subject", "alcie")  # a typo
     page.click("input[name=_save]")
     assert page.locator("#erasure-no-data").is_visible()
@@ -122,14 +122,14 @@ def test_erasure_found_by_subject_with_counts_first_and_a_readable_receipt_at_12
     shoot("issue34-erasure-confirm-1280")
     inside(page, "#erasure-counts", "#content")
     page.click("#confirm-erasure")
-    page.wait_for_url(re.compile(r".*/admin/consolidation/erasurerequest/[0-9a-f-]+/change/"))
+    page.wait_for_url(re.compile(r".*/admin/privacy/erasurerequest/[0-9a-f-]+/change/"))
     page.reload()
     assert page.locator(".field-status .readonly").inner_text() == "Done"
     receipt = page.locator(".field-counts_pretty").inner_text().lower()
     assert "rows removed" in receipt and "episodes" in receipt and "{" not in receipt
     shoot("issue34-erasure-receipt-1280")
     inside(page, "table.engram-receipt", "#content")
-    page.goto(f"{base}/admin/consolidation/erasurerequest/")
+    page.goto(f"{base}/admin/privacy/erasurerequest/")
     page.fill("#searchbar", "alice")
     page.press("#searchbar", "Enter")
     page.wait_for_url(re.compile(r".*q=alice.*"))

@@ -96,7 +96,7 @@ def test_operator_reviews_reverts_and_reads_the_dashboard(live_server: Any, page
     page.fill("#id_reason", "the user asked to be forgotten")
     page.click("input[name=_save]")
     page.click("#confirm-erasure")  # after the subject's rows are shown
-    page.wait_for_url(re.compile(r".*/admin/consolidation/erasurerequest/[0-9a-f-]+/change/"))
+    page.wait_for_url(re.compile(r".*/admin/privacy/erasurerequest/[0-9a-f-]+/change/"))
     page.reload()  # the status as it is now
     status = page.locator(".field-status .readonly").inner_text()
     assert status == "Done", status

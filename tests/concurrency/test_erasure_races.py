@@ -10,9 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from consolidation.erasure import ERASURE_FAILED
-from consolidation.models import ErasureRequest
 from episodic.models import Episode, Session
+from privacy import erasure
+from privacy.erasure import ERASURE_FAILED
+from privacy.models import ErasureRequest
+from privacy.services import erasure_request_create
 from tenants.scope import tenant_scope
 from tests.concurrency.conftest import Hammer, ok
 
@@ -63,15 +65,13 @@ def test_an_erasure_beside_writes_of_its_subject_ends_done_and_every_write_is_wh
 def test_a_failed_erasure_records_a_generic_error_and_logs_the_detail(
     tenant_a: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from consolidation import erasure
-
     def broken(plan: Any) -> int:
         raise RuntimeError('insert or update on table "episodic_episode" violates foreign key constraint')
 
     failing = erasure.Location("sessions", "episodic.Session", "", erase_fn=broken)
     monkeypatch.setattr(erasure, "LOCATIONS", [failing if loc.name == "sessions" else loc for loc in erasure.LOCATIONS])
-    monkeypatch.setattr("consolidation.tasks.execute_erasure.delay", lambda *args: None)
-    request = erasure.erasure_request_create(tenant=tenant_a, subject=SUBJECT)
+    monkeypatch.setattr("privacy.tasks.execute_erasure.delay", lambda *args: None)
+    request = erasure_request_create(tenant=tenant_a, subject=SUBJECT)
 
     with pytest.raises(RuntimeError):
         erasure.erasure_execute(tenant=tenant_a, request_id=str(request.pk))

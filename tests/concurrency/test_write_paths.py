@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from consolidation.models import ErasureRequest
 from episodic.models import Episode
+from privacy.models import ErasureRequest
 from procedural.models import Procedure
 from semantic.models import Fact
 from tenants.scope import tenant_scope

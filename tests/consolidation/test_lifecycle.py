@@ -10,20 +10,20 @@ from django.core.management import call_command
 from django_celery_beat.models import PeriodicTask
 
 from consolidation import lifecycle, services
-from consolidation.export import tenant_export, tenant_import
 from consolidation.models import ArchiveManifest, ConsolidationRun, RunTrigger
 from consolidation.schedules import SCHEDULES
 from consolidation.selectors import consolidation_stats
 from consolidation.tasks import consolidation_sweep
 from core.errors import Conflict
 from episodic.models import Episode, Session
+from privacy.export import tenant_export, tenant_import
 from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactSource, FactStatus
 from semantic.services import fact_confirm
 from semantic.types import Actor
 from tenants.scope import tenant_scope
 from tests.consolidation.conftest import NOW, make_episode, make_session
-from tests.consolidation.test_erasure import seed_everywhere
 from tests.factories.tenants import TenantFactory
+from tests.privacy.test_erasure import seed_everywhere
 
 pytestmark = pytest.mark.django_db
 

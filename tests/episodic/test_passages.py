@@ -11,11 +11,12 @@ from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consolidation import erasure
 from core.tokens import count_tokens
 from episodic.models import Episode, Passage, allow_episode_deletion
 from episodic.passages import MAX_TOKENS, MIN_TOKENS, passages_create, split_passages
 from episodic.tasks import embed_pending
+from privacy import erasure
+from privacy.services import erasure_request_create
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import item
 
@@ -145,7 +146,7 @@ def test_passages_of_another_tenant_are_invisible_and_erasure_leaves_none(append
         assert Passage.objects.filter(tenant_id=tenant_b.id).count() == 0
         mine = Passage.objects.for_tenant(tenant_a).count()
     assert erasure.locate(tenant=tenant_a, subject="yan")["passages"] == mine > 1
-    request = erasure.erasure_request_create(tenant=tenant_a, subject="yan")
+    request = erasure_request_create(tenant=tenant_a, subject="yan")
     done = erasure.erasure_execute(tenant=tenant_a, request_id=str(request.pk))
     assert done is not None and done.counts["passages"] == mine
     assert erasure.locate(tenant=tenant_a, subject="yan")["passages"] == 0

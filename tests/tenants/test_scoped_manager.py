@@ -20,6 +20,8 @@ from django.test.utils import CaptureQueriesContext
 from consolidation.models import ConsolidationRun, RunTrigger
 from core.db import set_local
 from episodic.models import Episode, Session
+from privacy.models import ErasureRequest
+from privacy.services import erasure_request_create
 from procedural.models import Procedure
 from router.models import ContextTrace
 from semantic.models import Fact
@@ -41,6 +43,7 @@ def _seed(tenant: Tenant) -> None:
     with tenant_scope(tenant):
         ContextTrace.objects.create(tenant=tenant, subject="alice", policy="test")
         ConsolidationRun.objects.create(tenant=tenant, trigger=RunTrigger.MANUAL)
+    erasure_request_create(tenant=tenant, subject="nobody")
 
 
 def _rls_lets_through(*tenants: Tenant) -> None:
@@ -53,7 +56,7 @@ def _where(model: type[TenantModel], sql: str) -> str:
 
 
 # One model of each app that owns tenant tables.
-MODEL_PER_APP = [Episode, Session, Fact, Procedure, ContextTrace, ConsolidationRun, ApiKey]
+MODEL_PER_APP = [Episode, Session, Fact, Procedure, ContextTrace, ConsolidationRun, ErasureRequest, ApiKey]
 
 
 def test_the_models_queried_cover_every_app_with_tenant_tables() -> None:

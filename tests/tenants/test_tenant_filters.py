@@ -19,15 +19,15 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.backends.signals import connection_created
 
-from consolidation import erasure
 from consolidation.models import ArchiveManifest
 from consolidation.tasks import archive_episodes, decay_and_forget
 from episodic.models import Episode, allow_episode_deletion
+from privacy import erasure
 from tenants.distribution import classify_tables
 from tenants.scope import tenant_scope
 from tenants.tasks import purge_idempotency_records
-from tests.consolidation.test_erasure_api import seed_through_the_api
 from tests.episodic.conftest import item
+from tests.privacy.test_erasure_api import seed_through_the_api
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connection
 from psycopg import errors
 
-from consolidation import tasks
+from privacy import tasks
 from tenants.dbroles import eraser_role, switch_connection_user
 from tests.conftest import TenantContext
 

@@ -7,11 +7,14 @@ from datetime import timedelta
 import pytest
 from django.apps import apps
 
-from consolidation import erasure, lifecycle, services
-from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus, RunTrigger
+from consolidation import lifecycle, services
+from consolidation.models import ArchiveManifest, ConsolidationRun, RunTrigger
 from episodic.aliases import entity_alias_learn, entity_alias_put
 from episodic.models import EntityAlias, Episode, Session
 from episodic.scratchpad import scratchpad_get, scratchpad_put
+from privacy import erasure
+from privacy.models import ErasureRequest, ErasureStatus
+from privacy.services import erasure_request_create
 from procedural.models import Procedure, ProcedureOutcome
 from router.models import ContextFeedback, ContextTrace
 from semantic.models import ActorType, Fact, FactChange, FactSource
@@ -33,7 +36,7 @@ def test_every_model_with_a_tenant_or_subject_field_is_in_the_erasure_registry()
         if {f.name for f in m._meta.get_fields()} & {"tenant", "subject", "subjects"}
     }
     missing = sorted(holders - erasure.registered_labels())
-    assert missing == [], f"add these to consolidation/erasure.py (LOCATIONS or NO_SUBJECT_DATA): {missing}"
+    assert missing == [], f"add these to privacy/erasure.py (LOCATIONS or NO_SUBJECT_DATA): {missing}"
     assert not set(erasure.NO_SUBJECT_DATA) & {loc.model for loc in erasure.LOCATIONS}
 
 
@@ -149,7 +152,7 @@ def test_erasure_of_a_subject_seeded_everywhere_leaves_zero_rows_and_others_unto
     other_before = erasure.locate(tenant=tenant_a, subject=OTHER)
     b_before = erasure.locate(tenant=tenant_b, subject=SUBJECT)
 
-    request = erasure.erasure_request_create(tenant=tenant_a, subject=SUBJECT, requested_by="test", reason="gdpr")
+    request = erasure_request_create(tenant=tenant_a, subject=SUBJECT, requested_by="test", reason="gdpr")
     done = erasure.erasure_execute(tenant=tenant_a, request_id=str(request.pk))
 
     assert done is not None and done.status == ErasureStatus.DONE, done.error
@@ -183,7 +186,7 @@ def test_erasure_of_a_subject_seeded_everywhere_leaves_zero_rows_and_others_unto
 
 def test_erasure_is_idempotent(tenant_a) -> None:
     seed_everywhere(tenant_a, SUBJECT, archived=False)
-    request = erasure.erasure_request_create(tenant=tenant_a, subject=SUBJECT)
+    request = erasure_request_create(tenant=tenant_a, subject=SUBJECT)
     assert erasure.erasure_execute(tenant=tenant_a, request_id=str(request.pk)).status == ErasureStatus.DONE
     assert erasure.erasure_execute(tenant=tenant_a, request_id=str(request.pk)) is None
 
@@ -251,7 +254,7 @@ def test_a_sweep_run_that_read_the_subjects_episodes_is_found_and_scrubbed(tenan
             problems=[{"error": "bad answer", "attempt": 1, "excerpt": '{"value": "x@example.org"}'}]
         )
     assert erasure.locate(tenant=tenant_a, subject=SUBJECT)["consolidation_runs"] == 1
-    request = erasure.erasure_request_create(tenant=tenant_a, subject=SUBJECT)
+    request = erasure_request_create(tenant=tenant_a, subject=SUBJECT)
     assert erasure.erasure_execute(tenant=tenant_a, request_id=str(request.pk)).status == ErasureStatus.DONE
     with tenant_scope(tenant_a):
         after = ConsolidationRun.objects.for_tenant(tenant_a).get(pk=run.pk)
@@ -286,7 +289,7 @@ def test_a_request_without_its_subject_never_runs_and_a_done_one_settles_it(tena
             ),
             actor=Actor(type=ActorType.API_KEY, id="k"),
         )
-    done = erasure.erasure_request_create(tenant=tenant_a, subject=SUBJECT)
+    done = erasure_request_create(tenant=tenant_a, subject=SUBJECT)
     assert erasure.erasure_execute(tenant=tenant_a, request_id=str(done.pk)).status == ErasureStatus.DONE
     settled = _filed_without_subject(tenant_a, SUBJECT)
     orphan = _filed_without_subject(tenant_a, "never-named")
@@ -307,4 +310,4 @@ def test_a_request_without_its_subject_never_runs_and_a_done_one_settles_it(tena
     with pytest.raises(ValueError):
         erasure.plan_for(tenant=tenant_a, subject=" ")
     with pytest.raises(ValueError):
-        erasure.erasure_request_create(tenant=tenant_a, subject="")
+        erasure_request_create(tenant=tenant_a, subject="")

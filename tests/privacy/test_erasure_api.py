@@ -13,10 +13,11 @@ from django.apps import apps
 from django.core.files.storage import storages
 from django.utils import timezone
 
-from consolidation import erasure
 from consolidation.models import ConsolidationRun, RunTrigger
-from consolidation.tasks import archive_episodes, consolidation_sweep, decay_and_forget, process_erasure_requests
+from consolidation.tasks import archive_episodes, consolidation_sweep, decay_and_forget
 from core.redis import get_redis
+from privacy import erasure
+from privacy.tasks import process_erasure_requests
 from tenants.models import IdempotencyRecord
 from tenants.scope import tenant_scope
 

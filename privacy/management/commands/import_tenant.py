@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from consolidation.export import tenant_import
 from core.errors import DomainError
+from privacy.export import tenant_import
 from tenants.management.commands._tenant import add_tenant_argument, resolve_tenant
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
-from consolidation.export import export_totals, tenant_export
+from privacy.export import export_totals, tenant_export
 from tenants.management.commands._tenant import add_tenant_argument, resolve_tenant
 
 

@@ -5,7 +5,7 @@ erases location by location inside one transaction per request, then verifies th
 counts zero for the subject and stores the counts and a receipt. The request keeps the subject id only
 until it is done; the audit keeps `subject_hash`.
 
-A test (tests/consolidation/test_erasure.py) fails when a model with a `tenant` or `subject` field is
+A test (tests/privacy/test_erasure.py) fails when a model with a `tenant` or `subject` field is
 neither a location here nor listed in NO_SUBJECT_DATA with the reason why.
 """
 
@@ -16,19 +16,20 @@ import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 from consolidation.lifecycle import episodes_delete, iter_archive_rows, read_archive, write_archive
-from consolidation.models import ArchiveManifest, ConsolidationRun, ErasureRequest, ErasureStatus
+from consolidation.models import ArchiveManifest, ConsolidationRun
+from consolidation.services import scrub_problems
 from episodic.aliases import learned_aliases_q
 from episodic.models import allow_episode_deletion
 from episodic.scratchpad import scratchpad_get, scratchpads_erase, scratchpads_held
+from privacy.models import ErasureRequest, ErasureStatus
 from semantic.selectors import subject_facts_q
 from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
@@ -37,13 +38,10 @@ from tenants.services import idempotency_records_erase
 
 logger = logging.getLogger(__name__)
 
-ERASURE_DEADLINE_DAYS = 30
 # What a failed erasure tells its operators; what failed goes to the log, never a database's text
 # (which can quote rows) to the request.
 ERASURE_FAILED = "The erasure failed and will be retried; the service's log has the details."
 MAX_ERASURE_ATTEMPTS = 5
-# What a consolidation run may keep of a problem: never an excerpt of what was read or answered.
-PROBLEM_KEYS = frozenset({"error", "attempt", "episode_ids", "ids", "attribute", "subject_batch", "stop_reason"})
 
 
 def subject_hash(tenant: Tenant, subject: str) -> str:
@@ -267,15 +265,6 @@ def _runs_q(plan: Plan) -> Any:
     )
 
 
-def scrub_problems(problems: list[Any]) -> list[dict[str, Any]]:
-    """Problems without anything an extractor read or answered: the error and the figures stay."""
-    return [
-        {k: v for k, v in p.items() if k in PROBLEM_KEYS and not (k == "error" and not isinstance(v, str))}
-        for p in problems
-        if isinstance(p, dict)
-    ]
-
-
 def _runs_erase(plan: Plan) -> int:
     # The run stays for the operators' statistics; who, which session and what was read go.
     count = 0
@@ -405,7 +394,7 @@ LOCATIONS: list[Location] = [
     ),
     Location(
         "erasure_requests",
-        "consolidation.ErasureRequest",
+        "privacy.ErasureRequest",
         "the subject id on erasure requests, cleared once they are done (the hash stays)",
         queryset=_erasure_requests_q,
         erase_fn=lambda p: 0,
@@ -479,50 +468,11 @@ def locate(*, tenant: Tenant, subject: str) -> dict[str, int]:
 # --- requests ------------------------------------------------------------------------------------
 
 
-def _subject_lock(tenant: Tenant, digest: str) -> None:
-    # After the subject's own slot where both are taken (erasure_execute; tenants.locks).
-    # Filing and completing requests of one subject take turns: a request filed while another is open
-    # joins it, and the one that completes settles every open request of its subject at once.
+def subject_erasure_lock(tenant: Tenant, digest: str) -> None:
+    """After the subject's own slot where both are taken (erasure_execute; tenants.locks).
+    Filing and completing requests of one subject take turns: a request filed while another is open
+    joins it, and the one that completes settles every open request of its subject at once."""
     tenant_xact_lock(tenant.id, "erasure", digest)
-
-
-@transaction.atomic
-def erasure_request_create(*, tenant: Tenant, subject: str, requested_by: str = "", reason: str = "") -> ErasureRequest:
-    """File a request, or answer with the subject's open one: requests for one subject coalesce, so
-    that one erasure runs and every caller follows the same request (and receipt)."""
-    # Inside the function: consolidation.tasks imports this module.
-    from consolidation.tasks import execute_erasure
-
-    if not subject.strip():
-        raise ValueError("an erasure request needs a subject")
-    digest = subject_hash(tenant, subject)
-    with tenant_scope(tenant):
-        _subject_lock(tenant, digest)
-        request = (
-            ErasureRequest.objects.filter(subject_hash=digest)
-            .exclude(status=ErasureStatus.DONE)
-            .order_by("created_at")
-            .first()
-        )
-        if request is not None:
-            if request.status != ErasureStatus.FAILED and request.subject:
-                return request
-            # Asked again after it failed (or lost its subject id to an earlier bug): a fresh start.
-            request.subject = subject
-            request.attempts = 0
-            request.save(update_fields=["subject", "attempts"])
-        else:
-            request = ErasureRequest.objects.create(
-                tenant=tenant,
-                subject=subject,
-                subject_hash=digest,
-                requested_by=requested_by,
-                reason=reason,
-                deadline=timezone.now() + timedelta(days=ERASURE_DEADLINE_DAYS),
-            )
-    tenant_id, request_id = str(tenant.id), str(request.id)
-    transaction.on_commit(lambda: execute_erasure.delay(tenant_id, request_id))
-    return request
 
 
 def _claim(tenant: Tenant, request_id: str) -> ErasureRequest | None:
@@ -561,7 +511,7 @@ def erasure_execute(*, tenant: Tenant, request_id: str) -> ErasureRequest | None
             remaining = locate(tenant=tenant, subject=subject)
             remaining.pop("erasure_requests", None)
             leftover = {k: v for k, v in remaining.items() if v}
-            _subject_lock(tenant, request.subject_hash)
+            subject_erasure_lock(tenant, request.subject_hash)
             fresh = ErasureRequest.objects.select_for_update().get(pk=request.pk)
             fresh.counts = counts
             fresh.verification = {"remaining": remaining, "verified_at": timezone.now().isoformat()}
@@ -600,7 +550,7 @@ def _settle_without_subject(tenant: Tenant, request: ErasureRequest) -> ErasureR
     """A request whose subject id is gone (or does not match its hash) never runs: an empty subject
     would erase every row written without one. A done erasure of the same subject settles it."""
     with tenant_scope(tenant):
-        _subject_lock(tenant, request.subject_hash)
+        subject_erasure_lock(tenant, request.subject_hash)
         fresh = ErasureRequest.objects.select_for_update().get(pk=request.pk)
         done = (
             ErasureRequest.objects.filter(subject_hash=fresh.subject_hash, status=ErasureStatus.DONE)

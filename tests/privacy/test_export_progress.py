@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from consolidation.export import export_totals, tenant_export, tenant_import
-from tests.consolidation.test_erasure import seed_everywhere
+from privacy.export import export_totals, tenant_export, tenant_import
 from tests.factories.tenants import TenantFactory
+from tests.privacy.test_erasure import seed_everywhere
 
 pytestmark = pytest.mark.django_db
 
