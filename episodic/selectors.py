@@ -432,6 +432,7 @@ def _rank(
     query_embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Iterable[int] | None,
     prefilter: bool = False,
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> _Ranking:
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
@@ -465,7 +466,10 @@ def _rank(
             text_ids = [row[0] for row in cursor.fetchall()]
         _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
 
-    query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
+    if extracted is not None:
+        query_entities, query_topics = list(extracted[0]), list(extracted[1])
+    else:
+        query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
     # Each entity counts once, under any of its names ("mel" or "melanie").
     wanted_entities: list[list[str]] = []
     for names in entity_names(tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject):
@@ -744,11 +748,13 @@ def passage_search_rows(
     query_embedding: list[float] | Future[list[float]] | None = None,
     exclude_episode_ids: Iterable[int] | None = None,
     summaries: bool = True,
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> list[ScoredPassageRow]:
     """The hybrid ranking of episode_search over passages (the same three channels and fusion), as
     typed rows with their episode's columns: a long episode is found by the part that matches, and
     the part is what gets served. Without `summaries`, the parts of sessions' summary episodes are
-    not ranked (they take no place of the `limit`)."""
+    not ranked (they take no place of the `limit`). `extracted`: the query's entities and topics
+    (episodic.extraction), when the caller has extracted them already."""
     scope = _PassageScope(
         tenant=tenant,
         subject=subject,
@@ -767,6 +773,7 @@ def passage_search_rows(
         query_embedding=query_embedding,
         exclude_ids=None,
         prefilter=True,
+        extracted=extracted,
     )
     if not ranking.top:
         return []

@@ -68,9 +68,11 @@ def episode_hits(
     limit: int,
     embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Sequence[int],
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> list[EpisodeHit]:
     """The episodic layer's ranked search over passages (episodic.selectors.passage_search_rows);
-    `exclude_ids` are episodes already offered."""
+    `exclude_ids` are episodes already offered; `extracted`: the query's entities and topics, when the
+    caller has extracted them already."""
 
     # A session's summary episode is never offered (its summary is, as summary:<session>): left in the
     # search it would take places of the pool, set the scale of the pool's relevance and its session's
@@ -84,6 +86,7 @@ def episode_hits(
         query_embedding=embedding,
         exclude_episode_ids=list(exclude_ids),
         summaries=False,
+        extracted=extracted,
     )
     return [EpisodeHit(row=s.row, score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
 
@@ -223,6 +226,7 @@ def episode_candidates(
     recent: Sequence[EpisodeRow],
     frame: Timeframe | None,
     w: HeuristicWeights,
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> list[Candidate]:
     out: list[Candidate] = []
     recent_ids: set[int] = set()
@@ -252,6 +256,7 @@ def episode_candidates(
         limit=limit,
         embedding=embedding,
         exclude_ids=sorted(recent_ids),
+        extracted=extracted,
     )
     if not hits:
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
