@@ -699,6 +699,10 @@ class PassageRow(EpisodeRow):
     char_start: int = 0
     char_end: int = 0
     last: bool = True
+    # The passage's line as a context renders it and its tokens (episodic.passages.passage_line); ""
+    # where it was not stored yet.
+    line: str = ""
+    line_tokens: int = 0
 
     @property
     def whole(self) -> bool:
@@ -710,12 +714,17 @@ class ScoredPassageRow:
     row: PassageRow
     score: float
     score_parts: dict[str, float]
+    # How often each of the asked terms (`count_terms`) is among the passage's index terms, and how many
+    # index terms it has; None where they were not stored yet.
+    term_counts: list[int] | None = None
+    terms_length: int | None = None
 
 
 # A PassageRow's columns over `episodic_passage p`, its episode `e` and its session `s`.
 PASSAGE_COLUMNS = (
     f"e.id, s.external_id, e.kind, e.role, p.content, {epoch_us_sql('p.occurred_at')},"
-    " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last"
+    " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
+    " p.line, p.line_tokens"
 )
 PASSAGE_JOINS = (
     "JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id"
@@ -735,6 +744,8 @@ def _passage_row(values: Sequence[Any]) -> PassageRow:
         char_start=values[11],
         char_end=values[12],
         last=last,
+        line=values[14],
+        line_tokens=values[15],
     )
 
 
@@ -749,12 +760,15 @@ def passage_search_rows(
     exclude_episode_ids: Iterable[int] | None = None,
     summaries: bool = True,
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
+    count_terms: Sequence[str] = (),
 ) -> list[ScoredPassageRow]:
     """The hybrid ranking of episode_search over passages (the same three channels and fusion), as
     typed rows with their episode's columns: a long episode is found by the part that matches, and
     the part is what gets served. Without `summaries`, the parts of sessions' summary episodes are
     not ranked (they take no place of the `limit`). `extracted`: the query's entities and topics
-    (episodic.extraction), when the caller has extracted them already."""
+    (episodic.extraction), when the caller has extracted them already. `count_terms`: index terms
+    (core.terms) whose counts in each passage's stored index terms come back with it, with their number,
+    counted by the database from what was stored when the passage was written."""
     scope = _PassageScope(
         tenant=tenant,
         subject=subject,
@@ -780,17 +794,29 @@ def passage_search_rows(
     scores, params = ranking.row_scores_sql("p")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT p.id, {scores}, {PASSAGE_COLUMNS} FROM episodic_passage p {PASSAGE_JOINS}"  # noqa: S608
+            f"SELECT p.id, {scores}, {_TERM_COUNTS_SQL}, cardinality(p.index_terms),"  # noqa: S608
+            f" {PASSAGE_COLUMNS} FROM episodic_passage p {PASSAGE_JOINS}"
             " WHERE p.tenant_id = %s AND p.id = ANY(%s::bigint[])",
-            [*params, tenant.id, array_literal(ranking.ids)],
+            [*params, list(count_terms), tenant.id, array_literal(ranking.ids)],
         )
         by_id = {row[0]: row for row in cursor.fetchall()}
     out: list[ScoredPassageRow] = []
     for passage_id, fused in ranking.top:
         if (row := by_id.get(passage_id)) is not None:
             score, parts = ranking.scored(fused, passage_id, row[1], row[2], row[3])
-            out.append(ScoredPassageRow(row=_passage_row(row[4:]), score=score, score_parts=parts))
+            out.append(
+                ScoredPassageRow(
+                    row=_passage_row(row[6:]), score=score, score_parts=parts, term_counts=row[4], terms_length=row[5]
+                )
+            )
     return out
+
+
+# How often each asked term is among a passage's index terms, in the order asked; NULL where none are stored.
+_TERM_COUNTS_SQL = (
+    "CASE WHEN p.index_terms IS NULL THEN NULL ELSE ARRAY(SELECT cardinality(array_positions(p.index_terms, u.t))"
+    " FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i) ORDER BY u.i) END"
+)
 
 
 def passage_first_mention(*, tenant: Tenant, subject: str, word: str, until: datetime) -> datetime | None:
