@@ -44,6 +44,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--profile", action="store_true", help="cProfile the timed requests")
+    parser.add_argument("--dump", default="", help="with --profile: write the pstats file here")
     args = parser.parse_args()
     os.environ.update(_db_env(args.db))
     pairs = questions(args.set)[: args.warmup + args.requests]
@@ -86,6 +87,8 @@ def main() -> None:
         f"wall {wall * 1000 / n:.1f} ms "
         f"(reference loop {reference:.1f} ms{', profiled' if profiler else ''}; loaded machine)"
     )
+    if profiler is not None and args.dump:
+        profiler.dump_stats(args.dump)
     if profiler is not None:
         for key in ("tottime", "cumulative"):
             out = io.StringIO()

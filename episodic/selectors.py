@@ -709,7 +709,7 @@ class PassageRow(EpisodeRow):
         return self.position == 0 and self.last
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ScoredPassageRow:
     row: PassageRow
     score: float

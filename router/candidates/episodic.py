@@ -43,7 +43,8 @@ from tenants.models import Tenant
 _MARKER_MARGIN = 8
 
 
-@dataclass(frozen=True)
+# Slotted, not frozen: a request builds up to 400 (see episodic.selectors.EpisodeRow).
+@dataclass(slots=True)
 class EpisodeHit:
     """A ranked passage: the whole episode when it is one passage, else a part of it."""
 
@@ -105,7 +106,7 @@ def episode_hits(
         EpisodeHit(
             row=s.row,
             score=float(s.score),
-            score_parts=dict(s.score_parts),
+            score_parts=s.score_parts,
             term_counts=s.term_counts,
             terms_length=s.terms_length,
         )
