@@ -331,32 +331,57 @@ class _PassageScope:
             **more,
         }
 
-    def queryset(self) -> QuerySet[Passage]:
-        """The same passages as a queryset, for the channels that are rare enough to leave to the ORM."""
-        qs = Passage.objects.all()
-        if self.subject is not None:
-            qs = qs.filter(subject=self.subject)
-        if self.until is not None:
-            qs = qs.filter(occurred_at__lt=self.until)
-        if self.excluded_episodes:
-            qs = qs.exclude(episode_id__in=self.excluded_episodes)
-        if self.skip_summaries:
-            qs = qs.filter(summary=False)
-        return qs
+
+def _named(sql: str, params: Sequence[Any], prefix: str) -> tuple[str, dict[str, Any]]:
+    """`sql` with its positional placeholders named `prefix0`, `prefix1`, ..., and its params by name."""
+    pieces = sql.split("%s")
+    if len(pieces) != len(params) + 1:
+        raise ValueError("one param per placeholder")
+    named = {f"{prefix}{i}": value for i, value in enumerate(params)}
+    text = pieces[0] + "".join(f"%({prefix}{i})s{piece}" for i, piece in enumerate(pieces[1:]))
+    return text, named
 
 
-def _passage_text_ids(scope: _PassageScope, tsquery: str, pool: int) -> list[int]:
-    """The text channel over passages: the TEXT_MATCH_CAP most recent matches, ranked by ts_rank."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT m.id FROM (SELECT p.id, p.search_vector FROM episodic_passage p WHERE {scope.where('p')}"  # noqa: S608
+def _passage_lexical_ids(
+    scope: _PassageScope, tsquery: str, overlap: tuple[list[list[str]], list[str]] | None, pool: int
+) -> tuple[list[int], list[int]]:
+    """The two lexical channels over passages, in one statement: the text channel (the TEXT_MATCH_CAP
+    most recent matches of `tsquery`, ranked by ts_rank) and the entity/topic overlap channel (the
+    passages that carry one of the query's entities or topics, by how many, newest first). Each
+    channel's ids in its order; an empty one where it has nothing to rank."""
+    channels: list[str] = []
+    params = scope.params(tsquery=tsquery, cap=TEXT_MATCH_CAP, pool=pool)
+    if tsquery:
+        channels.append(
+            "SELECT 0, u.id, u.n FROM unnest(ARRAY("  # noqa: S608
+            f"SELECT m.id FROM (SELECT p.id, p.search_vector FROM episodic_passage p WHERE {scope.where('p')}"
             " AND p.search_vector @@ to_tsquery('english'::regconfig, %(tsquery)s)"
             " ORDER BY p.occurred_at DESC, p.id DESC LIMIT %(cap)s) m"
             " ORDER BY ts_rank(m.search_vector, to_tsquery('english'::regconfig, %(tsquery)s), 32) DESC, m.id DESC"
-            " LIMIT %(pool)s",
-            scope.params(tsquery=tsquery, cap=TEXT_MATCH_CAP, pool=pool),
+            " LIMIT %(pool)s)) WITH ORDINALITY AS u(id, n)"
         )
-        return [row[0] for row in cursor.fetchall()]
+    scored = _overlap_sql(*overlap, table="p") if overlap is not None else None
+    if overlap is not None and scored is not None:
+        entities, topics = overlap
+        names = [name for group in entities for name in group]
+        carries = []
+        if names:
+            carries.append("p.entities && %(overlap_names)s::varchar[]")
+        if topics:
+            carries.append("p.topics && %(overlap_topics)s::varchar[]")
+        expression, expression_params = _named(*scored, prefix="overlap_")
+        params.update(expression_params, overlap_names=names, overlap_topics=topics)
+        channels.append(
+            "SELECT 1, u.id, u.n FROM unnest(ARRAY("  # noqa: S608
+            f"SELECT p.id FROM episodic_passage p WHERE {scope.where('p')} AND ({' OR '.join(carries)})"
+            f" ORDER BY {expression} DESC, p.occurred_at DESC, p.id DESC LIMIT %(pool)s)) WITH ORDINALITY AS u(id, n)"
+        )
+    if not channels:
+        return [], []
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(channels) + " ORDER BY 1, 3", params)
+        rows = cursor.fetchall()
+    return [r[1] for r in rows if r[0] == 0], [r[1] for r in rows if r[0] == 1]
 
 
 def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefilter: int) -> list[tuple[int, float]]:
@@ -449,9 +474,7 @@ def _rank(
     fused: dict[int, float] = {}
     tsquery = _or_tsquery(query)
     search_query = SearchQuery(tsquery, search_type="raw", config="english") if tsquery else None
-    if search_query is not None and scope is not None:
-        _rrf(_passage_text_ids(scope, tsquery, pool), CHANNEL_WEIGHTS["text"], fused)
-    elif search_query is not None:
+    if search_query is not None and scope is None:
         assert isinstance(base, QuerySet)
         # Ranking reads every match it ranks; a query of common words can match most of a subject's
         # history, so the TEXT_MATCH_CAP most recent matches are ranked (the vector channel sees all).
@@ -479,15 +502,20 @@ def _rank(
     table = Passage._meta.db_table if scope is not None else base.model._meta.db_table  # type: ignore[union-attr]
     overlap_expr = _overlap_expression(wanted_entities, wanted_topics, table=table)
     overlap = (wanted_entities, wanted_topics) if overlap_expr is not None else None
-    if overlap_expr is not None:
+    if scope is not None:
+        text_ids, overlap_ids = _passage_lexical_ids(scope, tsquery, overlap, pool)
+        if search_query is not None:
+            _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
+        if overlap is not None:
+            _rrf(overlap_ids, CHANNEL_WEIGHTS["overlap"], fused)
+    elif overlap_expr is not None:
         any_name = [name for names in wanted_entities for name in names]
         carries = Q(entities__overlap=any_name) if any_name else Q(pk__in=[])
         if wanted_topics:
             carries |= Q(topics__overlap=wanted_topics)
-        ranked = scope.queryset() if scope is not None else base
-        assert isinstance(ranked, QuerySet)
+        assert isinstance(base, QuerySet)
         overlap_ids = list(
-            ranked.filter(carries)
+            base.filter(carries)
             .annotate(overlap=overlap_expr)
             .order_by("-overlap", "-occurred_at", "-id")
             .values_list("id", flat=True)[:pool]
