@@ -822,29 +822,36 @@ def passage_search_rows(
     scores, params = ranking.row_scores_sql("p")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT p.id, {scores}, {_TERM_COUNTS_SQL}, cardinality(p.index_terms),"  # noqa: S608
+            f"SELECT p.id, {scores}, {_term_counts_sql(len(count_terms))}, cardinality(p.index_terms),"  # noqa: S608
             f" {PASSAGE_COLUMNS} FROM episodic_passage p {PASSAGE_JOINS}"
             " WHERE p.tenant_id = %s AND p.id = ANY(%s::bigint[])",
-            [*params, list(count_terms), tenant.id, array_literal(ranking.ids)],
+            [*params, *count_terms, tenant.id, array_literal(ranking.ids)],
         )
         by_id = {row[0]: row for row in cursor.fetchall()}
     out: list[ScoredPassageRow] = []
     for passage_id, fused in ranking.top:
         if (row := by_id.get(passage_id)) is not None:
             score, parts = ranking.scored(fused, passage_id, row[1], row[2], row[3])
+            stored = row[5] is not None
             out.append(
                 ScoredPassageRow(
-                    row=_passage_row(row[6:]), score=score, score_parts=parts, term_counts=row[4], terms_length=row[5]
+                    row=_passage_row(row[6:]),
+                    score=score,
+                    score_parts=parts,
+                    term_counts=row[4] if stored else None,
+                    terms_length=row[5],
                 )
             )
     return out
 
 
-# How often each asked term is among a passage's index terms, in the order asked; NULL where none are stored.
-_TERM_COUNTS_SQL = (
-    "CASE WHEN p.index_terms IS NULL THEN NULL ELSE ARRAY(SELECT cardinality(array_positions(p.index_terms, u.t))"
-    " FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i) ORDER BY u.i) END"
-)
+def _term_counts_sql(terms: int) -> str:
+    """How often each of `terms` asked terms (one placeholder each) is among a passage's index terms, in
+    the order asked (nulls where none are stored): one array expression, not a subquery per row, which
+    cost the database several times the rest of the fetch (docs/benchmarks/context_cpu_http_readpath.md)."""
+    if not terms:
+        return "'{}'::int[]"
+    return "ARRAY[" + ", ".join(["cardinality(array_positions(p.index_terms, %s::text))"] * terms) + "]::int[]"
 
 
 def passage_first_mention(*, tenant: Tenant, subject: str, word: str, until: datetime) -> datetime | None:
