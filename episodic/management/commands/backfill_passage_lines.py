@@ -8,9 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from episodic.passages import passage_lines_backfill, passage_lines_missing
-from tenants.management.commands._tenant import add_tenants_arguments, progress_bar, resolve_tenants
+from tenants.management.commands._tenant import add_tenants_arguments, backfill_tenants, resolve_tenants
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
 
 
 class Command(BaseCommand):
@@ -28,16 +27,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1.")
-        tenants = resolve_tenants(options, Tenant.objects.all())
-        total = 0
-        for tenant in tenants:
-            with tenant_scope(tenant):
-                missing = passage_lines_missing(tenant=tenant)
-            if not missing:
-                self.stdout.write(f"{tenant.slug}: every passage has its line")
-                continue
-            with progress_bar(options, total=missing, unit=" passages", desc=tenant.slug) as bar:
-                done = passage_lines_backfill(tenant=tenant, batch_size=options["batch"], progress=bar.update)
-            total += done
-            self.stdout.write(f"{tenant.slug}: {done} of {missing} passages given their lines")
+        total = backfill_tenants(
+            self,
+            options,
+            resolve_tenants(options, Tenant.objects.all()),
+            missing=lambda tenant: passage_lines_missing(tenant=tenant),
+            backfill=lambda tenant, progress: passage_lines_backfill(
+                tenant=tenant, batch_size=options["batch"], progress=progress
+            ),
+            unit=" passages",
+            complete="every passage has its line",
+            done="{done} of {missing} passages given their lines",
+        )
         self.stdout.write(self.style.SUCCESS(f"Backfilled {total} passages."))
