@@ -56,7 +56,7 @@ STATEMENTS = (
     ("ts_rank(search_vector", "facts: text part"),
     ("ts_rank(p.search_vector", "episodes: final fetch of the ranked rows"),
     ("semantic_factsource", "facts: sources"),
-    ("SELECT m.id FROM", "episodes: text channel"),
+    ("SELECT m.id FROM", "episodes: text and overlap channels"),
     ('"embedding" <=>', "episodes: vector channel"),
     ("embedding <=> (SELECT v FROM q)", "episodes: vector channel"),
     ("ts_rank(e.search_vector", "episodes: final fetch of the ranked rows"),

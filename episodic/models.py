@@ -287,6 +287,14 @@ class Passage(TenantModel):
     # A part of a session's summary episode (SESSION_SUMMARY_EXTERNAL_ID): the router never offers one
     # (it offers the session's summary itself), so its search skips them rather than spend places on them.
     summary = models.BooleanField(default=False)
+    # What a context needs of the passage that does not depend on the query, computed when it is written
+    # (core.lines, core.terms): its line as rendered (with its episode's speaker, "…" where the episode
+    # goes on), the tokens of that line with its list marker, and its index terms (the BM25 of the
+    # router's re-ranking counts the query's terms in them). Empty line and null terms: not computed
+    # yet (`manage.py backfill_passage_lines`).
+    line = models.TextField(blank=True, default="")
+    line_tokens = models.PositiveIntegerField(default=0)
+    index_terms = ArrayField(models.TextField(), null=True, blank=True)
     entities = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     topics = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)

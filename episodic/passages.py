@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from django.db import connection
+from django.db import connection, transaction
 
 from core.embedding import get_embedder
+from core.lines import line_tokens_of, said_line
+from core.terms import terms
 from core.tokens import count_tokens, encoding
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode, Passage
 from tenants.models import Tenant
@@ -132,13 +134,15 @@ def split_passages(content: str) -> list[PassageSpan]:
 
 _INSERT_SQL = """
 INSERT INTO episodic_passage (tenant_id, episode_id, session_id, subject, occurred_at, position, char_start,
-    char_end, last, content, token_count, summary, entities, topics, embedding)
+    char_end, last, content, token_count, summary, entities, topics, embedding, line, line_tokens, index_terms)
 SELECT %s::uuid, v.episode_id, v.session_id, v.subject, v.occurred_at, v.position, v.char_start, v.char_end, v.last,
-    v.content, v.token_count, e.external_id IS NOT DISTINCT FROM %s, e.entities, e.topics, v.embedding::vector
+    v.content, v.token_count, e.external_id IS NOT DISTINCT FROM %s, e.entities, e.topics, v.embedding::vector,
+    v.line, v.line_tokens, string_to_array(v.index_terms, ' ')
 FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::timestamptz[], %s::integer[], %s::integer[],
-    %s::integer[], %s::boolean[], %s::text[], %s::integer[], %s::text[]) WITH ORDINALITY
+    %s::integer[], %s::boolean[], %s::text[], %s::integer[], %s::text[], %s::text[], %s::integer[], %s::text[])
+    WITH ORDINALITY
     AS v(episode_id, session_id, subject, occurred_at, position, char_start, char_end, last, content, token_count,
-        embedding, n)
+        embedding, line, line_tokens, index_terms, n)
 JOIN episodic_episode e ON e.tenant_id = %s::uuid AND e.id = v.episode_id
 ORDER BY v.n
 ON CONFLICT (tenant_id, episode_id, position) DO NOTHING
@@ -151,6 +155,24 @@ def _vector_literal(vector: Any) -> str | None:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
+@dataclass(frozen=True)
+class PassageLine:
+    """What a context reads of a passage that does not depend on the query (Passage.line, line_tokens,
+    index_terms)."""
+
+    line: str
+    line_tokens: int
+    index_terms: list[str]
+
+
+def passage_line(*, role: str, kind: str, content: str, char_start: int, position: int, last: bool) -> PassageLine:
+    """A passage's line as a context renders it (core.lines: its episode's speaker, "…" where the
+    episode goes on), the tokens of that line, and the index terms of its speaker and text (core.terms)."""
+    whole = position == 0 and last
+    line = said_line(role or kind, content, opens=whole or char_start == 0, closes=last)
+    return PassageLine(line=line, line_tokens=line_tokens_of(line), index_terms=terms(f"{role} {content}"))
+
+
 def passage_rows(episodes: Iterable[Episode]) -> Iterator[tuple[Any, ...]]:
     """The passage rows of these stored episodes. A single-passage episode that already has an
     embedding (sent by the client, or computed before passages existed) passes it on."""
@@ -158,6 +180,15 @@ def passage_rows(episodes: Iterable[Episode]) -> Iterator[tuple[Any, ...]]:
         spans = split_passages(e.content)
         whole = len(spans) == 1
         for position, span in enumerate(spans):
+            content = e.content[span.start : span.end]
+            stored = passage_line(
+                role=e.role,
+                kind=e.kind,
+                content=content,
+                char_start=span.start,
+                position=position,
+                last=position == len(spans) - 1,
+            )
             yield (
                 e.pk,
                 e.session_id,
@@ -167,9 +198,12 @@ def passage_rows(episodes: Iterable[Episode]) -> Iterator[tuple[Any, ...]]:
                 span.start,
                 span.end,
                 position == len(spans) - 1,
-                e.content[span.start : span.end],
+                content,
                 span.tokens if not whole else (e.token_count or span.tokens),
                 _vector_literal(e.embedding) if whole else None,
+                stored.line,
+                stored.line_tokens,
+                " ".join(stored.index_terms),
             )
 
 
@@ -179,7 +213,7 @@ def passages_create(*, tenant: Tenant, episodes: Sequence[Episode]) -> int:
     positions, whichever join the planner picks (a hash join reads the episodes in heap order): the
     search breaks ties between equal scores by id, as it does for episodes. Returns how many rows the
     batch had."""
-    columns: list[list[Any]] = [[] for _ in range(11)]
+    columns: list[list[Any]] = [[] for _ in range(14)]
     for row in passage_rows(episodes):
         for column, value in zip(columns, row, strict=True):
             column.append(value)
@@ -229,6 +263,63 @@ def passages_backfill(*, tenant: Tenant, batch_size: int = 500, progress: Callab
         done += len(ids)
         if progress is not None:
             progress(len(ids))
+
+
+_LINES_MISSING_SQL = """
+SELECT p.id, e.role, e.kind, p.content, p.char_start, p.position, p.last
+FROM episodic_passage p JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id
+WHERE p.tenant_id = %s AND p.id > %s AND p.index_terms IS NULL
+ORDER BY p.id LIMIT %s
+"""
+
+_LINES_UPDATE_SQL = """
+UPDATE episodic_passage p SET line = v.line, line_tokens = v.line_tokens,
+    index_terms = string_to_array(v.index_terms, ' ')
+FROM unnest(%s::bigint[], %s::text[], %s::integer[], %s::text[]) AS v(id, line, line_tokens, index_terms)
+WHERE p.tenant_id = %s AND p.id = v.id
+"""
+
+
+def passage_lines_missing(*, tenant: Tenant) -> int:
+    """How many of the tenant's passages have no stored line yet. Call inside the tenant's scope."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM episodic_passage WHERE tenant_id = %s AND index_terms IS NULL", [tenant.id]
+        )
+        return int(cursor.fetchone()[0])
+
+
+def passage_lines_backfill(
+    *, tenant: Tenant, batch_size: int = 1000, progress: Callable[[int], None] | None = None
+) -> int:
+    """Give every passage of the tenant that has none its line, line tokens and index terms
+    (passage_line), batch by batch in id order, each batch its own transaction (safe to stop and run
+    again). Returns how many passages were done."""
+    done = 0
+    after = 0
+    while True:
+        with tenant_scope(tenant), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(_LINES_MISSING_SQL, [tenant.id, after, batch_size])
+                rows = cursor.fetchall()
+                if not rows:
+                    return done
+                columns: list[list[Any]] = [[], [], [], []]
+                for passage_id, role, kind, content, char_start, position, last in rows:
+                    stored = passage_line(
+                        role=role, kind=kind, content=content, char_start=char_start, position=position, last=last
+                    )
+                    for column, value in zip(
+                        columns,
+                        (passage_id, stored.line, stored.line_tokens, " ".join(stored.index_terms)),
+                        strict=True,
+                    ):
+                        column.append(value)
+                cursor.execute(_LINES_UPDATE_SQL, [*columns, tenant.id])
+        after = rows[-1][0]
+        done += len(rows)
+        if progress is not None:
+            progress(len(rows))
 
 
 # --- embedding ------------------------------------------------------------------------------------

@@ -331,32 +331,57 @@ class _PassageScope:
             **more,
         }
 
-    def queryset(self) -> QuerySet[Passage]:
-        """The same passages as a queryset, for the channels that are rare enough to leave to the ORM."""
-        qs = Passage.objects.all()
-        if self.subject is not None:
-            qs = qs.filter(subject=self.subject)
-        if self.until is not None:
-            qs = qs.filter(occurred_at__lt=self.until)
-        if self.excluded_episodes:
-            qs = qs.exclude(episode_id__in=self.excluded_episodes)
-        if self.skip_summaries:
-            qs = qs.filter(summary=False)
-        return qs
+
+def _named(sql: str, params: Sequence[Any], prefix: str) -> tuple[str, dict[str, Any]]:
+    """`sql` with its positional placeholders named `prefix0`, `prefix1`, ..., and its params by name."""
+    pieces = sql.split("%s")
+    if len(pieces) != len(params) + 1:
+        raise ValueError("one param per placeholder")
+    named = {f"{prefix}{i}": value for i, value in enumerate(params)}
+    text = pieces[0] + "".join(f"%({prefix}{i})s{piece}" for i, piece in enumerate(pieces[1:]))
+    return text, named
 
 
-def _passage_text_ids(scope: _PassageScope, tsquery: str, pool: int) -> list[int]:
-    """The text channel over passages: the TEXT_MATCH_CAP most recent matches, ranked by ts_rank."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT m.id FROM (SELECT p.id, p.search_vector FROM episodic_passage p WHERE {scope.where('p')}"  # noqa: S608
+def _passage_lexical_ids(
+    scope: _PassageScope, tsquery: str, overlap: tuple[list[list[str]], list[str]] | None, pool: int
+) -> tuple[list[int], list[int]]:
+    """The two lexical channels over passages, in one statement: the text channel (the TEXT_MATCH_CAP
+    most recent matches of `tsquery`, ranked by ts_rank) and the entity/topic overlap channel (the
+    passages that carry one of the query's entities or topics, by how many, newest first). Each
+    channel's ids in its order; an empty one where it has nothing to rank."""
+    channels: list[str] = []
+    params = scope.params(tsquery=tsquery, cap=TEXT_MATCH_CAP, pool=pool)
+    if tsquery:
+        channels.append(
+            "SELECT 0, u.id, u.n FROM unnest(ARRAY("  # noqa: S608
+            f"SELECT m.id FROM (SELECT p.id, p.search_vector FROM episodic_passage p WHERE {scope.where('p')}"
             " AND p.search_vector @@ to_tsquery('english'::regconfig, %(tsquery)s)"
             " ORDER BY p.occurred_at DESC, p.id DESC LIMIT %(cap)s) m"
             " ORDER BY ts_rank(m.search_vector, to_tsquery('english'::regconfig, %(tsquery)s), 32) DESC, m.id DESC"
-            " LIMIT %(pool)s",
-            scope.params(tsquery=tsquery, cap=TEXT_MATCH_CAP, pool=pool),
+            " LIMIT %(pool)s)) WITH ORDINALITY AS u(id, n)"
         )
-        return [row[0] for row in cursor.fetchall()]
+    scored = _overlap_sql(*overlap, table="p") if overlap is not None else None
+    if overlap is not None and scored is not None:
+        entities, topics = overlap
+        names = [name for group in entities for name in group]
+        carries = []
+        if names:
+            carries.append("p.entities && %(overlap_names)s::varchar[]")
+        if topics:
+            carries.append("p.topics && %(overlap_topics)s::varchar[]")
+        expression, expression_params = _named(*scored, prefix="overlap_")
+        params.update(expression_params, overlap_names=names, overlap_topics=topics)
+        channels.append(
+            "SELECT 1, u.id, u.n FROM unnest(ARRAY("  # noqa: S608
+            f"SELECT p.id FROM episodic_passage p WHERE {scope.where('p')} AND ({' OR '.join(carries)})"
+            f" ORDER BY {expression} DESC, p.occurred_at DESC, p.id DESC LIMIT %(pool)s)) WITH ORDINALITY AS u(id, n)"
+        )
+    if not channels:
+        return [], []
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(channels) + " ORDER BY 1, 3", params)
+        rows = cursor.fetchall()
+    return [r[1] for r in rows if r[0] == 0], [r[1] for r in rows if r[0] == 1]
 
 
 def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefilter: int) -> list[tuple[int, float]]:
@@ -432,6 +457,7 @@ def _rank(
     query_embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Iterable[int] | None,
     prefilter: bool = False,
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> _Ranking:
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
@@ -448,9 +474,7 @@ def _rank(
     fused: dict[int, float] = {}
     tsquery = _or_tsquery(query)
     search_query = SearchQuery(tsquery, search_type="raw", config="english") if tsquery else None
-    if search_query is not None and scope is not None:
-        _rrf(_passage_text_ids(scope, tsquery, pool), CHANNEL_WEIGHTS["text"], fused)
-    elif search_query is not None:
+    if search_query is not None and scope is None:
         assert isinstance(base, QuerySet)
         # Ranking reads every match it ranks; a query of common words can match most of a subject's
         # history, so the TEXT_MATCH_CAP most recent matches are ranked (the vector channel sees all).
@@ -465,7 +489,10 @@ def _rank(
             text_ids = [row[0] for row in cursor.fetchall()]
         _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
 
-    query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
+    if extracted is not None:
+        query_entities, query_topics = list(extracted[0]), list(extracted[1])
+    else:
+        query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
     # Each entity counts once, under any of its names ("mel" or "melanie").
     wanted_entities: list[list[str]] = []
     for names in entity_names(tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject):
@@ -475,15 +502,20 @@ def _rank(
     table = Passage._meta.db_table if scope is not None else base.model._meta.db_table  # type: ignore[union-attr]
     overlap_expr = _overlap_expression(wanted_entities, wanted_topics, table=table)
     overlap = (wanted_entities, wanted_topics) if overlap_expr is not None else None
-    if overlap_expr is not None:
+    if scope is not None:
+        text_ids, overlap_ids = _passage_lexical_ids(scope, tsquery, overlap, pool)
+        if search_query is not None:
+            _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
+        if overlap is not None:
+            _rrf(overlap_ids, CHANNEL_WEIGHTS["overlap"], fused)
+    elif overlap_expr is not None:
         any_name = [name for names in wanted_entities for name in names]
         carries = Q(entities__overlap=any_name) if any_name else Q(pk__in=[])
         if wanted_topics:
             carries |= Q(topics__overlap=wanted_topics)
-        ranked = scope.queryset() if scope is not None else base
-        assert isinstance(ranked, QuerySet)
+        assert isinstance(base, QuerySet)
         overlap_ids = list(
-            ranked.filter(carries)
+            base.filter(carries)
             .annotate(overlap=overlap_expr)
             .order_by("-overlap", "-occurred_at", "-id")
             .values_list("id", flat=True)[:pool]
@@ -695,23 +727,32 @@ class PassageRow(EpisodeRow):
     char_start: int = 0
     char_end: int = 0
     last: bool = True
+    # The passage's line as a context renders it and its tokens (episodic.passages.passage_line); ""
+    # where it was not stored yet.
+    line: str = ""
+    line_tokens: int = 0
 
     @property
     def whole(self) -> bool:
         return self.position == 0 and self.last
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ScoredPassageRow:
     row: PassageRow
     score: float
     score_parts: dict[str, float]
+    # How often each of the asked terms (`count_terms`) is among the passage's index terms, and how many
+    # index terms it has; None where they were not stored yet.
+    term_counts: list[int] | None = None
+    terms_length: int | None = None
 
 
 # A PassageRow's columns over `episodic_passage p`, its episode `e` and its session `s`.
 PASSAGE_COLUMNS = (
     f"e.id, s.external_id, e.kind, e.role, p.content, {epoch_us_sql('p.occurred_at')},"
-    " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last"
+    " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
+    " p.line, p.line_tokens"
 )
 PASSAGE_JOINS = (
     "JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id"
@@ -731,6 +772,8 @@ def _passage_row(values: Sequence[Any]) -> PassageRow:
         char_start=values[11],
         char_end=values[12],
         last=last,
+        line=values[14],
+        line_tokens=values[15],
     )
 
 
@@ -744,11 +787,16 @@ def passage_search_rows(
     query_embedding: list[float] | Future[list[float]] | None = None,
     exclude_episode_ids: Iterable[int] | None = None,
     summaries: bool = True,
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
+    count_terms: Sequence[str] = (),
 ) -> list[ScoredPassageRow]:
     """The hybrid ranking of episode_search over passages (the same three channels and fusion), as
     typed rows with their episode's columns: a long episode is found by the part that matches, and
     the part is what gets served. Without `summaries`, the parts of sessions' summary episodes are
-    not ranked (they take no place of the `limit`)."""
+    not ranked (they take no place of the `limit`). `extracted`: the query's entities and topics
+    (episodic.extraction), when the caller has extracted them already. `count_terms`: index terms
+    (core.terms) whose counts in each passage's stored index terms come back with it, with their number,
+    counted by the database from what was stored when the passage was written."""
     scope = _PassageScope(
         tenant=tenant,
         subject=subject,
@@ -767,23 +815,43 @@ def passage_search_rows(
         query_embedding=query_embedding,
         exclude_ids=None,
         prefilter=True,
+        extracted=extracted,
     )
     if not ranking.top:
         return []
     scores, params = ranking.row_scores_sql("p")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT p.id, {scores}, {PASSAGE_COLUMNS} FROM episodic_passage p {PASSAGE_JOINS}"  # noqa: S608
+            f"SELECT p.id, {scores}, {_term_counts_sql(len(count_terms))}, cardinality(p.index_terms),"  # noqa: S608
+            f" {PASSAGE_COLUMNS} FROM episodic_passage p {PASSAGE_JOINS}"
             " WHERE p.tenant_id = %s AND p.id = ANY(%s::bigint[])",
-            [*params, tenant.id, array_literal(ranking.ids)],
+            [*params, *count_terms, tenant.id, array_literal(ranking.ids)],
         )
         by_id = {row[0]: row for row in cursor.fetchall()}
     out: list[ScoredPassageRow] = []
     for passage_id, fused in ranking.top:
         if (row := by_id.get(passage_id)) is not None:
             score, parts = ranking.scored(fused, passage_id, row[1], row[2], row[3])
-            out.append(ScoredPassageRow(row=_passage_row(row[4:]), score=score, score_parts=parts))
+            stored = row[5] is not None
+            out.append(
+                ScoredPassageRow(
+                    row=_passage_row(row[6:]),
+                    score=score,
+                    score_parts=parts,
+                    term_counts=row[4] if stored else None,
+                    terms_length=row[5],
+                )
+            )
     return out
+
+
+def _term_counts_sql(terms: int) -> str:
+    """How often each of `terms` asked terms (one placeholder each) is among a passage's index terms, in
+    the order asked (nulls where none are stored): one array expression, not a subquery per row, which
+    cost the database several times the rest of the fetch (docs/benchmarks/context_cpu_http_readpath.md)."""
+    if not terms:
+        return "'{}'::int[]"
+    return "ARRAY[" + ", ".join(["cardinality(array_positions(p.index_terms, %s::text))"] * terms) + "]::int[]"
 
 
 def passage_first_mention(*, tenant: Tenant, subject: str, word: str, until: datetime) -> datetime | None:

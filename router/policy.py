@@ -118,7 +118,14 @@ class HeuristicPolicy:
         if plan.episodic > 0:
             out.episodic = settle_episodes(
                 episode_candidates(
-                    tenant=tenant, request=request, plan=plan, embedding=pending, recent=recent, frame=frame, w=self.w
+                    tenant=tenant,
+                    request=request,
+                    plan=plan,
+                    embedding=pending,
+                    recent=recent,
+                    frame=frame,
+                    w=self.w,
+                    extracted=(entities, topics),
                 ),
                 self.w,
             )
@@ -142,7 +149,9 @@ class HeuristicPolicy:
         """The procedural and the semantic layers' candidates. The facts come first: their text part
         runs while the query is still being embedded."""
         semantic = (
-            fact_candidates(tenant=tenant, request=request, embedding=embedding, frame=frame, w=self.w)
+            fact_candidates(
+                tenant=tenant, request=request, embedding=embedding, frame=frame, w=self.w, entities=entities
+            )
             if plan.semantic > 0
             else []
         )

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime
 from functools import lru_cache
 
+from core.lines import LINE_PREFIX
 from router.types import Candidate, Layer
 
 SECTIONS: dict[Layer, tuple[str, ...]] = {
@@ -19,7 +20,6 @@ SECTIONS: dict[Layer, tuple[str, ...]] = {
     "working": ("Working notes",),
 }
 SECTION_SEPARATOR = "\n\n"
-LINE_PREFIX = "- "
 
 
 @lru_cache(maxsize=4096)

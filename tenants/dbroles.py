@@ -99,9 +99,14 @@ def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
     # delete episodes. REVOKE of a grant that is not there only warns.
     cursor.execute(f'REVOKE "{eraser}" FROM "{role}"')
     _worker_may_erase(cursor, role, eraser)
-    for table in ("episodic_episode", "episodic_passage"):
+    # What is filled in after the row is written: the embedding (the worker's drain) and a passage's stored
+    # line (episodic.passages.passage_lines_backfill, for passages written before it was stored).
+    for table, filled_in in (
+        ("episodic_episode", "embedding"),
+        ("episodic_passage", "embedding, line, line_tokens, index_terms"),
+    ):
         cursor.execute(f'REVOKE UPDATE, DELETE ON {table} FROM "{role}"')
-        cursor.execute(f'GRANT UPDATE (embedding) ON {table} TO "{role}"')
+        cursor.execute(f'GRANT UPDATE ({filled_in}) ON {table} TO "{role}"')
 
 
 def _worker_may_erase(cursor: Any, role: str, eraser: str) -> None:

@@ -9,6 +9,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+
+from core.lines import said_line
+from core.tokens import count_tokens
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID
 from episodic.selectors import (
     EpisodeRow,
@@ -28,20 +32,29 @@ from router.candidates.common import (
 )
 from router.pricing import said_tokens
 from router.rendering import format_day
-from router.rerank import bm25_scores
+from router.rerank import bm25_from_counts, query_terms, term_counts
 from router.selectors import session_summaries
 from router.timeframe import Timeframe
 from router.types import BudgetPlan, Candidate, ContextRequest, Source
 from tenants.models import Tenant
 
+# The tokens of the list marker LINE_PREFIX are at most this many: a stored line this close to the limit
+# has its text counted alone before it is clipped or not.
+_MARKER_MARGIN = 8
 
-@dataclass(frozen=True)
+
+# Slotted, not frozen: a request builds up to 400 (see episodic.selectors.EpisodeRow).
+@dataclass(slots=True)
 class EpisodeHit:
     """A ranked passage: the whole episode when it is one passage, else a part of it."""
 
     row: PassageRow
     score: float
     score_parts: dict[str, float]
+    # The query's terms counted in the passage's stored index terms, and their number (router.rerank);
+    # None where they are not stored.
+    term_counts: list[int] | None = None
+    terms_length: int | None = None
 
 
 def episode_source(row: EpisodeRow, *, quoted: bool = True) -> Source:
@@ -68,9 +81,11 @@ def episode_hits(
     limit: int,
     embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Sequence[int],
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> list[EpisodeHit]:
     """The episodic layer's ranked search over passages (episodic.selectors.passage_search_rows);
-    `exclude_ids` are episodes already offered."""
+    `exclude_ids` are episodes already offered; `extracted`: the query's entities and topics, when the
+    caller has extracted them already."""
 
     # A session's summary episode is never offered (its summary is, as summary:<session>): left in the
     # search it would take places of the pool, set the scale of the pool's relevance and its session's
@@ -84,8 +99,19 @@ def episode_hits(
         query_embedding=embedding,
         exclude_episode_ids=list(exclude_ids),
         summaries=False,
+        extracted=extracted,
+        count_terms=query_terms(query),
     )
-    return [EpisodeHit(row=s.row, score=float(s.score), score_parts=dict(s.score_parts)) for s in scored]
+    return [
+        EpisodeHit(
+            row=s.row,
+            score=float(s.score),
+            score_parts=s.score_parts,
+            term_counts=s.term_counts,
+            terms_length=s.terms_length,
+        )
+        for s in scored
+    ]
 
 
 def named_speakers(query: str, roles: Iterable[str]) -> frozenset[str]:
@@ -170,20 +196,11 @@ def episode_candidate(
     episode's content goes on before or after it, sourced with its span. History is rendered newest
     day first (within a day in time order, sessions kept together), so that what was said last about
     anything comes before what it updates; the session's recent activity reads as a transcript."""
-    speaker = row.role or row.kind
     excerpt = isinstance(row, PassageRow) and not row.whole
-    content = row.content
-    if isinstance(row, PassageRow) and excerpt:
-        content = f"{'… ' if row.char_start > 0 else ''}{content}{'' if row.last else ' …'}"
-    raw = f"{speaker}: {content}" if speaker else content
-    text = " ".join(raw.split())
-    # Stored content that needs no normalising is priced from its stored count; other lines are counted
-    # (an excerpt is at most a passage long).
-    counts = said_tokens(speaker, row.content, row.token_count) if text == raw and not excerpt else None
-    if counts is None or counts[0] > w.episode_max_tokens:
-        text, line_count = clip(text, w.episode_max_tokens), -1
+    if isinstance(row, PassageRow) and row.line:
+        text, line_count = stored_line(row, w)
     else:
-        line_count = counts[1]
+        text, line_count = episode_line(row, w)
     position = row.position if isinstance(row, PassageRow) else 0
     day = row.occurred_at.date().toordinal()
     item_id = f"passage:{row.passage_id}" if isinstance(row, PassageRow) and excerpt else f"episode:{row.id}"
@@ -214,6 +231,30 @@ def episode_candidate(
     )
 
 
+def stored_line(row: PassageRow, w: HeuristicWeights) -> tuple[str, int]:
+    """A passage's line and its tokens as stored when it was written (episodic.passages.passage_line),
+    clipped to episode_max_tokens (its text, without the list marker, is counted only near the limit)."""
+    if row.line_tokens + _MARKER_MARGIN > w.episode_max_tokens and count_tokens(row.line) > w.episode_max_tokens:
+        return clip(row.line, w.episode_max_tokens), -1
+    return row.line, row.line_tokens
+
+
+def episode_line(row: EpisodeRow, w: HeuristicWeights) -> tuple[str, int]:
+    """An episode's line (or a passage's not stored yet) and its tokens (-1: to be counted)."""
+    speaker = row.role or row.kind
+    excerpt = isinstance(row, PassageRow) and not row.whole
+    opens = not (isinstance(row, PassageRow) and excerpt and row.char_start > 0)
+    closes = not (isinstance(row, PassageRow) and excerpt and not row.last)
+    text = said_line(speaker, row.content, opens=opens, closes=closes)
+    raw = f"{speaker}: {row.content}" if speaker else row.content
+    # Stored content that needs no normalising is priced from its stored count; other lines are counted
+    # (an excerpt is at most a passage long).
+    counts = said_tokens(speaker, row.content, row.token_count) if text == raw and not excerpt else None
+    if counts is None or counts[0] > w.episode_max_tokens:
+        return clip(text, w.episode_max_tokens), -1
+    return text, counts[1]
+
+
 def episode_candidates(
     *,
     tenant: Tenant,
@@ -223,6 +264,7 @@ def episode_candidates(
     recent: Sequence[EpisodeRow],
     frame: Timeframe | None,
     w: HeuristicWeights,
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> list[Candidate]:
     out: list[Candidate] = []
     recent_ids: set[int] = set()
@@ -252,6 +294,7 @@ def episode_candidates(
         limit=limit,
         embedding=embedding,
         exclude_ids=sorted(recent_ids),
+        extracted=extracted,
     )
     if not hits:
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
@@ -362,7 +405,7 @@ def passage_relevance(
     as fast as relevance does."""
     if not hits:
         return {}
-    lexical = bm25_scores(query, [f"{h.row.role} {h.row.content}" for h in hits])
+    lexical = lexical_scores(query, hits)
     best_lexical = max(lexical) or 1.0
     vectors = [h.score_parts.get("vector", 0.0) for h in hits]
     low, high = min(vectors), max(vectors)
@@ -390,6 +433,26 @@ def passage_relevance(
         raw[h.row.passage_id] *= 1.0 - w.session_weight + w.session_weight * share
     top = max(raw.values()) or 1.0
     return {passage_id: value / top for passage_id, value in raw.items()}
+
+
+def lexical_scores(query: str, hits: Sequence[EpisodeHit]) -> list[float]:
+    """BM25 of each hit's speaker and text over the pool (router.rerank), from the term counts the search
+    read with it; a hit without them (a passage written before they were stored) is tokenised here."""
+    q = query_terms(query)
+    if not q:
+        return [0.0] * len(hits)
+    counts: list[list[int]] = []
+    lengths: list[int] = []
+    for h in hits:
+        if h.term_counts is not None and h.terms_length is not None and len(h.term_counts) == len(q):
+            counts.append(h.term_counts)
+            lengths.append(h.terms_length)
+        else:
+            c, length = term_counts(q, f"{h.row.role} {h.row.content}")
+            counts.append(c)
+            lengths.append(length)
+    matrix = np.array(counts, dtype=np.int64).reshape(len(hits), len(q))
+    return [float(x) for x in bm25_from_counts(matrix, np.array(lengths, dtype=np.int64))]
 
 
 def summary_candidates(

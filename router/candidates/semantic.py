@@ -79,7 +79,10 @@ def fact_candidates(
     embedding: list[float] | Future[list[float]] | None,
     frame: Timeframe | None,
     w: HeuristicWeights,
+    entities: Sequence[str] | None = None,
 ) -> list[Candidate]:
+    """The subject's facts that matter for the query (or its facts without one). `entities`: the
+    query's, when the caller has extracted them (episodic.extraction) already."""
 
     scored: list[tuple[Any, float, dict[str, float]]]
     if request.query.strip():
@@ -91,6 +94,7 @@ def fact_candidates(
             k=50,
             as_of=facts_as_of(request, frame),
             query_embedding=embedding,
+            entities=entities,
         )
         scored = [
             (r, r.score, {**r.score_parts, "update": 1.0} if r.updates else dict(r.score_parts))

@@ -217,3 +217,42 @@ def test_the_migration_marks_the_summary_passages_stored_before_it(append, tenan
         with tenant_scope(tenant):
             marked = dict(Passage.objects.for_tenant(tenant).values_list("episode_id", "summary"))
         assert marked == {turn.id: False, summary.id: True}
+
+
+@pytest.mark.django_db
+def test_a_passage_stores_its_rendered_line_its_tokens_and_index_terms_and_the_backfill_restores_them(
+    append, tenant_a, capsys
+) -> None:
+    from core.terms import terms
+    from episodic.passages import passage_line
+
+    short, long = append(
+        tenant_a, [item("We  deploy on\nAWS eu-west-1.", role="assistant"), item(long_text(2), role="Marta")]
+    )
+    with tenant_scope(tenant_a):
+        passages = list(Passage.objects.for_tenant(tenant_a).order_by("episode_id", "position"))
+    assert len(passages) > 2
+    first, *middle, last = [p for p in passages if p.episode_id == long.pk]
+    assert passages[0].line == "assistant: We deploy on AWS eu-west-1."
+    assert first.line.startswith("Marta: ") and first.line.endswith(" …") and "… " not in first.line
+    assert last.line.startswith("Marta: … ") and not last.line.endswith(" …")
+    stored = [(p.line, p.line_tokens, p.index_terms) for p in passages]
+    for p in passages:
+        assert p.line_tokens == count_tokens(f"- {p.line}")
+        assert p.index_terms == terms(f"{'assistant' if p.episode_id == short.pk else 'Marta'} {p.content}")
+    # As stored before the columns existed.
+    with tenant_scope(tenant_a):
+        Passage.objects.for_tenant(tenant_a).update(line="", line_tokens=0, index_terms=None)
+    out = StringIO()
+    call_command("backfill_passage_lines", tenant=tenant_a.slug, batch=2, stdout=out)
+    assert f"{len(passages)} of {len(passages)} passages given their lines" in out.getvalue()
+    assert f"{len(passages)}/{len(passages)}" in capsys.readouterr().err  # the progress bar
+    with tenant_scope(tenant_a):
+        again = list(Passage.objects.for_tenant(tenant_a).order_by("episode_id", "position"))
+    assert [(p.line, p.line_tokens, p.index_terms) for p in again] == stored
+    assert passage_line(role="", kind="tool_call", content="x", char_start=0, position=0, last=True).line == (
+        "tool_call: x"
+    )
+    out = StringIO()
+    call_command("backfill_passage_lines", tenant=tenant_a.slug, stdout=out)
+    assert "every passage has its line" in out.getvalue()

@@ -268,12 +268,13 @@ def test_context_request_query_count_is_pinned(tenant_a, api_a, django_assert_ma
     api_a.post("/v1/context", {"subject": "alice", "query": "warm up"}, format="json")
     # The request's savepoint, authentication and scope (5), recent events (1), procedures (1), facts
     # (the text part while the query is embedded, scan settings, the ranked facts, their sources: 4),
-    # episode search (text, entity overlap, scan settings, vector, the scored rows: 5), neighbours (1),
+    # episode search (text and entity overlap in one statement, scan settings, vector, the scored rows: 4),
+    # neighbours (1),
     # the answering lines' pairwise similarity, for update labels (1), summaries (1), the subject's slot, shared
     # (1: tenants.locks), the trace (4: its row and then its items, which in production the writer adds after
     # the answer, each committed without waiting for the disk), the service's savepoint and the scope's
     # end (4).
-    with django_assert_max_num_queries(28):
+    with django_assert_max_num_queries(27):
         response = api_a.post(
             "/v1/context", {"subject": "alice", "query": "printer in Lisbon", "session": "s-2"}, format="json"
         )

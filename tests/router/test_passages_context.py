@@ -68,3 +68,23 @@ def test_another_tenants_long_episodes_never_reach_the_context(tenant_a, tenant_
     remember(tenant_a, ["We sail on Sundays."], subject="alice")
     body = api_a.post("/v1/context", {"subject": "alice", "query": QUESTION}, format="json").json()
     assert "flowerpot" not in str(body) and "boathouse" not in str(body)
+
+
+def test_a_context_from_stored_lines_is_the_one_computed_without_them(tenant_a, ask) -> None:
+    from episodic.models import Passage
+    from tenants.scope import tenant_scope
+
+    remember(tenant_a, [long_text(), "The boathouse key?  Under the\tflowerpot.", "ok"], session="s-long")
+    remember(tenant_a, ["I like sailing on weekends.", ("Marta", "The boat is green.")], start=T0 + timedelta(days=1))
+
+    def shown(body: dict) -> tuple:
+        return body["prompt"], body["tokens"], {k: v for k, v in body["layers"].items() if k != "working"}
+
+    stored = [shown(ask(query=q, max_tokens=b)) for q in (QUESTION, "what colour is Marta's boat?") for b in (150, 900)]
+    with tenant_scope(tenant_a):
+        Passage.objects.for_tenant(tenant_a).update(line="", line_tokens=0, index_terms=None)
+    computed = [
+        shown(ask(query=q, max_tokens=b)) for q in (QUESTION, "what colour is Marta's boat?") for b in (150, 900)
+    ]
+    assert computed == stored
+    assert any("…" in item["text"] for _, _, layers in stored for item in layers["episodic"])

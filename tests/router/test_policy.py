@@ -120,3 +120,22 @@ def test_a_clip_fits_its_limit_and_reads_only_the_head_of_a_long_text(text: str)
     assert clipped.endswith("…") and count_tokens(clipped) <= 300
     assert len(clipped) <= 300 * 16 + 1
     assert clip("short text", 300) == "short text"
+
+
+@pytest.mark.django_db
+def test_a_context_request_extracts_the_querys_entities_once(tenant_a, ask, monkeypatch) -> None:
+    from episodic import extraction
+
+    remember(tenant_a, ["I met Maria in Lisbon.", "Maria likes the harbour."])
+    query = "Where did Maria meet Jonas in Lisbon?"
+    seen: list[str] = []
+    extract = extraction.extract_with_config
+
+    def counted(*, text: str, config):  # type: ignore[no-untyped-def]
+        seen.append(text)
+        return extract(text=text, config=config)
+
+    monkeypatch.setattr(extraction, "extract_with_config", counted)
+    body = ask(query=query)
+    assert "Maria" in body["prompt"]
+    assert seen.count(query) == 1

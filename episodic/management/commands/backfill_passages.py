@@ -7,9 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from episodic.passages import passages_backfill, passages_missing
-from tenants.management.commands._tenant import add_tenants_arguments, progress_bar, resolve_tenants
+from tenants.management.commands._tenant import add_tenants_arguments, backfill_tenants, resolve_tenants
 from tenants.models import Tenant
-from tenants.scope import tenant_scope
 
 
 class Command(BaseCommand):
@@ -26,16 +25,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1.")
-        tenants = resolve_tenants(options, Tenant.objects.all())
-        total = 0
-        for tenant in tenants:
-            with tenant_scope(tenant):
-                missing = passages_missing(tenant=tenant)
-            if not missing:
-                self.stdout.write(f"{tenant.slug}: every episode has its passages")
-                continue
-            with progress_bar(options, total=missing, unit=" episodes", desc=tenant.slug) as bar:
-                done = passages_backfill(tenant=tenant, batch_size=options["batch"], progress=bar.update)
-            total += done
-            self.stdout.write(f"{tenant.slug}: {done} episodes split into passages")
+        total = backfill_tenants(
+            self,
+            options,
+            resolve_tenants(options, Tenant.objects.all()),
+            missing=lambda tenant: passages_missing(tenant=tenant),
+            backfill=lambda tenant, progress: passages_backfill(
+                tenant=tenant, batch_size=options["batch"], progress=progress
+            ),
+            unit=" episodes",
+            complete="every episode has its passages",
+            done="{done} episodes split into passages",
+        )
         self.stdout.write(self.style.SUCCESS(f"Backfilled {total} episodes."))

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 from tqdm import tqdm
 
 from tenants.models import Tenant
+from tenants.scope import tenant_scope
 
 
 def add_tenant_argument(parser: CommandParser) -> None:
@@ -50,3 +52,31 @@ def resolve_tenants(options: dict[str, Any], every: QuerySet[Tenant]) -> list[Te
 def progress_bar(options: dict[str, Any], **kwargs: Any) -> tqdm[Any]:
     """A progress bar on stderr, silent with `--no-progress`."""
     return tqdm(file=sys.stderr, disable=options["no_progress"], **kwargs)
+
+
+def backfill_tenants(
+    command: BaseCommand,
+    options: dict[str, Any],
+    tenants: Sequence[Tenant],
+    *,
+    missing: Callable[[Tenant], int],
+    backfill: Callable[[Tenant, Callable[[int], None]], int],
+    unit: str,
+    complete: str,
+    done: str,
+) -> int:
+    """Each tenant's backfill: how much it misses (counted in its scope), then `backfill` with a progress
+    bar over that total, and one line per tenant: `complete` when nothing was missing, else `done`
+    formatted with `done` and `missing`. Returns the total done."""
+    total = 0
+    for tenant in tenants:
+        with tenant_scope(tenant):
+            left = missing(tenant)
+        if not left:
+            command.stdout.write(f"{tenant.slug}: {complete}")
+            continue
+        with progress_bar(options, total=left, unit=unit, desc=tenant.slug) as bar:
+            count = backfill(tenant, bar.update)
+        total += count
+        command.stdout.write(f"{tenant.slug}: {done.format(done=count, missing=left)}")
+    return total

@@ -1,0 +1,100 @@
+"""Where a context request's CPU goes in Python, on an evaluation's tenant: cProfile over in-process calls.
+
+    set -a && . .data/engram.env && set +a
+    .venv/bin/python bench/context_profile.py --db engram_locomo_r4 --set locomo --budget 1000
+
+Calls router.services.context_build directly (no HTTP) for the set's questions, as bench/context_cpu_http.py
+asks them (the same order, subject and budgets), after a warm-up that loads the model and fills the
+caches; every query's vector is computed before the clock starts, so the profile is the read path's own.
+Reports this process's CPU per request (all threads; PostgreSQL's is bench/context_cpu_http.py's), then
+the functions that cost most, by own time and by cumulative time (the request's thread only: cProfile
+does not follow the reader threads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from context_cpu_http import SETS, questions, reference_loop_ms  # noqa: E402
+from context_latency import ROOT, _db_env  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--set", choices=sorted(SETS), default="locomo")
+    parser.add_argument("--budget", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--profile", action="store_true", help="cProfile the timed requests")
+    parser.add_argument("--dump", default="", help="with --profile: write the pstats file here")
+    args = parser.parse_args()
+    os.environ.update(_db_env(args.db))
+    pairs = questions(args.set)[: args.warmup + args.requests]
+
+    from core.embedding import embed_one
+    from router.services import context_build
+    from router.types import ContextRequest
+    from tenants.models import Tenant
+    from tenants.scope import tenant_scope
+
+    tenant = Tenant.objects.get(slug=SETS[args.set])
+
+    def ask(pair: tuple[str, str]) -> None:
+        request = ContextRequest(
+            subject=pair[0], query=pair[1], max_tokens=args.budget, budgets={"reserve": 0, "episodic": args.budget}
+        )
+        with tenant_scope(tenant):
+            context_build(tenant=tenant, request=request)
+
+    for _, query in pairs:
+        embed_one(query)
+    for pair in pairs[: args.warmup]:
+        ask(pair)
+    timed = pairs[args.warmup :]
+    reference = reference_loop_ms()
+    profiler = cProfile.Profile() if args.profile else None
+    cpu_before, wall_before = _cpu(), time.perf_counter()
+    for pair in timed:
+        if profiler is not None:
+            profiler.enable()
+        ask(pair)
+        if profiler is not None:
+            profiler.disable()
+    time.sleep(0.2)  # the trace's items are written just after the answer
+    cpu = _cpu() - cpu_before
+    wall = time.perf_counter() - wall_before
+    n = len(timed)
+    print(
+        f"{n} requests at {args.budget} tokens on {args.db}: this process {cpu * 1000 / n:.1f} ms CPU a request, "
+        f"wall {wall * 1000 / n:.1f} ms "
+        f"(reference loop {reference:.1f} ms{', profiled' if profiler else ''}; loaded machine)"
+    )
+    if profiler is not None and args.dump:
+        profiler.dump_stats(args.dump)
+    if profiler is not None:
+        for key in ("tottime", "cumulative"):
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(args.top)
+            print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()
