@@ -52,6 +52,22 @@ _DROP_IN_VALUE = frozenset({"det", "poss", "punct", "cc", "prep", "case", "aux",
 MAX_VALUE_WORDS = 4
 
 
+def _said_of(head: Token, tokens: list[Token], value: str) -> str:
+    """The clause without the circumstances that do not hold its value ("at the council", "this
+    morning", "last month"): what the statement says of the thing, and nothing else."""
+    low = value.lower()
+    dropped = {
+        t.i
+        for c in tokens
+        if c is not head
+        and c.dep_ in {"npadvmod", "prep", "tmod"}
+        and low not in "".join(x.text_with_ws for x in c.subtree).lower()
+        for t in c.subtree
+    }
+    kept = [t for t in tokens if t.i not in dropped]
+    return "".join(t.text_with_ws for t in kept).strip(" ,") if kept else ""
+
+
 @dataclasses.dataclass(frozen=True)
 class Statement:
     """One clause in which the speaker states a value of theirs."""
@@ -61,6 +77,7 @@ class Statement:
     predicate: str  # the verb's lemma and the words that lead to the value: "take", "be", "move to"
     value: str  # the typed value, or the complement's head phrase
     typed: bool  # the value is a typed value (semantic.predicates)
+    said: str = ""  # the clause without the circumstances that do not hold the value
 
 
 @functools.cache
@@ -195,20 +212,23 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     if subject is None or subject.dep_ == "expl" or not _states(head, speaker):
         return None
     doc = head.doc
-    clause_tokens = [t for t in head.subtree if not (t.dep_ == "cc" and t.head is head and t.i < subject.i)]
-    # A conjoined clause's words stop where the next one starts.
-    clause_tokens = [
-        t
-        for t in clause_tokens
-        if not any(a.dep_ == "conj" and a is not head and a.head is head for a in t.ancestors) or t is head
-    ]
-    start = min(min(t.i for t in clause_tokens), subject.i)
+    # The clause is its subject, its verb and what completes it: what stands before the subject
+    # ("Birthday weekend, so ...", "Finally, ..."), clauses joined to it and subordinate clauses are not.
+    cut = {
+        c.i
+        for c in head.children
+        if c.dep_ in {"conj", "cc", "advcl", "parataxis", "mark", "punct"}
+        or (c.i < subject.i and c.dep_ not in {"aux", "auxpass", "neg", "nsubj", "nsubjpass"})
+    }
+    clause_tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a is not head)]
+    start = min(t.i for t in clause_tokens)
     end = max(t.i for t in clause_tokens) + 1
     while end > start and doc[end - 1].is_punct:
         end -= 1
     while start < end and (doc[start].is_punct or doc[start].dep_ in {"cc", "intj"}):
         start += 1
     clause = doc[start:end].text
+    tokens = list(doc[start:end])
     complements = _complements(head)
     # "My loan got approved", "the renovation is finished": the participle is the state.
     passive = head.tag_ == "VBN" and any(c.dep_ == "auxpass" for c in head.children)
@@ -216,7 +236,24 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         return None
     low = subject.lower_
     own_subject = low in _SPEAKER or (subject.pos_ in {"NOUN", "PROPN"} and _owner(subject) == "own")
-    the_thing = subject.pos_ == "NOUN" and any(c.dep_ == "det" and c.lower_ == "the" for c in subject.children)
+    # "the renovation", or a thing named bare ("Billing moved to Paddle"): in the speaker's own turn,
+    # a thing of theirs.
+    the_thing = subject.pos_ == "NOUN" and (
+        any(c.dep_ == "det" and c.lower_ == "the" for c in subject.children)
+        or not any(c.dep_ in {"det", "poss"} for c in subject.children)
+    )
+    # "Coach cut my swim practice to 60 minutes": a change someone makes to a thing of the speaker's.
+    changed_own = next(
+        (
+            c
+            for c in complements
+            if c.dep_ == "dobj" and _owner(c) == "own" and predicates.says_change(clause, subject=speaker)
+        ),
+        None,
+    )
+    if changed_own is not None and not own_subject:
+        subject, own_subject, the_thing = changed_own, True, False
+        complements = [c for c in complements if c is not changed_own]
     named_as_own = None
     if not own_subject and subject.pos_ == "PROPN" and head.lemma_ in {"be", "become"}:
         named_as_own = _own_thing_in(complements)
@@ -252,8 +289,9 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         name = _span_text([t for t in subject.subtree if t.dep_ not in {"det", "punct"}])
         thing = _span_text([t for t in named_as_own.subtree if t.i <= named_as_own.i])
         return Statement(clause, thing, head.lemma_, name, bool(predicates.value_kind(name)))
-    if not complements:
-        return Statement(clause, _span_text([t for t in subject.subtree if t.i <= subject.i]), "be", head.text, False)
+    if passive and not any(c.dep_ in _VALUE_HEAD or c.dep_ == "prep" for c in complements):
+        thing = _span_text([t for t in subject.subtree if t.i <= subject.i])
+        return Statement(clause, thing, "be", head.text, False, _said_of(head, tokens, head.text))
     # The value lies in the complement: a name in the subject ("my 1:1 with Dana") is none.
     region_start = min(t.i for c in complements for t in c.subtree)
     region_char = doc[region_start].idx - doc[start].idx
@@ -272,7 +310,7 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
             held = next((t for t in typed if (t.start, t.end) not in left), None)
         if held is None:
             return None
-        return Statement(clause, thing, predicate, held.text, True)
+        return Statement(clause, thing, predicate, held.text, True, _said_of(head, tokens, held.text))
     # "changed the default branch to main": with a verb of change, the value follows "to" or "into".
     towards = [c for c in complements if c.dep_ == "prep" and c.lower_ in {"to", "into"}]
     main = (towards[0] if towards and predicates.says_change(clause, subject=speaker) else None) or next(
@@ -288,7 +326,7 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         return None
     if main.dep_ == "prep":
         predicate = f"{predicate} {main.lower_}"
-    return Statement(clause, thing, predicate, phrase, False)
+    return Statement(clause, thing, predicate, phrase, False, _said_of(head, tokens, phrase))
 
 
 def statements(sentence: str, *, speaker: str) -> list[Statement]:
@@ -314,8 +352,11 @@ def facts(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tupl
     for found in statements(sentence, speaker=speaker):
         if tells_the_past(found.clause, said_at):
             continue
-        statement = third_person(found.clause[0].upper() + found.clause[1:], speaker).rstrip(" .!") + "."
-        if statement.startswith(("The ", "the ")) and found.subject.lower().startswith("the "):
-            statement = f"{speaker}'s {statement[4:]}"
+        said = found.said or found.clause
+        if found.subject != "I" and not found.subject.lower().startswith(("my ", "our ")):
+            # A thing of the speaker's named with "the" or bare: said as theirs.
+            thing = re.sub(r"^the\s+", "", said, flags=re.I)
+            said = f"{speaker}'s {thing[0].lower() + thing[1:]}"
+        statement = third_person(said[0].upper() + said[1:], speaker).rstrip(" .!") + "."
         out.append((found.value, statement))
     return out
