@@ -156,6 +156,21 @@ def _head_phrase(token: Token) -> str:
     return _span_text(run)
 
 
+def _opens(subject: Token) -> bool:
+    """The subject opens its sentence, after at most a lead-in ("By the way, ...", "Update: ...") or an
+    adverb."""
+    before = [t for t in subject.doc[: subject.left_edge.i] if not t.is_space]
+    return not before or before[-1].text in {",", ":"} or all(t.dep_ in {"advmod", "intj", "cc"} for t in before)
+
+
+def _denied_speaker(token: Token) -> bool:
+    """ "..., not us", "not mine": the clause says the thing is not the speaker's."""
+    if token.lower_ not in {"us", "me", "mine", "ours", "we", "i"}:
+        return False
+    before = token.doc[token.i - 1] if token.i > 0 else None
+    return any(c.dep_ == "neg" for c in token.children) or (before is not None and before.lower_ == "not")
+
+
 def _negated(head: Token) -> bool:
     return any(c.dep_ == "neg" or c.lower_ in {"never", "no"} for c in head.children) or any(
         c.dep_ == "det" and c.lower_ == "no" for t in head.children for c in t.children
@@ -238,9 +253,15 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     own_subject = low in _SPEAKER or (subject.pos_ in {"NOUN", "PROPN"} and _owner(subject) == "own")
     # "the renovation", or a thing named bare ("Billing moved to Paddle"): in the speaker's own turn,
     # a thing of theirs.
-    the_thing = subject.pos_ == "NOUN" and (
-        any(c.dep_ == "det" and c.lower_ == "the" for c in subject.children)
-        or not any(c.dep_ in {"det", "poss"} for c in subject.children)
+    # It opens the clause (a log line's noun deep in the sentence is none), and a bare one is written in
+    # lower case (a capital is as likely a name: "Casey works at ...").
+    the_thing = (
+        subject.pos_ == "NOUN"
+        and _opens(subject)
+        and (
+            any(c.dep_ == "det" and c.lower_ == "the" for c in subject.children)
+            or (not any(c.dep_ in {"det", "poss"} for c in subject.children) and subject.text.islower())
+        )
     )
     # "Coach cut my swim practice to 60 minutes": a change someone makes to a thing of the speaker's.
     changed_own = next(
@@ -279,6 +300,7 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         or predicates.adds(text_checks)
         or tells_the_past(text_checks, None)
         or re.search(r"\b(?:you|your|he|she|his|her|him|they|their|them)\b", clause, re.I)
+        or any(_denied_speaker(t) for t in tokens)
     ):
         return None
     for c in complements:

@@ -58,6 +58,9 @@ NOTHING_STATED = [
     "I was widowed at the time.",                          # the past
     "I'm thinking about going keto.",                      # an attitude to a value
     "I also drive a Vespa.",                               # an addition
+    "The design team runs Figma, not us.",                 # denied to be the speaker's
+    "Jordan works at Initech.",                            # a name, not a thing of the speaker's
+    "2024-11-02 10:14:07 WARN [worker.pool] Reports the queue depth for pending jobs above the limit",
 ]
 # fmt: on
 
