@@ -157,10 +157,13 @@ def _head_phrase(token: Token) -> str:
 
 
 def _opens(subject: Token) -> bool:
-    """The subject opens its sentence, after at most a lead-in ("By the way, ...", "Update: ...") or an
-    adverb."""
-    before = [t for t in subject.doc[: subject.left_edge.i] if not t.is_space]
-    return not before or before[-1].text in {",", ":"} or all(t.dep_ in {"advmod", "intj", "cc"} for t in before)
+    """The subject opens its sentence: before it stand at most a lead-in ("By the way, ...", "Update:
+    ..."), adverbs, or circumstances ("Since March, ...", "Next week ..."); not a log line's words."""
+    before = [t for t in subject.doc[: subject.left_edge.i] if not t.is_space and not t.is_punct]
+    if not before or subject.doc[subject.left_edge.i - 1].text in {",", ":"}:
+        return True
+    lead = {"advmod", "intj", "cc", "prep", "npadvmod", "advcl", "mark", "tmod"}
+    return all(any(a.dep_ in lead for a in (t, *t.ancestors) if a.i < subject.left_edge.i) for t in before)
 
 
 def _denied_speaker(token: Token) -> bool:

@@ -35,6 +35,8 @@ STATES = [
     ("My pottery class costs $220 per term.", "$220"),
     ("Our family car is a 2011 Volvo V70.", "2011 Volvo V70"),
     ("We run our billing on Chargebee.", "Chargebee"),
+    # a thing of the speaker's after a circumstance that leads the sentence
+    ("Since March the run club meets at 6:40.", "6:40"),
     # a name said to be a thing of the speaker's: the thing is the subject, the name its value
     ("Ines Duarte became my landlady.", "Ines Duarte"),
 ]
