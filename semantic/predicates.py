@@ -39,6 +39,11 @@ GENERIC_ATTRIBUTES = frozenset({"about", "relations", "possessions", "preference
 SIMILAR_NAMING_OLD = 0.45
 SIMILAR_WITH_CHANGE = 0.60
 SIMILAR_PLAIN = 0.88
+# Two states said with a word or two ("pescatarian", "vegan"; "pending", "approved") are values of one
+# predicate only when their own meanings are this near (MiniLM cosine of the values alone):
+# docs/consolidation.md gives the pairs it was set on.
+SIMILAR_TERMS = 0.40
+MAX_TERM_WORDS = 3
 
 
 def _words(name: str) -> frozenset[str]:
@@ -250,6 +255,23 @@ def value_kind(value: str) -> Typed | None:
     return spans[0] if not rest else None
 
 
+def term_kind(value: str) -> Typed | None:
+    """A state said with a word or two, no typed value in it ("vegan", "on hold", "approved"): a value
+    the mechanism compares by meaning (`supersedes`), never a fragment test's typed value."""
+    text = value.strip(" .")
+    words = re.findall(r"[\w'’-]+", text)
+    if not 1 <= len(words) <= MAX_TERM_WORDS or not re.fullmatch(r"[a-z][a-z'’ -]*", text) or typed_spans(text):
+        return None
+    if all(w.lower() in function_words() for w in words):
+        return None
+    return Typed(0, len(text), "term", text)
+
+
+def comparable_kind(value: str) -> Typed | None:
+    """The kind by which a fact's value is compared with another: its typed value, or a short state."""
+    return value_kind(value) or term_kind(value)
+
+
 _FAMILY = {"version": "name", "time": "time", "date": "date"}
 
 
@@ -264,10 +286,16 @@ def same_kind(a: Typed, b: Typed) -> bool:
 MASK = "something"
 
 
-def frame(statement: str, *, subject: str = "") -> str:
-    """The statement with its typed values masked and the grammar of change taken out."""
+def frame(statement: str, *, subject: str = "", value: str = "") -> str:
+    """The statement with its typed values masked and the grammar of change taken out; a state said
+    with a word or two (`term_kind`) is masked too when it is the fact's `value`."""
     text = statement
-    for t in reversed(typed_spans(statement, subject=subject)):
+    spans = typed_spans(statement, subject=subject)
+    if value and term_kind(value) is not None:
+        said = re.search(rf"(?<![\w-]){re.escape(value.strip(' .'))}(?![\w-])", statement, re.I)
+        if said is not None and not any(said.start() < t.end and t.start < said.end() for t in spans):
+            spans = sorted([*spans, Typed(said.start(), said.end(), "term", said.group(0))], key=lambda t: t.start)
+    for t in reversed(spans):
         text = text[: t.start] + MASK + text[t.end :]
     markers = _section("change.txt", "before the old value")
     old = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
@@ -348,14 +376,23 @@ def names_left(statement: str, value: str, *, subject: str = "") -> bool:
 
 
 def supersedes(
-    *, old_statement: str, old_value: str, new_statement: str, new_value: str, similarity: float, subject: str = ""
+    *,
+    old_statement: str,
+    old_value: str,
+    new_statement: str,
+    new_value: str,
+    similarity: float,
+    subject: str = "",
+    values_similarity: float | None = None,
 ) -> bool:
     """Whether the later statement (`new_*`) supersedes the earlier (`old_*`) of the same subject,
     given the cosine of their frames: values of one type that differ, no addition and no one else's
     value, and the same predicate (the same content words, or frames at least as similar as the grammar
     of the later statement asks: less when it names the earlier value as left or tells a change)."""
-    old_typed, new_typed = value_kind(old_value), value_kind(new_value)
+    old_typed, new_typed = comparable_kind(old_value), comparable_kind(new_value)
     if old_typed is None or new_typed is None or not same_kind(old_typed, new_typed):
+        return False
+    if new_typed.kind == "term" and (values_similarity is None or values_similarity < SIMILAR_TERMS):
         return False
     if (
         values_same(old_value, new_value)
@@ -364,10 +401,12 @@ def supersedes(
         or someone_elses(new_statement, subject=subject)
     ):
         return False
+    old_words = content_words(frame(old_statement, subject=subject, value=old_value), subject=subject)
+    new_words = content_words(frame(new_statement, subject=subject, value=new_value), subject=subject)
     if names_left(new_statement, old_value, subject=subject):
-        return similarity >= SIMILAR_NAMING_OLD
-    old_words = content_words(frame(old_statement, subject=subject), subject=subject)
-    new_words = content_words(frame(new_statement, subject=subject), subject=subject)
+        # "We replaced the Volvo with a Skoda": a frame that says nothing but the change names no other
+        # predicate than the one whose value it says was left.
+        return not new_words or similarity >= SIMILAR_NAMING_OLD
     open_verbs = _words("open_verbs.txt")
     changed = says_change(new_statement, subject=subject)
     # "uses X", "has X": a relation of many values names no one thing; a new value adds to it unless

@@ -380,7 +380,7 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
         or fact.origin != FactOrigin.EXTRACTED
         or fact.attribute in predicates.EVENT_ATTRIBUTES
         or fact.embedding is None
-        or predicates.value_kind(fact.value) is None
+        or predicates.comparable_kind(fact.value) is None
     ):
         return []
     pool = (
@@ -397,11 +397,11 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
     )
     if fact.cardinality == Cardinality.SINGLE:
         pool = pool.exclude(attribute=fact.attribute)  # its own timeline has placed it
-    new_kind = predicates.value_kind(fact.value)
+    new_kind = predicates.comparable_kind(fact.value)
     rows = [
         f
         for f in pool.only("id", "entity", "attribute", "value", "statement", "embedding", "subject", "valid_from")
-        if (old_kind := predicates.value_kind(f.value)) is not None
+        if (old_kind := predicates.comparable_kind(f.value)) is not None
         and new_kind is not None
         and predicates.same_kind(old_kind, new_kind)
         and not values_same(f.value, fact.value)
@@ -416,12 +416,18 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
         return []
     subject = fact.entity  # whom the statements are about: the speaker named in them
     frames = embed_statements(
-        [predicates.frame(fact.statement, subject=subject)]
-        + [predicates.frame(rows[i].statement, subject=subject) for i in order]
+        [predicates.frame(fact.statement, subject=subject, value=fact.value)]
+        + [predicates.frame(rows[i].statement, subject=subject, value=rows[i].value) for i in order]
     )
     changed = predicates.says_change(fact.statement, subject=subject)
+    # Two states said with a word or two are compared by what the words mean (predicates.SIMILAR_TERMS).
+    values = (
+        embed_statements([fact.value] + [rows[i].value for i in order])
+        if new_kind is not None and new_kind.kind == "term"
+        else None
+    )
     changes: list[ChangeDraft] = []
-    for i, vector in zip(order, frames[1:], strict=True):
+    for n, (i, vector) in enumerate(zip(order, frames[1:], strict=True)):
         old = rows[i]
         # Named attributes (a writer's "database" of many values, or its "database" and "cache") say
         # what the fact is about: they accumulate, or are two predicates, unless the later statement
@@ -437,6 +443,11 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
             new_value=fact.value,
             similarity=similarity,
             subject=subject,
+            values_similarity=(
+                float(np.dot(np.asarray(values[0], dtype=np.float32), np.asarray(values[n + 1], dtype=np.float32)))
+                if values is not None
+                else None
+            ),
         ):
             continue
         locked = lock_fact(tenant, old.id)

