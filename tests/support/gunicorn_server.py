@@ -36,19 +36,28 @@ def _database_url() -> str:
     return f"postgres://{quote(user, safe='')}:{quote(password, safe='')}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-@contextmanager
-def gunicorn_server(*args: str, log_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start gunicorn with the web front (one worker, two request threads unless `args` and `env` say
-    otherwise); yield its base URL."""
-    port = free_port()
+def server_environ(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: this test worker's database and Redis number. The worker's name
+    (PYTEST_XDIST_WORKER) is not passed on, so the Redis number is passed whole: without it the server
+    fell back to the first worker's number, which that worker flushes between its tests."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     environ.update(
         DJANGO_SETTINGS_MODULE="config.settings.test",
         DATABASE_URL=_database_url(),
         DATABASE_OWNER_URL="",
+        TEST_REDIS_URL=settings.REDIS_URL,
         ENGRAM_WEB_THREADS="2",
     )
     environ.update(env or {})
+    return environ
+
+
+@contextmanager
+def gunicorn_server(*args: str, log_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start gunicorn with the web front (one worker, two request threads unless `args` and `env` say
+    otherwise); yield its base URL."""
+    port = free_port()
+    environ = server_environ(env)
     with log_path.open("w+") as log:
         proc = subprocess.Popen(  # noqa: S603 - our own binary, fixed arguments
             [str(ROOT / ".venv" / "bin" / "gunicorn"), "config.asgi:application", "-c", "config/gunicorn_conf.py"]
