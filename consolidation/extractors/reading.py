@@ -317,7 +317,10 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     if passive and not any(c.dep_ in _VALUE_HEAD or c.dep_ == "prep" for c in complements):
         thing = _span_text([t for t in subject.subtree if t.i <= subject.i])
         return Statement(clause, thing, "be", head.text, False, _said_of(head, tokens, head.text))
-    # The value lies in the complement: a name in the subject ("my 1:1 with Dana") is none.
+    # The value lies in the complement: a name in the subject ("my 1:1 with Dana") is none. Where the
+    # only complement was the speaker's thing itself ("the landlord raised my rent"), no value is said.
+    if not complements:
+        return None
     region_start = min(t.i for c in complements for t in c.subtree)
     region_char = doc[region_start].idx - doc[start].idx
     typed = [

@@ -83,3 +83,19 @@ def test_the_value_is_in_the_complement_not_in_the_subject() -> None:
     # "Priya" names whose class it is; the day is what the statement says of it.
     (found,) = reading.statements("My Thursday class with Priya starts at 7:15.", speaker="Noor")
     assert found.value == "7:15"
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The landlord raised my rent.",
+        "Someone moved my dentist appointment.",
+        "IT replaced my laptop.",
+        "The council renamed our street.",
+        "Priya rescheduled my review.",
+    ],
+)
+def test_a_change_someone_else_made_to_the_speakers_thing_without_a_value_states_nothing(sentence: str) -> None:
+    """The speaker's thing is the verb's only complement, so no value is said: no fact, and no error
+    (the reader raised here, which failed the subject's whole consolidation batch)."""
+    assert _values(sentence) == []
