@@ -12,7 +12,7 @@ from semantic.models import ActorType, Fact, FactChange, FactChangeKind, FactSta
 from semantic.services import fact_upsert
 from semantic.types import Actor, FactCandidate
 from tenants.scope import tenant_scope
-from tests.factories.admin import Memory
+from tests.factories.admin import Memory, page_body
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_review_queue_shows_pending_facts_with_their_source_episodes(
     op_client: Client, memory_a: Memory, memory_b: Memory
 ) -> None:
     response = op_client.get(REVIEW)
-    body = response.content.decode()
+    body = page_body(response)
     assert response.status_code == 200
     assert str(memory_a.pending_fact.id) in body
     assert "I think I work for Acme Corp now." in body  # the source episode's text
