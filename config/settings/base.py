@@ -229,6 +229,10 @@ ENGRAM: dict[str, Any] = {
     # docs/benchmarks/vector_prefilter.md
     "VECTOR_PREFILTER_CANDIDATES": env.int("ENGRAM_VECTOR_PREFILTER_CANDIDATES", default=400),
     "EXTRACTOR": env.str("ENGRAM_EXTRACTOR", default=""),
+    # The offline extractor's dependency-parse reader (consolidation/extractors/reading.py): off until it
+    # passes the LoCoMo gate; on LoCoMo conv-26 its facts cost all layers 0.06 grounded recall at 1K
+    # (docs/consolidation.md, "Reading").
+    "PARSE_READER": env.bool("ENGRAM_PARSE_READER", default=False),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
     # A tenant's learned value (router.learning, docs/router.md): trained on at most MAX contexts with
     # feedback, once there are MIN_CONTEXTS of them and MIN_USED used items; rolled back on MIN_MEASURED.

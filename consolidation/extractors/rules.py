@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from functools import partial
 
+from django.conf import settings
+
 from core.lexicon import alternation
 from core.terms import terms
 from episodic.models import Episode
@@ -1210,7 +1212,10 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
 
 def _parsed(sentence: str, speaker: str, said_at: datetime) -> list[tuple[str, str]]:
     """The parse's (value, statement) pairs whose clause passes the tests every fact passes
-    (fact_filters): "is using something like X" or "is listening on port 8080" is no fact."""
+    (fact_filters): "is using something like X" or "is listening on port 8080" is no fact. None
+    while the reader is off (settings.ENGRAM["PARSE_READER"])."""
+    if not settings.ENGRAM["PARSE_READER"]:
+        return []
     out = []
     for value, statement in reading.facts(sentence, speaker=speaker, said_at=said_at):
         said = re.sub(r"^'s\s+", "", statement[len(speaker) :].strip()) if statement.startswith(speaker) else statement

@@ -13,6 +13,13 @@ import pytest
 
 from bench.update_pairs import Said, mentions, probe_said
 
+
+@pytest.fixture(autouse=True)
+def _parse_reader_on(settings: Any) -> None:
+    """The reader is off by default (config/settings/base.py, ENGRAM["PARSE_READER"]): these tests are its own."""
+    settings.ENGRAM = {**settings.ENGRAM, "PARSE_READER": True}
+
+
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm")]
 
 
