@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--report", default=str(DOCS / "memory_control.md"))
     parser.add_argument("--chart", default="", help="default: beside the report, .png")
     parser.add_argument("--json", default="", help="default: .data/<report name>.json")
+    parser.add_argument("--keep-logs", default="", help="a folder for each feedback half's logged contexts")
     args = parser.parse_args()
     env = scratch_env(args.db)
     env |= {
@@ -70,6 +71,8 @@ def main() -> None:
         eval_args += ["--every", str(args.every)]
     if args.no_curve:
         eval_args.append("--no-curve")
+    if args.keep_logs:
+        eval_args += ["--keep-logs", args.keep_logs]
     command = "bench/memory_control.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     subprocess.run(
         [sys.executable, "manage.py", "memory_control_eval", *eval_args, "--command-line", command.strip()],

@@ -55,6 +55,7 @@ from evaluation.memory_control import (
 )
 from evaluation.recall import Conversation, Evidence, Question, evidence_turn_terms, half_label, half_of
 from router.helper_threads import close_readers
+from router.learning import logged_contexts
 from router.models import ValueModel
 from router.tasks import value_model_update
 from tenants.models import ApiKey, Tenant
@@ -141,6 +142,9 @@ class Command(memory_eval.Command):
         parser.add_argument("--report", default="")
         parser.add_argument("--chart", default="")
         parser.add_argument("--command-line", default="")
+        parser.add_argument(
+            "--keep-logs", default="", help="A folder: each feedback half's logged contexts as JSON lines, for study"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         options |= {"seed": 18, "seed_given": False, "questions": 0, "no_consolidation": False}
@@ -160,6 +164,7 @@ class Command(memory_eval.Command):
         }
         self.tenant = tenant
         self.exploration = options["exploration"]
+        self.keep_logs = Path(options["keep_logs"]) if options["keep_logs"] else None
         agent = _Agent(tenant)
         runs: list[HalfRun] = []
         points: list[CurvePoint] = []
@@ -256,6 +261,25 @@ class Command(memory_eval.Command):
             )
         return said, model
 
+    def _keep_logs(self, path: Path) -> None:
+        """The feedback logs as the training job reads them (router.learning.logged_contexts)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tenant_scope(self.tenant):
+            contexts = logged_contexts(tenant=self.tenant, limit=settings.ENGRAM["VALUE_MODEL_MAX_CONTEXTS"])
+        with path.open("w") as out:
+            for ctx in contexts:
+                row = {
+                    "trace_id": ctx.trace_id,
+                    "policy": ctx.policy,
+                    "rows": ctx.rows,
+                    "served": ctx.served.tolist(),
+                    "propensity": ctx.propensity.tolist(),
+                    "used": ctx.used.tolist(),
+                    "budget": ctx.budget,
+                }
+                out.write(json.dumps(row, default=str) + "\n")
+        self._say(f"kept {len(contexts)} logged contexts in {path}")
+
     # --- asking ----------------------------------------------------------------------------------
     def _feedback(
         self, agent: _Agent, half: _Half, questions: Sequence[Question], budgets: Sequence[int]
@@ -301,6 +325,8 @@ class Command(memory_eval.Command):
         run.feedback_contexts, run.feedback_used = self._feedback(agent, train, train.questions, feedback_budgets)
         run.feedback_questions = len(train.questions)
         run.job, run.model = self._train()
+        if self.keep_logs is not None:
+            self._keep_logs(self.keep_logs / f"{train.name}.jsonl")
         # Recorded before anything of the other half is asked.
         self._say(f"job: {run.job}; estimate before measuring: {run.model.get('estimate')}")
         run.outcomes, run.mode = self._measure(agent, test, test.answerable, budgets, run.model)
