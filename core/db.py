@@ -10,7 +10,8 @@ import hashlib
 import math
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import connections
@@ -47,6 +48,34 @@ def _set_local_commands(values: dict[str, str], *, using: str) -> list[str]:
         literal = sql.Literal(str(value)).as_string(conn.connection)
         statements.append(f"SET LOCAL {name} = {literal}")
     return statements
+
+
+@contextmanager
+def set_locals_with_next_statement(values: dict[str, str], *, using: str = "default") -> Iterator[None]:
+    """SET LOCAL `values` in the same round trip as the next statement the block runs on the connection
+    (an ORM query among them), sent in front of it as fetch_after_set_locals sends them; they hold
+    for the rest of the transaction, as set_locals' do. A block that runs no statement sets them as
+    it ends."""
+    commands = _set_local_commands(values, using=using)
+    sent = False
+
+    def prepend(execute: Any, query: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        nonlocal sent
+        if sent or many:
+            return execute(query, params, many, context)
+        sent = True
+        escaped = [command.replace("%", "%%") for command in commands] if params is not None else commands
+        result = execute("; ".join([*escaped, query]), params, many, context)
+        # One result per command: the statement's is the last, where its caller reads it.
+        for _ in commands:
+            context["cursor"].nextset()
+        return result
+
+    with connections[using].execute_wrapper(prepend):
+        yield
+    if not sent:
+        with connections[using].cursor() as cursor:
+            cursor.execute("; ".join(commands))
 
 
 def fetch_after_set_locals(
