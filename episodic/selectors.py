@@ -277,8 +277,8 @@ def vector_prefilter_candidates(pool: int) -> int:
 @dataclass(frozen=True)
 class _PassageScope:
     """The passages a search ranks, as SQL over `episodic_passage`: written out rather than compiled by
-    the ORM on every request (the router's search runs a few statements a request over thousands of
-    rows; compiling their querysets cost more CPU than the rest of its Python). The tenant is named in
+    the ORM on every request (the router's search is one statement a request over thousands of rows;
+    compiling querysets for it cost more CPU than the rest of its Python). The tenant is named in
     every condition, as row-level security and Citus both want."""
 
     tenant: Tenant
@@ -417,7 +417,7 @@ def _passage_vector_channel(scope: _PassageScope, prefilter: int) -> tuple[str, 
 
 def _nearest(*, base: QuerySet[Any], vector: list[float], pool: int) -> list[tuple[int, float]]:
     """The pool rows of `base` nearest to `vector` by cosine distance, nearest first (ties: newest id);
-    passages have their own statement with a binary prefilter (_passage_nearest)."""
+    passages have their own channel with a binary prefilter (_passage_vector_channel)."""
     return list(
         base.filter(embedding__isnull=False)
         .annotate(distance=CosineDistance("embedding", vector))
