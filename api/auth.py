@@ -14,12 +14,15 @@ from rest_framework.request import Request
 
 from api.auth_failures import AuthFailureThrottle
 from core.addresses import client_address
-from core.db import set_local
+from core.db import set_local, set_locals_with_next_statement
 from tenants import scope
 from tenants.models import ApiKey, Tenant, hash_key
 
 # What every authentication failure of a missing or malformed header says: the one format accepted.
 BEARER_FORMAT = "Send the API key in the header Authorization: Bearer <api key>."
+
+# The transaction-local setting that opens one key's row of the key table to its lookup.
+PREFIX_SETTING = "app.api_key_prefix"
 
 # Touch last_used_at at most this often, so that reads do not turn into writes on every request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -59,6 +62,9 @@ class ApiKeyAuthentication(BaseAuthentication):
         try:
             api_key = self._verify(header, raw, prefix)
         except exceptions.AuthenticationFailed:
+            if prefix is not None and len(header) == 2:
+                # The lookup left the key table open to this prefix: close it.
+                set_local(PREFIX_SETTING, "")
             # Only failures are refused: a key carries 256 bits, so letting a right one through costs
             # nothing in guessing, and refusing it would let anyone lock out an address or a key.
             throttle = AuthFailureThrottle(address=client_address(request.META), prefix=prefix)
@@ -68,7 +74,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             throttle.record_failure()
             raise
         tenant = api_key.tenant
-        scope.activate([tenant])
+        scope.activate([tenant], also={PREFIX_SETTING: ""})
         now = timezone.now()
         if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
             ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
@@ -92,13 +98,11 @@ class ApiKeyAuthentication(BaseAuthentication):
     def _lookup(prefix: str) -> ApiKey | None:
         # The key table is under row-level security like every tenant table; its policy lets a row be
         # read, never written, when the transaction names that row's prefix. Nothing else is visible.
-        set_local("app.api_key_prefix", prefix)
-        try:
-            with scope.scopes_disabled():
-                # With its tenant: one query fewer on every request.
-                return ApiKey.objects.filter(prefix=prefix).select_related("tenant").first()
-        finally:
-            set_local("app.api_key_prefix", "")
+        # The prefix is named in the lookup's round trip, and cleared as the tenant's scope is entered
+        # (or as the authentication fails).
+        with set_locals_with_next_statement({PREFIX_SETTING: prefix}), scope.scopes_disabled():
+            # With its tenant: one query fewer on every request.
+            return ApiKey.objects.filter(prefix=prefix).select_related("tenant").first()
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="engram"'

@@ -56,8 +56,9 @@ def reference_loop_ms() -> float:
     return min(timeit.repeat("sum(i*i for i in range(1000000))", number=1, repeat=5)) * 1000
 
 
-def questions(name: str) -> list[tuple[str, str]]:
-    """(subject, question) pairs of the set, in a fixed shuffled order."""
+def questions(name: str, first: int = 0) -> list[tuple[str, str]]:
+    """(subject, question) pairs of the set, in a fixed shuffled order; with `first`, only those of the
+    set's first conversations (a tenant written with bench/locomo.py --conversations K)."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
     import django
@@ -74,6 +75,9 @@ def questions(name: str) -> list[tuple[str, str]]:
             conversations = build_long(conversations, min_tokens=400, max_tokens=800)
     pairs = [(q.sample_id, q.text) for conv in conversations for q in conv.questions]
     random.Random(7).shuffle(pairs)
+    if first:
+        written = {conv.sample_id for conv in conversations[:first]}
+        pairs = [pair for pair in pairs if pair[0] in written]
     return pairs
 
 
@@ -168,7 +172,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import httpx
 
     slug = SETS[args.set]
-    pairs = questions(args.set)
+    pairs = questions(args.set, args.conversations)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     needed = args.warmup + len(args.budgets) * (args.requests + args.concurrent_requests)
     if len(pairs) < needed:
@@ -313,6 +317,9 @@ def main() -> None:
     parser.add_argument("--concurrent-requests", type=int, default=160)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--settle", type=float, default=0.05, help="Seconds after each sequential answer")
+    parser.add_argument(
+        "--conversations", type=int, default=0, help="only the questions of the set's first K conversations"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--port", type=int, default=8771)

@@ -43,11 +43,17 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument(
+        "--conversations",
+        type=int,
+        default=0,
+        help="only the questions of the set's first K conversations (bench/locomo.py --conversations K)",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the timed requests")
     parser.add_argument("--dump", default="", help="with --profile: write the pstats file here")
     args = parser.parse_args()
     os.environ.update(_db_env(args.db))
-    pairs = questions(args.set)[: args.warmup + args.requests]
+    pairs = questions(args.set, args.conversations)[: args.warmup + args.requests]
 
     from core.embedding import embed_one
     from router.services import context_build

@@ -10,7 +10,9 @@ import hashlib
 import math
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from django.db import connections
 from psycopg import sql
@@ -32,6 +34,12 @@ def set_local(name: str, value: str, *, using: str = "default") -> None:
 def set_locals(values: dict[str, str], *, using: str = "default") -> None:
     """Several settings in one round trip (a simple-protocol batch of SET LOCAL commands)."""
     conn = connections[using]
+    with conn.cursor() as cursor:
+        cursor.execute("; ".join(_set_local_commands(values, using=using)))
+
+
+def _set_local_commands(values: dict[str, str], *, using: str) -> list[str]:
+    conn = connections[using]
     conn.ensure_connection()
     statements = []
     for name, value in values.items():
@@ -39,8 +47,50 @@ def set_locals(values: dict[str, str], *, using: str = "default") -> None:
             raise ValueError(f"not a configuration parameter name: {name!r}")
         literal = sql.Literal(str(value)).as_string(conn.connection)
         statements.append(f"SET LOCAL {name} = {literal}")
-    with conn.cursor() as cursor:
-        cursor.execute("; ".join(statements))
+    return statements
+
+
+@contextmanager
+def set_locals_with_next_statement(values: dict[str, str], *, using: str = "default") -> Iterator[None]:
+    """SET LOCAL `values` in the same round trip as the next statement the block runs on the connection
+    (an ORM query among them), sent in front of it as fetch_after_set_locals sends them; they hold
+    for the rest of the transaction, as set_locals' do. A block that runs no statement sets them as
+    it ends."""
+    commands = _set_local_commands(values, using=using)
+    sent = False
+
+    def prepend(execute: Any, query: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        nonlocal sent
+        if sent or many:
+            return execute(query, params, many, context)
+        sent = True
+        escaped = [command.replace("%", "%%") for command in commands] if params is not None else commands
+        result = execute("; ".join([*escaped, query]), params, many, context)
+        # One result per command: the statement's is the last, where its caller reads it.
+        for _ in commands:
+            context["cursor"].nextset()
+        return result
+
+    with connections[using].execute_wrapper(prepend):
+        yield
+    if not sent:
+        with connections[using].cursor() as cursor:
+            cursor.execute("; ".join(commands))
+
+
+def fetch_after_set_locals(
+    values: dict[str, str], query: str, params: Sequence[Any] | dict[str, Any], *, using: str = "default"
+) -> list[tuple[Any, ...]]:
+    """The rows of `query`, sent in one round trip after SET LOCAL of `values` (set_local), which hold
+    for the rest of the transaction as if set on their own. The parameters are bound client-side
+    (Django's default), so the batch goes as one simple-protocol message."""
+    commands = [command.replace("%", "%%") for command in _set_local_commands(values, using=using)]
+    with connections[using].cursor() as cursor:
+        cursor.execute("; ".join([*commands, query]), params)
+        # One result per command: the query's is the last.
+        for _ in commands:
+            cursor.nextset()
+        return cursor.fetchall()
 
 
 def lock_key(*parts: object) -> int:

@@ -546,7 +546,13 @@ def configure_vector_scan(*, ef_search: int, floor: int = 100) -> None:
     walking the graph until enough rows pass the filter. Both settings die with the transaction, which
     the caller holds; one statement for both."""
 
-    set_locals({"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(max(floor, min(1000, ef_search)))})
+    set_locals(vector_scan_settings(ef_search=ef_search, floor=floor))
+
+
+def vector_scan_settings(*, ef_search: int, floor: int = 100) -> dict[str, str]:
+    """What configure_vector_scan sets, for a caller that sends them with its statement
+    (core.db.fetch_after_set_locals)."""
+    return {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(max(floor, min(1000, ef_search)))}
 
 
 def keep_vectors_inline(table: str, column: str = "embedding") -> Any:

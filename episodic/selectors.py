@@ -33,8 +33,8 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance, VectorField
 
-from core.db import array_literal
-from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one
+from core.db import array_literal, fetch_after_set_locals
+from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
 from episodic.aliases import aliases_for, has_aliases
@@ -246,25 +246,6 @@ class _Ranking:
         expr = _overlap_expression(*self.overlap, table=self.table) if self.overlap is not None else None
         return qs.annotate(overlap=expr if expr is not None else Value(0.0))
 
-    def row_scores_sql(self, table: str) -> tuple[str, list[Any]]:
-        """The same three values (text_rank, similarity, overlap) as SQL over `table`, with its params."""
-        params: list[Any] = []
-        text_rank = "0::float8"
-        if self.tsquery:
-            text_rank = f"ts_rank({table}.search_vector, to_tsquery('english'::regconfig, %s), 32)"
-            params.append(self.tsquery)
-        similarity = "0::float8"
-        unknown = [i for i in self.ids if i not in self.similarity] if self.vector is not None else []
-        if unknown:
-            similarity = f"CASE WHEN {table}.id = ANY(%s::bigint[]) THEN COALESCE(1 - ({table}.embedding <=> %s::vector), 0) ELSE 0 END"
-            params += [array_literal(unknown), VectorField().get_prep_value(self.vector)]
-        overlap_sql = _overlap_sql(*self.overlap, table=table) if self.overlap is not None else None
-        overlap = "0::float8"
-        if overlap_sql is not None:
-            overlap, overlap_params = overlap_sql
-            params += overlap_params
-        return f"{text_rank}, {similarity}, {overlap}", params
-
     def scored(
         self, fused: float, episode_id: int, text_rank: float | None, similarity: float | None, overlap: float | None
     ) -> tuple[float, dict[str, float]]:
@@ -296,8 +277,8 @@ def vector_prefilter_candidates(pool: int) -> int:
 @dataclass(frozen=True)
 class _PassageScope:
     """The passages a search ranks, as SQL over `episodic_passage`: written out rather than compiled by
-    the ORM on every request (the router's search runs a few statements a request over thousands of
-    rows; compiling their querysets cost more CPU than the rest of its Python). The tenant is named in
+    the ORM on every request (the router's search is one statement a request over thousands of rows;
+    compiling querysets for it cost more CPU than the rest of its Python). The tenant is named in
     every condition, as row-level security and Citus both want."""
 
     tenant: Tenant
@@ -342,52 +323,50 @@ def _named(sql: str, params: Sequence[Any], prefix: str) -> tuple[str, dict[str,
     return text, named
 
 
-def _passage_lexical_ids(
-    scope: _PassageScope, tsquery: str, overlap: tuple[list[list[str]], list[str]] | None, pool: int
-) -> tuple[list[int], list[int]]:
-    """The two lexical channels over passages, in one statement: the text channel (the TEXT_MATCH_CAP
-    most recent matches of `tsquery`, ranked by ts_rank) and the entity/topic overlap channel (the
-    passages that carry one of the query's entities or topics, by how many, newest first). Each
-    channel's ids in its order; an empty one where it has nothing to rank."""
-    channels: list[str] = []
-    params = scope.params(tsquery=tsquery, cap=TEXT_MATCH_CAP, pool=pool)
-    if tsquery:
-        channels.append(
-            "SELECT 0, u.id, u.n FROM unnest(ARRAY("  # noqa: S608
-            f"SELECT m.id FROM (SELECT p.id, p.search_vector FROM episodic_passage p WHERE {scope.where('p')}"
-            " AND p.search_vector @@ to_tsquery('english'::regconfig, %(tsquery)s)"
-            " ORDER BY p.occurred_at DESC, p.id DESC LIMIT %(cap)s) m"
-            " ORDER BY ts_rank(m.search_vector, to_tsquery('english'::regconfig, %(tsquery)s), 32) DESC, m.id DESC"
-            " LIMIT %(pool)s)) WITH ORDINALITY AS u(id, n)"
-        )
-    scored = _overlap_sql(*overlap, table="p") if overlap is not None else None
-    if overlap is not None and scored is not None:
-        entities, topics = overlap
-        names = [name for group in entities for name in group]
-        carries = []
-        if names:
-            carries.append("p.entities && %(overlap_names)s::varchar[]")
-        if topics:
-            carries.append("p.topics && %(overlap_topics)s::varchar[]")
-        expression, expression_params = _named(*scored, prefix="overlap_")
-        params.update(expression_params, overlap_names=names, overlap_topics=topics)
-        channels.append(
-            "SELECT 1, u.id, u.n FROM unnest(ARRAY("  # noqa: S608
-            f"SELECT p.id FROM episodic_passage p WHERE {scope.where('p')} AND ({' OR '.join(carries)})"
-            f" ORDER BY {expression} DESC, p.occurred_at DESC, p.id DESC LIMIT %(pool)s)) WITH ORDINALITY AS u(id, n)"
-        )
-    if not channels:
-        return [], []
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(channels) + " ORDER BY 1, 3", params)
-        rows = cursor.fetchall()
-    return [r[1] for r in rows if r[0] == 0], [r[1] for r in rows if r[0] == 1]
+def _passage_text_channel(scope: _PassageScope) -> str:
+    """The text channel over passages as a CTE body: the TEXT_MATCH_CAP most recent matches of
+    %(tsquery)s, ranked by ts_rank, the best %(pool)s with their rank `n` (from 1)."""
+    return (
+        "SELECT u.id, u.n FROM unnest(ARRAY("  # noqa: S608
+        f"SELECT m.id FROM (SELECT p.id, p.search_vector FROM episodic_passage p WHERE {scope.where('p')}"
+        " AND p.search_vector @@ to_tsquery('english'::regconfig, %(tsquery)s)"
+        " ORDER BY p.occurred_at DESC, p.id DESC LIMIT %(cap)s) m"
+        " ORDER BY ts_rank(m.search_vector, to_tsquery('english'::regconfig, %(tsquery)s), 32) DESC, m.id DESC"
+        " LIMIT %(pool)s)) WITH ORDINALITY AS u(id, n)"
+    )
 
 
-def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefilter: int) -> list[tuple[int, float]]:
-    """The pool passages of `scope` nearest to `vector` by cosine distance, nearest first (ties: newest
-    id), in one written-out statement, with the query vector sent once (a 384-float literal is 8 kB of
-    statement to quote and parse) and its binary code computed once, not per row.
+def _passage_overlap_channel(
+    scope: _PassageScope, overlap: tuple[list[list[str]], list[str]], params: dict[str, Any]
+) -> str | None:
+    """The entity/topic overlap channel over passages as a CTE body (the passages that carry one of
+    the query's entities or topics, by how many, newest first; the best %(pool)s with their rank `n`),
+    its parameters added to `params`; None when the query has neither."""
+    scored = _overlap_sql(*overlap, table="p")
+    if scored is None:
+        return None
+    entities, topics = overlap
+    names = [name for group in entities for name in group]
+    carries = []
+    if names:
+        carries.append("p.entities && %(overlap_names)s::varchar[]")
+    if topics:
+        carries.append("p.topics && %(overlap_topics)s::varchar[]")
+    expression, expression_params = _named(*scored, prefix="overlap_")
+    params.update(expression_params, overlap_names=names, overlap_topics=topics)
+    return (
+        "SELECT u.id, u.n FROM unnest(ARRAY("  # noqa: S608
+        f"SELECT p.id FROM episodic_passage p WHERE {scope.where('p')} AND ({' OR '.join(carries)})"
+        f" ORDER BY {expression} DESC, p.occurred_at DESC, p.id DESC LIMIT %(pool)s)) WITH ORDINALITY AS u(id, n)"
+    )
+
+
+def _passage_vector_channel(scope: _PassageScope, prefilter: int) -> tuple[str, str]:
+    """The vector channel over passages: the CTE `q` holding the query's vector (%(vector)s, sent once:
+    a 384-float literal is 8 kB of statement to quote and parse) and, with a prefilter, its binary
+    code, computed once rather than per row; and a CTE body of the %(pool)s passages of `scope`
+    nearest by cosine distance, with their `distance` and their rank `n` (nearest first, ties: newest
+    id; a stored vector without a direction, whose distance is NaN, is unrelated and left out).
 
     With `prefilter` and more than `prefilter` coded passages in scope, the candidates are the
     `prefilter` passages nearest by Hamming distance between binary codes, read from the covering index
@@ -403,7 +382,8 @@ def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefi
         f" WHERE {scope.where('p')} AND p.embedding IS NOT NULL{{gate}} ORDER BY 2, 1 DESC LIMIT %(pool)s"
     )
     if not prefilter:
-        sql = "WITH q AS (SELECT %(vector)s::vector AS v) " + exact.format(distance=distance, gate="")
+        q = "q AS (SELECT %(vector)s::vector AS v)"
+        nearest = exact.format(distance=distance, gate="")
     else:
         many = (
             f"EXISTS (SELECT 1 FROM episodic_passage c WHERE {scope.where('c', index_only=True)}"  # noqa: S608
@@ -423,20 +403,21 @@ def _passage_nearest(scope: _PassageScope, vector: list[float], pool: int, prefi
             f" AND {many} AND p.id = ANY(ARRAY({shortlist}))"
             " ORDER BY 2, 1 DESC LIMIT %(pool)s"
         )
-        sql = (
-            "WITH s AS (SELECT %(vector)s::vector AS v),"  # noqa: S608
+        q = (
+            "s AS (SELECT %(vector)s::vector AS v),"  # noqa: S608
             f" q AS (SELECT v, binary_quantize(v)::bit({EMBEDDING_DIM}) AS code FROM s)"
-            f" ({exact.format(distance=f'({distance}) + 0', gate=f' AND NOT {many}')}) UNION ALL ({rescored})"
-            " ORDER BY 2, 1 DESC"
         )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, scope.params(vector=VectorField().get_prep_value(vector), pool=pool, prefilter=prefilter))
-        return [(row[0], row[1]) for row in cursor.fetchall()]
+        nearest = f"({exact.format(distance=f'({distance}) + 0', gate=f' AND NOT {many}')}) UNION ALL ({rescored})"
+    ranked = (
+        "SELECT x.id, x.distance, row_number() OVER (ORDER BY x.distance, x.id DESC) AS n"  # noqa: S608
+        f" FROM ({nearest}) x WHERE x.distance <> 'NaN'::float8"
+    )
+    return q, ranked
 
 
 def _nearest(*, base: QuerySet[Any], vector: list[float], pool: int) -> list[tuple[int, float]]:
     """The pool rows of `base` nearest to `vector` by cosine distance, nearest first (ties: newest id);
-    passages have their own statement with a binary prefilter (_passage_nearest)."""
+    passages have their own channel with a binary prefilter (_passage_vector_channel)."""
     return list(
         base.filter(embedding__isnull=False)
         .annotate(distance=CosineDistance("embedding", vector))
@@ -445,37 +426,64 @@ def _nearest(*, base: QuerySet[Any], vector: list[float], pool: int) -> list[tup
     )
 
 
+def _query_overlap(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None,
+    entities: Sequence[str] | None,
+    topics: Sequence[str] | None,
+    extracted: tuple[Sequence[str], Sequence[str]] | None,
+) -> tuple[list[list[str]], list[str]] | None:
+    """What the overlap channel looks for: the query's entities (each as all its names, counted once:
+    "mel" or "melanie") and topics, from the extractor unless `extracted` gives them, plus `entities`
+    and `topics`; None when there are none."""
+    if extracted is not None:
+        query_entities, query_topics = list(extracted[0]), list(extracted[1])
+    else:
+        query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
+    wanted_entities: list[list[str]] = []
+    for names in entity_names(tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject):
+        if not any(set(names) == set(other) for other in wanted_entities):
+            wanted_entities.append(names)
+    wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
+    if not wanted_entities and not wanted_topics:
+        return None
+    return wanted_entities, wanted_topics
+
+
+def _query_vector(query: str, query_embedding: list[float] | Future[list[float]] | None) -> list[float] | None:
+    if isinstance(query_embedding, Future):
+        return _check_dimension(query_embedding.result())
+    return query_embedding if query_embedding is not None else (embed_one(query) if query.strip() else None)
+
+
 def _rank(
     *,
     tenant: Tenant,
     subject: str | None,
-    base: QuerySet[Episode] | _PassageScope,
+    base: QuerySet[Episode],
     query: str,
     entities: Sequence[str] | None,
     topics: Sequence[str] | None,
     limit: int,
     query_embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Iterable[int] | None,
-    prefilter: bool = False,
-    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> _Ranking:
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
     if isinstance(query_embedding, list):
         _check_dimension(query_embedding)
-    scope = base if isinstance(base, _PassageScope) else None
-    if isinstance(base, QuerySet):
-        base = base.order_by()
-        excluded = set(exclude_ids or ())
-        if excluded:
-            base = base.exclude(id__in=excluded)
+    base = base.order_by()
+    excluded = set(exclude_ids or ())
+    if excluded:
+        base = base.exclude(id__in=excluded)
     pool = max(limit, CANDIDATES_PER_CHANNEL)
 
     fused: dict[int, float] = {}
     tsquery = _or_tsquery(query)
     search_query = SearchQuery(tsquery, search_type="raw", config="english") if tsquery else None
-    if search_query is not None and scope is None:
-        assert isinstance(base, QuerySet)
+    if search_query is not None:
         # Ranking reads every match it ranks; a query of common words can match most of a subject's
         # history, so the TEXT_MATCH_CAP most recent matches are ranked (the vector channel sees all).
         matches = base.filter(search_vector=search_query).order_by("-occurred_at", "-id")
@@ -489,55 +497,31 @@ def _rank(
             text_ids = [row[0] for row in cursor.fetchall()]
         _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
 
-    if extracted is not None:
-        query_entities, query_topics = list(extracted[0]), list(extracted[1])
-    else:
-        query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
-    # Each entity counts once, under any of its names ("mel" or "melanie").
-    wanted_entities: list[list[str]] = []
-    for names in entity_names(tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject):
-        if not any(set(names) == set(other) for other in wanted_entities):
-            wanted_entities.append(names)
-    wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
-    table = Passage._meta.db_table if scope is not None else base.model._meta.db_table  # type: ignore[union-attr]
-    overlap_expr = _overlap_expression(wanted_entities, wanted_topics, table=table)
-    overlap = (wanted_entities, wanted_topics) if overlap_expr is not None else None
-    if scope is not None:
-        text_ids, overlap_ids = _passage_lexical_ids(scope, tsquery, overlap, pool)
-        if search_query is not None:
-            _rrf(text_ids, CHANNEL_WEIGHTS["text"], fused)
-        if overlap is not None:
-            _rrf(overlap_ids, CHANNEL_WEIGHTS["overlap"], fused)
-    elif overlap_expr is not None:
+    overlap = _query_overlap(
+        tenant=tenant, query=query, subject=subject, entities=entities, topics=topics, extracted=None
+    )
+    table = base.model._meta.db_table
+    if overlap is not None:
+        wanted_entities, wanted_topics = overlap
         any_name = [name for names in wanted_entities for name in names]
         carries = Q(entities__overlap=any_name) if any_name else Q(pk__in=[])
         if wanted_topics:
             carries |= Q(topics__overlap=wanted_topics)
-        assert isinstance(base, QuerySet)
         overlap_ids = list(
             base.filter(carries)
-            .annotate(overlap=overlap_expr)
+            .annotate(overlap=_overlap_expression(wanted_entities, wanted_topics, table=table))
             .order_by("-overlap", "-occurred_at", "-id")
             .values_list("id", flat=True)[:pool]
         )
         _rrf(overlap_ids, CHANNEL_WEIGHTS["overlap"], fused)
 
-    vector: list[float] | None
-    if isinstance(query_embedding, Future):
-        vector = _check_dimension(query_embedding.result())
-    else:
-        vector = query_embedding if query_embedding is not None else (embed_one(query) if query.strip() else None)
+    vector = _query_vector(query, query_embedding)
     similarity: dict[int, float] = {}
     if vector is not None:
         # The scan settings are transaction-local: open a transaction only when the caller has none.
         with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
             configure_vector_scan(ef_search=pool, floor=HNSW_EF_SEARCH)
-            candidates = vector_prefilter_candidates(pool) if prefilter else 0
-            if scope is not None:
-                nearest = _passage_nearest(scope, vector, pool, candidates)
-            else:
-                assert isinstance(base, QuerySet)
-                nearest = _nearest(base=base, vector=vector, pool=pool)
+            nearest = _nearest(base=base, vector=vector, pool=pool)
         # A stored vector without a direction (zero, or beyond 32-bit floats) has a NaN distance: unrelated.
         nearest = [(episode_id, distance) for episode_id, distance in nearest if not math.isnan(distance)]
         similarity = {episode_id: 1 - distance for episode_id, distance in nearest}
@@ -777,6 +761,15 @@ def _passage_row(values: Sequence[Any]) -> PassageRow:
     )
 
 
+@dataclass(frozen=True)
+class PassagePool:
+    """A ranked pool of passages, and the summaries of the sessions it draws on: session -> (summary,
+    started_at), for the sessions of the pool that have one."""
+
+    rows: list[ScoredPassageRow]
+    summaries: dict[str, tuple[str, datetime]]
+
+
 def passage_search_rows(
     *,
     tenant: Tenant,
@@ -797,6 +790,42 @@ def passage_search_rows(
     (episodic.extraction), when the caller has extracted them already. `count_terms`: index terms
     (core.terms) whose counts in each passage's stored index terms come back with it, with their number,
     counted by the database from what was stored when the passage was written."""
+    return passage_pool(
+        tenant=tenant,
+        query=query,
+        subject=subject,
+        until=until,
+        limit=limit,
+        query_embedding=query_embedding,
+        exclude_episode_ids=exclude_episode_ids,
+        summaries=summaries,
+        extracted=extracted,
+        count_terms=count_terms,
+    ).rows
+
+
+def passage_pool(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None = None,
+    until: datetime | None = None,
+    limit: int = 20,
+    query_embedding: list[float] | Future[list[float]] | None = None,
+    exclude_episode_ids: Iterable[int] | None = None,
+    summaries: bool = True,
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
+    count_terms: Sequence[str] = (),
+) -> PassagePool:
+    """passage_search_rows with the summaries of the pool's sessions, in one statement: the three
+    channels, their fusion by reciprocal rank, the scored rows of the top `limit` and their sessions'
+    summaries are computed by the database and come back in one round trip, with the vector scan's
+    settings sent before it. The fusion adds the channels' terms in the order episode_search adds
+    them (text, overlap, vector), so that its sums, and the order of ties, are the same to the bit."""
+    if limit < 1:
+        raise ValidationProblem.at("/limit", "Must be at least 1.")
+    if isinstance(query_embedding, list):
+        _check_dimension(query_embedding)
     scope = _PassageScope(
         tenant=tenant,
         subject=subject,
@@ -804,54 +833,113 @@ def passage_search_rows(
         excluded_episodes=tuple(exclude_episode_ids or ()),
         skip_summaries=not summaries,
     )
-    ranking = _rank(
-        tenant=tenant,
-        subject=subject,
-        base=scope,
-        query=query,
-        entities=None,
-        topics=None,
-        limit=limit,
-        query_embedding=query_embedding,
-        exclude_ids=None,
-        prefilter=True,
-        extracted=extracted,
+    pool = max(limit, CANDIDATES_PER_CHANNEL)
+    tsquery = _or_tsquery(query)
+    overlap = _query_overlap(
+        tenant=tenant, query=query, subject=subject, entities=None, topics=None, extracted=extracted
     )
-    if not ranking.top:
-        return []
-    scores, params = ranking.row_scores_sql("p")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT p.id, {scores}, {_term_counts_sql(len(count_terms))}, cardinality(p.index_terms),"  # noqa: S608
-            f" {PASSAGE_COLUMNS} FROM episodic_passage p {PASSAGE_JOINS}"
-            " WHERE p.tenant_id = %s AND p.id = ANY(%s::bigint[])",
-            [*params, *count_terms, tenant.id, array_literal(ranking.ids)],
-        )
-        by_id = {row[0]: row for row in cursor.fetchall()}
-    out: list[ScoredPassageRow] = []
-    for passage_id, fused in ranking.top:
-        if (row := by_id.get(passage_id)) is not None:
-            score, parts = ranking.scored(fused, passage_id, row[1], row[2], row[3])
-            stored = row[5] is not None
-            out.append(
-                ScoredPassageRow(
-                    row=_passage_row(row[6:]),
-                    score=score,
-                    score_parts=parts,
-                    term_counts=row[4] if stored else None,
-                    terms_length=row[5],
-                )
+    vector = _query_vector(query, query_embedding)
+    prefilter = vector_prefilter_candidates(pool) if vector is not None else 0
+    params = scope.params(
+        tsquery=tsquery,
+        cap=TEXT_MATCH_CAP,
+        pool=pool,
+        limit=limit,
+        prefilter=prefilter,
+        vector=VectorField().get_prep_value(vector) if vector is not None else None,
+        rrf_k=RRF_K,
+        **{f"weight_{name}": weight for name, weight in CHANNEL_WEIGHTS.items()},
+        **{f"term{i}": term for i, term in enumerate(count_terms)},
+    )
+    ctes: list[str] = []
+    channels: list[str] = []
+    if vector is not None:
+        q, nearest = _passage_vector_channel(scope, prefilter)
+        ctes.append(q)
+    if tsquery:
+        ctes.append(f"text AS ({_passage_text_channel(scope)})")
+        channels.append("text")
+    overlap_channel = _passage_overlap_channel(scope, overlap, params) if overlap is not None else None
+    if overlap_channel is not None:
+        ctes.append(f"overlap AS ({overlap_channel})")
+        channels.append("overlap")
+    if vector is not None:
+        ctes.append(f"vector AS ({nearest})")
+        channels.append("vector")
+    if not channels:
+        return PassagePool(rows=[], summaries={})
+    # Each channel adds weight / (RRF_K + rank), left to right from 0 as _rrf does.
+    fused = "0::float8" + "".join(
+        f" + coalesce(%(weight_{name})s::float8 / (%(rrf_k)s + {name}.n), 0)" for name in channels
+    )
+    joins = "".join(f" LEFT JOIN {name} ON {name}.id = i.id" for name in channels)
+    ids = " UNION ".join(f"SELECT id FROM {name}" for name in channels)  # noqa: S608
+    distance = "vector.distance" if vector is not None else "NULL::float8"
+    ctes.append(
+        f"fused AS (SELECT i.id, {fused} AS fused, {distance} AS distance FROM ({ids}) i{joins}"  # noqa: S608
+        " ORDER BY 2 DESC, 1 DESC LIMIT %(limit)s)"
+    )
+    text_rank = (
+        "ts_rank(p.search_vector, to_tsquery('english'::regconfig, %(tsquery)s), 32)" if tsquery else "0::float8"
+    )
+    # Reading a vector back costs more than the rest of the row: the channel's distance where it has one.
+    similarity = (
+        "CASE WHEN f.distance IS NULL THEN COALESCE(1 - (p.embedding <=> (SELECT v FROM q)), 0) END"
+        if vector is not None
+        else "NULL::float8"
+    )
+    overlap_value = "0::float8"
+    if overlap is not None and (scored := _overlap_sql(*overlap, table="p")) is not None:
+        overlap_value, overlap_params = _named(*scored, prefix="value_")
+        params.update(overlap_params)
+    term_counts = (
+        "ARRAY["
+        + ", ".join(f"cardinality(array_positions(p.index_terms, %(term{i})s::text))" for i in range(len(count_terms)))
+        + "]::int[]"
+        if count_terms
+        else "'{}'::int[]"
+    )
+    # A session's summary once, on one of its rows.
+    summary = (
+        "CASE WHEN s.summary <> '' AND row_number() OVER (PARTITION BY p.session_id ORDER BY p.id) = 1"
+        f" THEN s.summary END, {epoch_us_sql('s.started_at')}"
+    )
+    sql = (
+        f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, {text_rank}, {similarity}, {overlap_value},"  # noqa: S608
+        f" {term_counts}, cardinality(p.index_terms), {summary}, {PASSAGE_COLUMNS}"
+        f" FROM fused f JOIN episodic_passage p ON p.tenant_id = %(tenant)s AND p.id = f.id {PASSAGE_JOINS}"
+        " ORDER BY f.fused DESC, f.id DESC"
+    )
+    settings_ = vector_scan_settings(ef_search=pool, floor=HNSW_EF_SEARCH) if vector is not None else {}
+    # The scan settings are transaction-local: open a transaction only when the caller has none.
+    with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
+        found = fetch_after_set_locals(settings_, sql, params)
+    best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
+    rows: list[ScoredPassageRow] = []
+    session_summaries: dict[str, tuple[str, datetime]] = {}
+    for fused_score, channel_distance, text_value, similarity_value, overlap_found, counts, length, *rest in found:
+        session_summary, started_us, *columns = rest
+        row = _passage_row(columns)
+        if session_summary is not None:
+            session_summaries[row.session] = (session_summary, from_epoch_us(started_us))
+        vector_value = 1 - channel_distance if channel_distance is not None else (similarity_value or 0.0)
+        parts = {
+            "text": round(float(text_value or 0.0), 6),
+            "vector": round(_finite(vector_value), 6),
+            "overlap": round(float(overlap_found or 0.0), 6),
+            "fused": round(fused_score, 6),
+        }
+        stored = length is not None
+        rows.append(
+            ScoredPassageRow(
+                row=row,
+                score=round(fused_score / best, 6),
+                score_parts=parts,
+                term_counts=counts if stored else None,
+                terms_length=length,
             )
-    return out
-
-
-def _term_counts_sql(terms: int) -> str:
-    """How often each of `terms` asked terms (one placeholder each) is among a passage's index terms, in
-    the order asked (nulls where none are stored): one array expression, not a subquery per row, which
-    cost the database several times the rest of the fetch (docs/benchmarks/context_cpu_http_readpath.md)."""
-    if not terms:
-        return "'{}'::int[]"
-    return "ARRAY[" + ", ".join(["cardinality(array_positions(p.index_terms, %s::text))"] * terms) + "]::int[]"
+        )
+    return PassagePool(rows=rows, summaries=session_summaries)
 
 
 def passage_first_mention(*, tenant: Tenant, subject: str, word: str, until: datetime) -> datetime | None:

@@ -1,9 +1,11 @@
 """Packing: within each layer's budget, take the items worth most per token; then count exactly.
 
 Costs used for choosing are the token counts of each rendered line plus its newline, and of the
-section and group headers an item opens. BPE counts are not exactly additive across joins, so after
-choosing, each layer and then the whole prompt are rendered and counted with tiktoken, and the least
-valuable items are dropped until the exact counts fit. The totals in the answer are those exact counts.
+section and group headers an item opens. BPE counts are not exactly additive across joins (a line that
+ends in punctuation takes the newline after it into its last token), so after choosing, each layer and
+then the whole prompt are counted exactly, from the lines' counts and what each join costs
+(router.pricing.layer_tokens, prompt_tokens), and the least valuable items are dropped until the exact
+counts fit. The prompt is rendered once, at the end; the totals in the answer are its exact counts.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from core.tokens import count_tokens
-from router.pricing import line_tokens
+from router.pricing import layer_tokens, line_tokens, prompt_tokens
 from router.rendering import (
     SECTION_SEPARATOR,
     group_header,
@@ -166,13 +168,11 @@ def pack_layer(
     if grant <= 0 or not candidates:
         return [], "", 0
     chosen = _pack(candidates=candidates, cap=lambda _layer, _used: grant, total=grant, fmt=fmt, skip=skip)
-    text = render_layer(layer, chosen, fmt)
-    tokens = count_tokens(text)
+    tokens, _ = layer_tokens(layer, chosen, fmt)
     while tokens > grant and chosen:
         _drop(chosen, _least_valuable(chosen))
-        text = render_layer(layer, chosen, fmt)
-        tokens = count_tokens(text)
-    return chosen, text, tokens
+        tokens, _ = layer_tokens(layer, chosen, fmt)
+    return chosen, render_layer(layer, chosen, fmt), tokens
 
 
 def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltContext:
@@ -186,6 +186,8 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
     chosen: dict[Layer, list[Candidate]] = {layer: [] for layer in LAYERS}
     texts: dict[Layer, str] = {layer: "" for layer in LAYERS}
     counts: dict[Layer, int] = {layer: 0 for layer in LAYERS}
+    # Each layer's last line, which the prompt's count needs (router.pricing.prompt_tokens).
+    lasts: dict[Layer, str] = {layer: "" for layer in LAYERS}
     granted: dict[str, int] = {layer: 0 for layer in LAYERS}
     if plan.working > 0:
         grant = max(0, min(plan.working, remaining - SEPARATOR_TOKENS))
@@ -193,6 +195,7 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
         chosen["working"], texts["working"], counts["working"] = pack_layer(
             layer="working", candidates=offered.working, grant=grant, fmt=fmt
         )
+        lasts["working"] = layer_tokens("working", chosen["working"], fmt)[1]
         if counts["working"]:
             remaining -= counts["working"] + SEPARATOR_TOKENS
     spare_working = plan.working - counts["working"] if plan.working > 0 else 0
@@ -210,26 +213,24 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
     for layer in ranked_layers:
         chosen[layer] = [c for c in picked if c.layer == layer]
     for layer in ranked_layers:
-        texts[layer] = render_layer(layer, chosen[layer], fmt)
-        counts[layer] = count_tokens(texts[layer])
+        counts[layer], lasts[layer] = layer_tokens(layer, chosen[layer], fmt)
     for layer in ranked_layers:
         used = {lay: counts[lay] for lay in ranked_layers}
         granted[layer] = cap(layer, {**used, layer: 0} if layer != "episodic" else used)
         while counts[layer] > granted[layer] and chosen[layer]:
             _drop(chosen[layer], _least_valuable(chosen[layer]))
-            texts[layer] = render_layer(layer, chosen[layer], fmt)
-            counts[layer] = count_tokens(texts[layer])
-    prompt = render_prompt(texts[layer] for layer in LAYERS)
-    total = count_tokens(prompt)
+            counts[layer], lasts[layer] = layer_tokens(layer, chosen[layer], fmt)
+    total = prompt_tokens((counts[layer], lasts[layer]) for layer in LAYERS)
     # BPE may merge across a join; drop the least valuable items until the whole fits exactly.
     while total > plan.memory:
         items = [c for layer in (*RANKED_LAYERS, "working") for c in chosen[layer]]
         worst = _least_valuable([c for c in items if c.layer != "working"] or items)
         _drop(chosen[worst.layer], worst)
-        texts[worst.layer] = render_layer(worst.layer, chosen[worst.layer], fmt)
-        counts[worst.layer] = count_tokens(texts[worst.layer])
-        prompt = render_prompt(texts[layer] for layer in LAYERS)
-        total = count_tokens(prompt)
+        counts[worst.layer], lasts[worst.layer] = layer_tokens(worst.layer, chosen[worst.layer], fmt)
+        total = prompt_tokens((counts[layer], lasts[layer]) for layer in LAYERS)
+    for layer in ranked_layers:
+        texts[layer] = render_layer(layer, chosen[layer], fmt)
+    prompt = render_prompt(texts[layer] for layer in LAYERS)
     tokens: dict[str, int] = {layer: counts[layer] for layer in LAYERS}
     tokens["total"] = total
     chosen_ids = {c.id for items in chosen.values() for c in items}

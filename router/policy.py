@@ -146,8 +146,7 @@ class HeuristicPolicy:
         embedding: Future[list[float]] | None,
         frame: Timeframe | None,
     ) -> tuple[list[Candidate], list[Candidate]]:
-        """The procedural and the semantic layers' candidates. The facts come first: their text part
-        runs while the query is still being embedded."""
+        """The procedural and the semantic layers' candidates."""
         semantic = (
             fact_candidates(
                 tenant=tenant, request=request, embedding=embedding, frame=frame, w=self.w, entities=entities

@@ -50,28 +50,42 @@ def item_line(item: Candidate) -> str:
     return LINE_PREFIX + item.text
 
 
-def render_section(name: str, items: Sequence[Candidate], fmt: str) -> str:
+def section_pieces(name: str, items: Sequence[Candidate], fmt: str) -> list[str | Candidate]:
+    """A section's lines in order, joined by newlines: its header, each block's header and footer as
+    text, each item as itself (its line is item_line). None for no items."""
     if not items:
-        return ""
-    lines = [section_header(name, fmt)]
+        return []
+    pieces: list[str | Candidate] = [section_header(name, fmt)]
     current_group: str | None = None
     for item in sorted(items, key=lambda c: c.order):
         if item.group_header and item.group != current_group:
-            lines.append(group_header(item.group_header, fmt))
+            pieces.append(group_header(item.group_header, fmt))
         current_group = item.group
-        lines.append(item_line(item))
+        pieces.append(item)
     footer = section_footer(name, fmt)
     if footer:
-        lines.append(footer)
-    return "\n".join(lines)
+        pieces.append(footer)
+    return pieces
 
 
-def render_layer(layer: Layer, items: Iterable[Candidate], fmt: str) -> str:
+def render_section(name: str, items: Sequence[Candidate], fmt: str) -> str:
+    return "\n".join(p if isinstance(p, str) else item_line(p) for p in section_pieces(name, items, fmt))
+
+
+def layer_sections(layer: Layer, items: Iterable[Candidate], fmt: str) -> list[list[str | Candidate]]:
+    """The layer's sections that have items, in order, each as its pieces (section_pieces); the layer's
+    text is them joined by SECTION_SEPARATOR."""
     by_section: dict[str, list[Candidate]] = {}
     for item in items:
         by_section.setdefault(item.section, []).append(item)
-    parts = [render_section(name, by_section.get(name, []), fmt) for name in SECTIONS[layer]]
-    return SECTION_SEPARATOR.join(p for p in parts if p)
+    return [section_pieces(name, by_section[name], fmt) for name in SECTIONS[layer] if by_section.get(name)]
+
+
+def render_layer(layer: Layer, items: Iterable[Candidate], fmt: str) -> str:
+    return SECTION_SEPARATOR.join(
+        "\n".join(p if isinstance(p, str) else item_line(p) for p in pieces)
+        for pieces in layer_sections(layer, items, fmt)
+    )
 
 
 def render_prompt(layer_texts: Iterable[str]) -> str:

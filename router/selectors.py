@@ -1,10 +1,10 @@
-"""Reads for the router: the summaries of the sessions a context draws on, traces, hit rates. (The
-layers' own reads are called directly by router.candidates.)"""
+"""Reads for the router: traces, hit rates. (The layers' own reads, the summaries of the sessions a
+context draws on among them, are called directly by router.candidates.)"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -12,24 +12,10 @@ from django.db import connection
 from django.db.models import Aggregate, Count, Q, QuerySet, Sum
 
 from core.errors import NotFound
-from episodic.models import Session
 from router.models import ContextFeedback, ContextTrace
 from tenants.models import Tenant
 
 M = TypeVar("M", ContextTrace, ContextFeedback)
-
-
-def session_summaries(*, tenant: Tenant, sessions: Sequence[str]) -> dict[str, tuple[str, datetime]]:
-    """Summaries of these sessions where one exists: session -> (summary, started_at)."""
-    if not sessions:
-        return {}
-    rows = (
-        Session.objects.filter(external_id__in=list(sessions))
-        .exclude(summary="")
-        .order_by("external_id")
-        .values_list("external_id", "summary", "started_at")
-    )
-    return {name: (summary, started) for name, summary, started in rows}
 
 
 # --- traces and feedback ----------------------------------------------------------------------

@@ -6,6 +6,7 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core.db import set_local
+from core.db import set_locals_with_next_statement
 from core.errors import Conflict, ValidationProblem
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
@@ -80,11 +81,12 @@ def considered_dict(item: Candidate, *, propensity: float, now: datetime) -> dic
     }
 
 
-def _bookkeeping_commit() -> None:
-    # A context request writes only its trace: bookkeeping that may be lost in a crash of the server
-    # (the last few hundred milliseconds of such commits), never half-written. Its commit need not wait
-    # for the WAL to reach the disk.
-    set_local("synchronous_commit", "off")
+def _bookkeeping_commit() -> AbstractContextManager[None]:
+    """The block's first statement carries the setting (one round trip): a context request writes only
+    its trace, bookkeeping that may be lost in a crash of the server (the last few hundred
+    milliseconds of such commits), never half-written. Its commit need not wait for the WAL to reach
+    the disk."""
+    return set_locals_with_next_statement({"synchronous_commit": "off"})
 
 
 def _validate(request: ContextRequest) -> None:
@@ -126,9 +128,9 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     latency_ms = (time.perf_counter() - started) * 1000
     # What feedback needs (the ids offered, subject, session) is written with the answer; the items'
     # details (tens of kilobytes of JSON, most of the cost of the row) just after it, off the client's time.
-    _bookkeeping_commit()
-    # The trace is the subject's data: not written beside its erasure (tenants.locks).
-    subject_lock(tenant.id, [request.subject])
+    with _bookkeeping_commit():
+        # The trace is the subject's data: not written beside its erasure (tenants.locks).
+        subject_lock(tenant.id, [request.subject])
     trace = ContextTrace.objects.create(
         tenant=tenant,
         subject=request.subject,
@@ -170,11 +172,9 @@ def trace_items_record(
 ) -> None:
     """The items of a trace: those offered as the answer showed them, and the best of those left out,
     each with its chance of having been served."""
-    _bookkeeping_commit()
-    ContextTrace.objects.filter(id=trace_id).update(
-        offered=offered,
-        considered=[considered_dict(c, propensity=propensity.get(c.id, 0.0), now=now) for c in considered],
-    )
+    considered_items = [considered_dict(c, propensity=propensity.get(c.id, 0.0), now=now) for c in considered]
+    with _bookkeeping_commit():
+        ContextTrace.objects.filter(id=trace_id).update(offered=offered, considered=considered_items)
 
 
 def _procedure_success(outcome: str) -> bool | None:

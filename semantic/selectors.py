@@ -20,9 +20,9 @@ from django.db import connection, transaction
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
-from core.db import array_literal
+from core.db import array_literal, fetch_after_set_locals
 from core.embedding import configure_vector_scan as configure_embedding_scan
-from core.embedding import embed_one
+from core.embedding import embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
 from core.timestamps import epoch_us_sql, from_epoch_us
 from episodic.aliases import NO_ALIASES, Aliases, aliases_for, has_aliases
@@ -384,27 +384,6 @@ def _text_part(filters: str, params: list[Any], query: str, pool: int) -> tuple[
     return sql, [query, *params, query, TEXT_MATCH_CAP, pool]
 
 
-def text_rank_sql(
-    *,
-    tenant: Tenant,
-    query: str,
-    pool: int,
-    subject: str | None,
-    entity: str | Sequence[str] | None,
-    category: str | None,
-    as_of: datetime | None,
-    at: datetime,
-    named: Sequence[str] = (),
-) -> _SearchSQL:
-    """The text part of search_sql on its own, (id, NULL, rank) rows: it needs no vector, so it can run
-    while the query is being embedded, and search_sql then takes its result as `text_ranked`."""
-    filters, params = _search_filters(
-        tenant=tenant, at=at, subject=subject, entity=entity, category=category, as_of=as_of, named=named
-    )
-    sql, text_params = _text_part(filters, params, query, pool)
-    return _SearchSQL(sql=sql, params=text_params)
-
-
 def search_sql(
     *,
     tenant: Tenant,
@@ -417,7 +396,6 @@ def search_sql(
     as_of: datetime | None,
     carry: Sequence[str] = (),
     at: datetime | None = None,
-    text_ranked: tuple[list[uuid.UUID], list[float]] | None = None,
     named: Sequence[str] = (),
 ) -> _SearchSQL:
     """The one statement of fact_search: the top `pool` by cosine distance (HNSW) and the top `pool`
@@ -425,7 +403,6 @@ def search_sql(
     bound client-side (Django's default), so PostgreSQL plans with the real vector and filters:
     a custom plan, never a generic one that would lose the HNSW index. `carry`: columns of
     CARRIED_COLUMNS returned after the ranking's six, for a reader that needs no model instances.
-    `text_ranked`: the text part already run (text_rank_sql, with the same `at`), as ids and ranks.
     `entity`: one name, or every name of the entity. `named`: the names of the entities the query names
     (NamedEntities.names): their facts are candidates too, the most confident first."""
     at = at or as_of or timezone.now()
@@ -446,10 +423,7 @@ def search_sql(
             f"WHERE {filters} AND embedding IS NOT NULL ORDER BY 2 LIMIT %s)"
         )
         cte_params += [literal, *params, pool]
-    if query.strip() and text_ranked is not None:
-        ctes.append("t AS (SELECT id, NULL::float8 AS d, r FROM unnest(%s::uuid[], %s::float4[]) AS x(id, r))")
-        cte_params += [array_literal(text_ranked[0]), array_literal(text_ranked[1])]
-    elif query.strip():
+    if query.strip():
         text_sql, text_params = _text_part(filters, params, query, pool)
         ctes.append(f"t AS ({text_sql})")
         cte_params += text_params
@@ -533,9 +507,9 @@ def _ranked_search(
     carry: Sequence[str] = (),
     entities: Sequence[str] | None = None,
 ) -> list[tuple[float, uuid.UUID, dict[str, float], tuple[Any, ...]]]:
-    """The top k of the search statement, ranked: (score, fact id, score parts, carried values). A
-    query embedding still to come (a future) is awaited after the text part has run on its own.
-    `entities`: the query's entities when the caller has extracted them already."""
+    """The top k of the search statement, ranked: (score, fact id, score parts, carried values). One
+    round trip: the statement ranks by vector and by text together, and the vector scan's settings go
+    in front of it. `entities`: the query's entities when the caller has extracted them already."""
     k = max(1, min(int(k), MAX_K))
     pool = max(4 * k, 40)
     query = query or ""
@@ -545,24 +519,6 @@ def _ranked_search(
         named, entity_group = _names_of(tenant=tenant, query=query, subject=subject, entity=entity, entities=entities)
         # The query as the text part reads it: with the canonical names of the aliases it wrote.
         words = " ".join([query, *named.expansions]) if query.strip() else query
-        text_ranked: tuple[list[uuid.UUID], list[float]] | None = None
-        if isinstance(query_embedding, Future) and query.strip():
-            # The vector is still being computed: rank by text meanwhile.
-            text = text_rank_sql(
-                tenant=tenant,
-                query=words,
-                pool=pool,
-                at=at,
-                subject=subject,
-                entity=entity_group,
-                category=category,
-                as_of=as_of,
-                named=named.names,
-            )
-            with connection.cursor() as cursor:
-                cursor.execute(text.sql, text.params)
-                ranked_rows = cursor.fetchall()
-            text_ranked = ([row[0] for row in ranked_rows], [row[2] for row in ranked_rows])
         vector: Sequence[float] | None
         if isinstance(query_embedding, Future):
             vector = query_embedding.result()
@@ -577,18 +533,14 @@ def _ranked_search(
             pool=pool,
             carry=carry,
             at=at,
-            text_ranked=text_ranked,
             subject=subject,
             entity=entity_group,
             category=category,
             as_of=as_of,
             named=named.names,
         )
-        if vector is not None:
-            configure_vector_scan(ef_search=pool)
-        with connection.cursor() as cursor:
-            cursor.execute(statement.sql, statement.params)
-            rows = cursor.fetchall()
+        scan = vector_scan_settings(ef_search=pool, floor=HNSW_EF_SEARCH) if vector is not None else {}
+        rows = fetch_after_set_locals(scan, statement.sql, statement.params)
     if not rows:
         return []
 

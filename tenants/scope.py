@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import connections, transaction
 from django.db.models import Model, QuerySet
 
-from core.db import set_local
+from core.db import set_locals
 
 if TYPE_CHECKING:
     from tenants.models import Tenant
@@ -74,9 +74,9 @@ def check_within_scope(model_label: str, tenant_id: uuid.UUID) -> None:
         raise ScopeError(f"{model_label} was asked for tenant {tenant_id}, which is outside the active scope.")
 
 
-def _set_db(ids: frozenset[uuid.UUID] | None, using: str = "default") -> None:
+def _set_db(ids: frozenset[uuid.UUID] | None, using: str = "default", also: dict[str, str] | None = None) -> None:
     value = ",".join(sorted(str(i) for i in ids)) if ids else ""
-    set_local(SETTING, value, using=using)
+    set_locals({**(also or {}), SETTING: value}, using=using)
     if using == "default":
         _granted.set(ids)
 
@@ -85,15 +85,19 @@ def clear_db_setting(using: str = "default") -> None:
     _set_db(None, using)
 
 
-def activate(tenants: Iterable[Tenant | uuid.UUID | str], using: str = "default") -> None:
+def activate(
+    tenants: Iterable[Tenant | uuid.UUID | str], using: str = "default", *, also: dict[str, str] | None = None
+) -> None:
     """Enter the scope for the rest of the current transaction (API authentication, admin requests).
+    `also`: other transaction-local settings to set in the same round trip (authentication clears the
+    key prefix it looked its key up under).
 
     The caller owns the transaction and resets the Python side with `deactivate()` when it ends.
     """
     if not connections[using].in_atomic_block:
         raise ScopeError("activate() needs a transaction: the database setting is transaction-local")
     ids = _ids(tenants)
-    _set_db(ids, using)
+    _set_db(ids, using, also)
     _active.set(ids)
 
 
@@ -110,6 +114,9 @@ def tenant_scope(*tenants: Tenant | uuid.UUID | str, using: str = "default") -> 
     # Inside narrowed_to() the database setting names more tenants than the Python scope: put that back.
     granted = _granted.get() if using == "default" else None
     outer_db = granted if outer is not None and granted is not None and outer <= granted else outer
+    conn = connections[using]
+    # A block that opens the transaction ends it: the setting ends with it, and is not put back.
+    nested = conn.in_atomic_block or not conn.get_autocommit()
     with transaction.atomic(using=using):
         _set_db(ids, using)
         token = _active.set(ids)
@@ -119,7 +126,7 @@ def tenant_scope(*tenants: Tenant | uuid.UUID | str, using: str = "default") -> 
             _active.reset(token)
             # When this block is nested in a longer transaction the setting would outlive it; put the
             # outer value back. After an error the savepoint rollback has already restored it.
-            if not connections[using].needs_rollback:
+            if nested and not conn.needs_rollback:
                 _set_db(outer_db, using)
             elif using == "default":
                 _granted.set(outer_db)

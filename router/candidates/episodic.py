@@ -18,8 +18,8 @@ from episodic.selectors import (
     EpisodeRow,
     PassageRow,
     episode_rows_latest,
+    passage_pool,
     passage_rows_neighbours,
-    passage_search_rows,
     passage_similarities,
 )
 from router.candidates.common import (
@@ -33,7 +33,6 @@ from router.candidates.common import (
 from router.pricing import said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_from_counts, query_terms, term_counts
-from router.selectors import session_summaries
 from router.timeframe import Timeframe
 from router.types import BudgetPlan, Candidate, ContextRequest, Source
 from tenants.models import Tenant
@@ -72,6 +71,14 @@ def episode_source(row: EpisodeRow, *, quoted: bool = True) -> Source:
     )
 
 
+@dataclass(frozen=True)
+class EpisodeHits:
+    """The ranked pool, and the summaries of its sessions (session -> (summary, started_at))."""
+
+    hits: list[EpisodeHit]
+    summaries: dict[str, tuple[str, datetime]]
+
+
 def episode_hits(
     *,
     tenant: Tenant,
@@ -82,15 +89,15 @@ def episode_hits(
     embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Sequence[int],
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
-) -> list[EpisodeHit]:
-    """The episodic layer's ranked search over passages (episodic.selectors.passage_search_rows);
-    `exclude_ids` are episodes already offered; `extracted`: the query's entities and topics, when the
-    caller has extracted them already."""
+) -> EpisodeHits:
+    """The episodic layer's ranked search over passages, with its sessions' summaries, in one statement
+    (episodic.selectors.passage_pool); `exclude_ids` are episodes already offered; `extracted`: the
+    query's entities and topics, when the caller has extracted them already."""
 
     # A session's summary episode is never offered (its summary is, as summary:<session>): left in the
     # search it would take places of the pool, set the scale of the pool's relevance and its session's
     # standing, and be an anchor.
-    scored = passage_search_rows(
+    pool = passage_pool(
         tenant=tenant,
         query=query,
         subject=subject,
@@ -102,7 +109,7 @@ def episode_hits(
         extracted=extracted,
         count_terms=query_terms(query),
     )
-    return [
+    hits = [
         EpisodeHit(
             row=s.row,
             score=float(s.score),
@@ -110,8 +117,9 @@ def episode_hits(
             term_counts=s.term_counts,
             terms_length=s.terms_length,
         )
-        for s in scored
+        for s in pool.rows
     ]
+    return EpisodeHits(hits=hits, summaries=pool.summaries)
 
 
 def named_speakers(query: str, roles: Iterable[str]) -> frozenset[str]:
@@ -286,7 +294,7 @@ def episode_candidates(
     # take all of it (what the other layers leave rolls over), and an episodic-only context searches as
     # deep as a full one.
     limit = max(w.min_candidates, min(w.max_candidates, plan.memory // w.tokens_per_candidate))
-    hits = episode_hits(
+    found = episode_hits(
         tenant=tenant,
         query=request.query,
         subject=request.subject,
@@ -296,6 +304,7 @@ def episode_candidates(
         exclude_ids=sorted(recent_ids),
         extracted=extracted,
     )
+    hits = found.hits
     if not hits:
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
     relevance = passage_relevance(request.query, hits, w=w, frame=frame)
@@ -339,7 +348,7 @@ def episode_candidates(
                 parts={"neighbour_of": float(anchor_id), "relevance": rel},
             )
         )
-    out.extend(summary_candidates(tenant=tenant, request=request, hits=hits, relevance=relevance, w=w))
+    out.extend(summary_candidates(request=request, hits=hits, summaries=found.summaries, relevance=relevance, w=w))
     out.extend(latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w))
     return out
 
@@ -457,9 +466,9 @@ def lexical_scores(query: str, hits: Sequence[EpisodeHit]) -> list[float]:
 
 def summary_candidates(
     *,
-    tenant: Tenant,
     request: ContextRequest,
     hits: Sequence[EpisodeHit],
+    summaries: dict[str, tuple[str, datetime]],
     relevance: dict[int, float],
     w: HeuristicWeights,
 ) -> list[Candidate]:
@@ -470,9 +479,11 @@ def summary_candidates(
         if session and session != request.session and episode_above_floor(hit.score_parts, w):
             best[session] = max(best.get(session, 0.0), relevance[hit.row.passage_id])
             first_hit.setdefault(session, hit.row)
-    summaries = session_summaries(tenant=tenant, sessions=sorted(best))
     out = []
-    for session, (summary, started_at) in summaries.items():
+    for session in sorted(best):
+        if session not in summaries:
+            continue
+        summary, started_at = summaries[session]
         parts = {"session_relevance": best[session]}
         rel = best[session] * w.summary_factor
         moment: datetime = started_at

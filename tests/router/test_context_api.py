@@ -266,15 +266,15 @@ def test_context_request_query_count_is_pinned(tenant_a, api_a, django_assert_ma
     with tenant_scope(tenant_a):
         scratchpad_put(tenant=tenant_a, session_external_id="s-2", document={"plan": "fix the printer"})
     api_a.post("/v1/context", {"subject": "alice", "query": "warm up"}, format="json")
-    # The request's savepoint, authentication and scope (5), recent events (1), procedures (1), facts
-    # (the text part while the query is embedded, scan settings, the ranked facts, their sources: 4),
-    # episode search (text and entity overlap in one statement, scan settings, vector, the scored rows: 4),
-    # neighbours (1),
-    # the answering lines' pairwise similarity, for update labels (1), summaries (1), the subject's slot, shared
-    # (1: tenants.locks), the trace (4: its row and then its items, which in production the writer adds after
-    # the answer, each committed without waiting for the disk), the service's savepoint and the scope's
-    # end (4).
-    with django_assert_max_num_queries(27):
+    # The request's savepoint (1), the key's lookup with its prefix, then the prefix cleared and the
+    # tenant entered (2), the service's savepoint (1), recent events (1), the ranked facts with their scan
+    # settings (1), their sources (1), procedures (1), history's pool: three channels fused, scored rows
+    # and their sessions' summaries, with the scan settings (1), neighbours (1), the answering lines'
+    # pairwise similarity, for update labels (1), the subject's slot, shared, with the setting that the
+    # commit need not wait for the disk (1: tenants.locks), the trace (2: its row and then its items,
+    # which in production the writer adds after the answer), the service's savepoint released, the
+    # scope's end and the request's savepoint released (3).
+    with django_assert_max_num_queries(17):
         response = api_a.post(
             "/v1/context", {"subject": "alice", "query": "printer in Lisbon", "session": "s-2"}, format="json"
         )

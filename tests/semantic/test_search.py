@@ -148,15 +148,15 @@ def test_search_rows_rank_as_the_search_in_one_query_fewer(upsert, tenant_a, dja
     upsert(attribute="pet", value="Miso", statement="The user has a cat named Miso", subject="user-1", confidence=0.55)
     with tenant_scope(tenant_a):
         models = fact_search(tenant=tenant_a, query="topic cat", subject="user-1", k=10)
-        # The scan settings and the ranked candidates with their columns.
-        with django_assert_max_num_queries(2):
+        # The ranked candidates with their columns, sent with the scan settings: one round trip.
+        with django_assert_max_num_queries(1):
             rows = fact_search_rows(tenant=tenant_a, query="topic cat", subject="user-1", k=10)
     assert [(r.id, r.score, r.score_parts) for r in rows] == [(m.fact.id, m.score, m.score_parts) for m in models]
     assert [(r.statement, r.valid_from, r.confidence) for r in rows] == [
         (m.fact.statement, m.fact.valid_from, m.fact.confidence) for m in models
     ]
     assert any(r.confidence == 0.55 for r in rows)
-    # With the vector still to come, the text part runs first, on its own: the same ranking.
+    # With the vector still to come (a future): the same ranking.
     pending: Future[list[float]] = Future()
     with tenant_scope(tenant_a):
         pending.set_result(embed_one("topic cat"))

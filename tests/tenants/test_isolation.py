@@ -8,6 +8,7 @@ import pytest
 from django.db import connection, transaction
 from django.db.utils import ProgrammingError
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from tenants.models import ApiKey, IdempotencyRecord
@@ -169,3 +170,46 @@ def test_unknown_uuid_is_not_found_shape(api_a) -> None:
     response = api_a.get(f"/v1/no-such-thing/{uuid.uuid4()}")
     assert response.status_code == 404
     assert response["Content-Type"] == "application/problem+json"
+
+
+def _setting_statements(captured: CaptureQueriesContext, name: str) -> list[str]:
+    return [q["sql"] for q in captured.captured_queries if name in q["sql"]]
+
+
+def test_authentication_reads_its_key_and_enters_the_tenant_in_two_round_trips(ctx_a) -> None:
+    client = Client()
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get("/v1/tenant", HTTP_AUTHORIZATION=f"Bearer {ctx_a.raw_key}")
+    assert response.status_code == 200
+    prefix = _setting_statements(captured, "app.api_key_prefix")
+    tenant = _setting_statements(captured, f"app.tenant_id = '{ctx_a.tenant.id}'")
+    # The prefix goes with the key's lookup; it is cleared as the tenant is entered, in one batch.
+    assert len(prefix) == 2 and "tenants_apikey" in prefix[0]
+    assert tenant == [prefix[1]] and "app.api_key_prefix = ''" in prefix[1]
+
+
+def test_a_key_that_fails_leaves_the_key_table_closed(ctx_a) -> None:
+    client = Client()
+    prefix = ctx_a.raw_key.split("_")[1]
+    with transaction.atomic():
+        response = client.get("/v1/tenant", HTTP_AUTHORIZATION=f"Bearer eng_{prefix}_wrong")
+        assert response.status_code == 401
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT coalesce(current_setting('app.api_key_prefix', true), '')")
+            assert cursor.fetchone()[0] == ""
+            cursor.execute("SELECT count(*) FROM tenants_apikey")
+            assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scope_that_opens_its_transaction_sets_the_tenant_once(ctx_a) -> None:
+    with CaptureQueriesContext(connection) as captured:
+        with tenant_scope(ctx_a.tenant):
+            assert ApiKey.objects.count() == 1
+    # Not put back before the commit: the setting ends with the transaction.
+    assert len(_setting_statements(captured, "app.tenant_id")) == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(current_setting('app.tenant_id', true), '')")
+        assert cursor.fetchone()[0] == ""
+        cursor.execute("SELECT count(*) FROM tenants_apikey")
+        assert cursor.fetchone()[0] == 0
