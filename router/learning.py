@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,10 @@ logger = logging.getLogger(__name__)
 MAX_WEIGHT = 20.0
 HOLDOUT = 0.3
 BOOTSTRAP = 1000
-PENALTY_C = 1.0
+# The formula's terms a model starts from (see fit), and how much less they are penalised (squared).
+PRIOR = ("log_formula_value", "log_tokens")
+PRIOR_WEIGHT = 30.0
+PENALTIES = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
 def _setting(name: str) -> int:
@@ -112,10 +116,15 @@ def replay(values: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
     return chosen
 
 
-def ips_used(chosen: np.ndarray, ctx: LoggedContext) -> float:
-    """Inverse-propensity estimate of the items used among `chosen`: only what the logs served counts."""
+def ips_used(chosen: np.ndarray, ctx: LoggedContext, expected: np.ndarray | None = None) -> float:
+    """The items used among `chosen`, estimated. Inverse propensity alone (`expected` None): only what the
+    logs served counts, an item never served counts 0. Doubly robust: each chosen item counts its
+    `expected` chance of use, corrected by (used - expected) / chance where the logs served it."""
     seen = chosen & ctx.served & (ctx.propensity > 0)
-    return float(np.sum(ctx.used[seen] / ctx.propensity[seen]))
+    if expected is None:
+        return float(np.sum(ctx.used[seen] / ctx.propensity[seen]))
+    correction = (ctx.used[seen] - expected[seen]) / ctx.propensity[seen]
+    return float(np.sum(expected[chosen]) + np.sum(correction))
 
 
 def _tokens(ctx: LoggedContext) -> np.ndarray:
@@ -145,16 +154,20 @@ def _interval(samples: np.ndarray) -> tuple[float, float]:
     return float(np.percentile(samples, 2.5)), float(np.percentile(samples, 97.5))
 
 
-def off_policy_estimate(*, model: LoadedModel, contexts: Sequence[LoggedContext], seed: int = 0) -> Estimate:
+def off_policy_estimate(
+    *, model: LoadedModel, contexts: Sequence[LoggedContext], seed: int = 0, expected: ExpectedUse | None = None
+) -> Estimate:
     """Items used per context, model against formula, on logged contexts the model was not trained on,
-    with 95% bootstrap intervals (paired, over contexts)."""
+    with 95% bootstrap intervals (paired, over contexts). With `expected` (a model of the chance of use
+    of the formula's value), doubly robust; else inverse propensity alone."""
     m = np.zeros(len(contexts))
     f = np.zeros(len(contexts))
     for k, ctx in enumerate(contexts):
         tokens = _tokens(ctx)
         x = logged_matrix(ctx.rows, model.features)
-        m[k] = ips_used(replay(model.predict(x), tokens, ctx.budget), ctx)
-        f[k] = ips_used(replay(_formula_values(ctx), tokens, ctx.budget), ctx)
+        q = expected(ctx) if expected is not None else None
+        m[k] = ips_used(replay(model.predict(x), tokens, ctx.budget), ctx, q)
+        f[k] = ips_used(replay(_formula_values(ctx), tokens, ctx.budget), ctx, q)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(contexts), size=(BOOTSTRAP, len(contexts)))
     low, high = _interval((m - f)[draws].mean(axis=1))
@@ -178,37 +191,128 @@ class Fitted:
     intercept: float
     means: list[float]
     scales: list[float]
+    penalty: float = 1.0
 
 
-def fit(contexts: Sequence[LoggedContext]) -> Fitted | None:
+def _served_items(contexts: Sequence[LoggedContext], names: Sequence[str]) -> tuple[np.ndarray, ...]:
+    """The served items of `contexts`: their rows for `names`, labels and inverse-propensity weights."""
+    rows = [r for ctx in contexts for r, served in zip(ctx.rows, ctx.served, strict=True) if served]
+    labels = np.concatenate([ctx.used[ctx.served] for ctx in contexts]) if contexts else np.zeros(0, dtype=bool)
+    weights = (
+        np.concatenate([1.0 / np.maximum(ctx.propensity[ctx.served], 1.0 / MAX_WEIGHT) for ctx in contexts])
+        if contexts
+        else np.zeros(0)
+    )
+    return logged_matrix(rows, names), labels.astype(int), weights
+
+
+def _weighted_log_loss(p: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> float:
+    p = np.clip(p, 1e-9, 1 - 1e-9)
+    return float(-np.sum(weights * (labels * np.log(p) + (1 - labels) * np.log(1 - p))) / max(weights.sum(), 1e-9))
+
+
+def fit(
+    contexts: Sequence[LoggedContext],
+    *,
+    prior_weight: float = PRIOR_WEIGHT,
+    penalties: Sequence[float] = PENALTIES,
+    columns: Sequence[str] = (),
+) -> Fitted | None:
     """The regression on the served items of `contexts`, weighted by inverse propensity. None when the
-    labels are all of one kind."""
+    labels are all of one kind.
+
+    The formula's own terms (PRIOR: its value and the item's tokens) are scaled up by `prior_weight`
+    after standardising, which divides their penalty by its square: the model starts from the formula,
+    recalibrated, and departs from it only as far as the penalty on every other column lets the data
+    pull it. The penalty is chosen among `penalties` by the weighted log loss on the newest quarter of
+    the training contexts, then the model is refitted on all of them."""
     # Imported here: every process loads router.tasks, only the worker that trains needs scikit-learn.
     from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
-    rows = [r for ctx in contexts for r, served in zip(ctx.rows, ctx.served, strict=True) if served]
-    labels = np.concatenate([ctx.used[ctx.served] for ctx in contexts]) if contexts else np.zeros(0, dtype=bool)
+    served_rows = [r for ctx in contexts for r, served in zip(ctx.rows, ctx.served, strict=True) if served]
+    names = list(columns) or feature_names(measured_parts(served_rows))
+    x, labels, weights = _served_items(contexts, names)
     if labels.size == 0 or labels.all() or not labels.any():
         return None
-    weights = np.concatenate([1.0 / np.maximum(ctx.propensity[ctx.served], 1.0 / MAX_WEIGHT) for ctx in contexts])
-    names = feature_names(measured_parts(rows))
-    x = logged_matrix(rows, names)
     means = x.mean(axis=0)
     scales = x.std(axis=0)
     scales[scales < 1e-9] = 1.0
-    regression = LogisticRegression(C=PENALTY_C, max_iter=500)
-    regression.fit((x - means) / scales, labels.astype(int), sample_weight=weights)
+    for j, name in enumerate(names):
+        if name in PRIOR:
+            scales[j] /= prior_weight
+
+    def regression(c: float, xs: np.ndarray, y: np.ndarray, w: np.ndarray) -> Any:
+        model = LogisticRegression(C=c, max_iter=1000)
+        model.fit((xs - means) / scales, y, sample_weight=w)
+        return model
+
+    penalty = penalties[0]
+    cut = len(contexts) - max(1, len(contexts) // 4)
+    if len(penalties) > 1 and cut > 0:
+        xa, ya, wa = _served_items(contexts[:cut], names)
+        xb, yb, wb = _served_items(contexts[cut:], names)
+        if 0 < ya.sum() < ya.size and yb.size:
+            losses = {
+                c: _weighted_log_loss(regression(c, xa, ya, wa).predict_proba((xb - means) / scales)[:, 1], yb, wb)
+                for c in penalties
+            }
+            penalty = min(losses, key=losses.__getitem__)
+    final = regression(penalty, x, labels, weights)
     return Fitted(
         features=names,
-        coefficients=[float(v) for v in regression.coef_[0]],
-        intercept=float(regression.intercept_[0]),
+        coefficients=[float(v) for v in final.coef_[0]],
+        intercept=float(final.intercept_[0]),
         means=[float(v) for v in means],
         scales=[float(v) for v in scales],
+        penalty=float(penalty),
     )
 
 
 def _loaded(row: ValueModel) -> LoadedModel:
     return LoadedModel.of(row)
+
+
+def loaded(fitted: Fitted, label: str) -> LoadedModel:
+    return LoadedModel(
+        id=uuid.UUID(int=0),
+        label=label,
+        features=tuple(fitted.features),
+        weights=np.asarray(fitted.coefficients, dtype=np.float64),
+        intercept=fitted.intercept,
+        means=np.asarray(fitted.means, dtype=np.float64),
+        scales=np.asarray(fitted.scales, dtype=np.float64),
+    )
+
+
+@dataclass(frozen=True)
+class ExpectedUse:
+    """The chance of use as a non-decreasing function of the formula's value, fitted by isotonic
+    regression on served items (weighted by inverse propensity): the direct part of the doubly robust
+    estimate. Monotone and flat beyond what was served, it credits an item the logs never served at most
+    what the formula's own ranking would expect of it, and a candidate model that learned something
+    else gains nothing from it; a regression on the same data could extrapolate the same noise the
+    candidate learned and credit it."""
+
+    values: np.ndarray
+    chances: np.ndarray
+
+    def __call__(self, ctx: LoggedContext) -> np.ndarray:
+        return np.interp(_formula_values(ctx), self.values, self.chances)
+
+
+def expected_use(contexts: Sequence[LoggedContext]) -> ExpectedUse | None:
+    from sklearn.isotonic import IsotonicRegression  # type: ignore[import-untyped]
+
+    values = [_formula_values(ctx)[ctx.served] for ctx in contexts]
+    if not values:
+        return None
+    x = np.concatenate(values)
+    y = np.concatenate([ctx.used[ctx.served] for ctx in contexts]).astype(np.float64)
+    w = np.concatenate([1.0 / np.maximum(ctx.propensity[ctx.served], 1.0 / MAX_WEIGHT) for ctx in contexts])
+    if x.size < 2:
+        return None
+    iso = IsotonicRegression(increasing=True, out_of_bounds="clip").fit(x, y, sample_weight=w)
+    return ExpectedUse(values=np.asarray(iso.X_thresholds_), chances=np.asarray(iso.y_thresholds_))
 
 
 @transaction.atomic
@@ -241,10 +345,15 @@ def value_model_train(*, tenant: Tenant) -> ValueModel | None:
             "used_items": int(sum(int(c.used[c.served].sum()) for c in train)),
             "first_trace": train[0].trace_id,
             "last_trace": train[-1].trace_id,
+            "penalty": fitted.penalty,
         },
     )
     estimate = off_policy_estimate(model=_loaded(row), contexts=held_out)
-    row.estimate = estimate.as_dict()
+    expected = expected_use(train)
+    robust = off_policy_estimate(model=_loaded(row), contexts=held_out, expected=expected) if expected else None
+    # The switch reads inverse propensity alone: the doubly robust figure is kept beside it, since its
+    # interval leaves out the error of the expected chances it credits to items never served.
+    row.estimate = estimate.as_dict() | ({"doubly_robust": robust.as_dict()} if robust else {})
     beats = estimate.low > 0.0
     row.note = (
         f"estimate {estimate.model:.3f} against the formula's {estimate.formula:.3f} used items per context; "

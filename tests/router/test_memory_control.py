@@ -13,12 +13,20 @@ from django.test import override_settings
 from core.tokens import count_tokens
 from router.exploration import MAX_CHANCE
 from router.features import candidate_matrix, feature_names, logged_matrix, measured_parts
-from router.learning import LoggedContext, fit, off_policy_estimate, value_model_train, value_model_watch
+from router.learning import (
+    PENALTIES,
+    LoggedContext,
+    fit,
+    ips_used,
+    loaded,
+    off_policy_estimate,
+    value_model_train,
+    value_model_watch,
+)
 from router.models import ContextFeedback, ContextTrace, ValueModel, ValueModelState
 from router.services import considered_dict, item_dict, traced_dict
 from router.tasks import value_model_update
 from router.types import Candidate
-from router.value import LoadedModel
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tests.router.conftest import believe, remember
@@ -90,24 +98,34 @@ def test_the_estimate_finds_a_model_that_serves_what_agents_use_and_not_noise() 
     contexts = [_ctx(k, rng, informative=True) for k in range(300)]
     fitted = fit(contexts[:200])
     assert fitted is not None
-    model = LoadedModel(
-        id=None,  # type: ignore[arg-type]
-        label="value-v1",
-        features=tuple(fitted.features),
-        weights=np.array(fitted.coefficients),
-        intercept=fitted.intercept,
-        means=np.array(fitted.means),
-        scales=np.array(fitted.scales),
-    )
-    estimate = off_policy_estimate(model=model, contexts=contexts[200:])
+    estimate = off_policy_estimate(model=loaded(fitted, "value-v1"), contexts=contexts[200:])
     assert estimate.low > 0 and estimate.model > estimate.formula
 
     noise = [_ctx(k, rng, informative=False) for k in range(300)]
     fitted = fit(noise[:200])
     assert fitted is not None
-    model = LoadedModel(None, "value-v2", tuple(fitted.features), np.array(fitted.coefficients), fitted.intercept, np.array(fitted.means), np.array(fitted.scales))  # type: ignore[arg-type]  # fmt: skip
-    estimate = off_policy_estimate(model=model, contexts=noise[200:])
+    estimate = off_policy_estimate(model=loaded(fitted, "value-v2"), contexts=noise[200:])
     assert estimate.low <= 0
+
+
+def test_doubly_robust_credits_an_item_never_served_what_the_formula_expects_of_it() -> None:
+    """Three items, room for two: the logs served a (used) and b (not used); c was never served. A model
+    that serves a and c is estimated at 1 by inverse propensity alone (c counts nothing, as the formula's
+    b), and at 1 + expected(c) doubly robust; the formula's choice stays at what the logs measured."""
+    rows = [
+        {"id": name, "type": "episode", "layer": "episodic", "tokens": 9, "value": value, "score": value}
+        for name, value in (("a", 0.9), ("b", 0.5), ("c", 0.2))
+    ]
+    ctx = LoggedContext(
+        "t", "heuristic-v1", rows, np.array([True, True, False]), np.array([1.0, 1.0, 0.0]),
+        np.array([True, False, False]), budget=20,
+    )  # fmt: skip
+    expected = np.array([0.6, 0.3, 0.25])
+    model_choice = np.array([True, False, True])
+    formula_choice = np.array([True, True, False])
+    assert ips_used(model_choice, ctx) == ips_used(formula_choice, ctx) == 1.0
+    assert ips_used(formula_choice, ctx, expected) == pytest.approx(1.0)
+    assert ips_used(model_choice, ctx, expected) == pytest.approx(1.25)
 
 
 def _explore(tenant: Tenant, chance: float) -> None:
@@ -249,6 +267,8 @@ def test_the_job_trains_from_the_api_logs_and_serves_only_what_its_estimate_supp
             model = ValueModel.objects.get(version=1)
         assert model.trained_on["contexts"] + model.trained_on["held_out"] == 30
         assert model.estimate["contexts"] == model.trained_on["held_out"]
+        assert model.estimate["doubly_robust"]["contexts"] == model.estimate["contexts"]
+        assert model.trained_on["penalty"] in PENALTIES
         assert model.state == (ValueModelState.SERVING if model.estimate["low"] > 0 else ValueModelState.TRAINED)
         assert said == f"no model served; trained v1: {model.state}"
         assert "fact" in " ".join(model.features) and len(model.coefficients) == len(model.features)
