@@ -376,18 +376,24 @@ def adds(text: str) -> bool:
 
 
 OTHER_PEOPLE = _words("other_people.txt")
+# Every noun for a person other than the speaker; those of people.txt ("son", "kids", "roommate") are
+# someone else only as the statement's subject ("my son turned 12"; not "I have three kids").
+PEOPLE = OTHER_PEOPLE | _words("people.txt")
 
 
 def someone_elses(text: str, *, subject: str = "") -> bool:
     """The statement is about someone other than its subject: "her", "his", a person named by a noun
-    for other people ("Ana's colleague keeps her notes in ..."), or another name's possessive ("Priya's
-    team uses ...")."""
+    for other people ("Ana's colleague keeps her notes in ..."), another name's possessive ("Priya's
+    team uses ..."), or a person of theirs as its subject ("Ana's roommate pays ...")."""
     if re.search(r"\b(?:he|she|his|her|him)\b", text, re.I):
         return True
     for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
         if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
             return True
-    return bool(re.search(rf"\b(?:{lexicon.alternation(OTHER_PEOPLE)})\b", text, re.I))
+    if re.search(rf"\b(?:{lexicon.alternation(OTHER_PEOPLE)})\b", text, re.I):
+        return True
+    owner = rf"(?:{re.escape(subject)}['’]s|my|our)" if subject else r"(?:my|our)"
+    return bool(re.match(rf"\s*{owner}\s+(?:[\w-]+\s+)?(?:{lexicon.alternation(PEOPLE)})\b", text, re.I))
 
 
 def names_left(statement: str, value: str, *, subject: str = "") -> bool:

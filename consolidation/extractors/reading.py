@@ -43,7 +43,7 @@ _CLAUSE_VERBS = lexicon.sections("clause_verbs.txt")
 ATTITUDE = frozenset(_CLAUSE_VERBS.get("attitude", ()))
 # Verbs whose infinitive or gerund states the value held: "started using", "got promoted".
 ASPECT = frozenset(_CLAUSE_VERBS.get("aspect", ()))
-_PEOPLE = predicates.OTHER_PEOPLE | lexicon.words("people.txt")
+_PEOPLE = predicates.PEOPLE
 _SPEAKER = frozenset({"i", "we"})
 _OWN = frozenset({"my", "our", "mine", "ours"})
 _COMPLEMENT = frozenset({"attr", "acomp", "dobj", "oprd", "prep", "xcomp", "npadvmod", "advmod", "ccomp", "dative"})
