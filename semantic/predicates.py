@@ -299,6 +299,14 @@ def _change_words() -> re.Pattern[str]:
     return re.compile(rf"\b(?:(?:{verbs})(?:s|es)?|{adverbs})\b", re.I)
 
 
+# A circumstance of time is no part of the predicate ("... has 9 engineers after the hiring round",
+# "... since the reorg", "... this week"): up to the clause's end, where no other value follows.
+_WHEN = re.compile(
+    r"\s+(?:(?:after|since|during|until|following|as of)\s+(?!something\b)[^,.;]*"
+    r"|(?:this|last|next|these|those)\s+(?:week|weekend|month|year|quarter|sprint|days|morning|evening|summer|winter"
+    r"|spring|autumn|fall|season|term|semester)\b)(?=\s*(?:[,.;]|$))",
+    re.I,
+)
 MASK = "something"
 
 
@@ -318,6 +326,7 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     text = re.sub(rf"\b(?:{old})\s+(?:the |our |my |their )?{MASK}\b", " ", text, flags=re.I)
     text = _change_words().sub(" ", text)
     text = re.sub(rf"\b(?:with|to|into)\s+(?={MASK}\b)", "", text, flags=re.I)
+    text = _WHEN.sub("", text)
     text = re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text, flags=re.I)
     return " ".join(text.split()).strip(" .") + "."
 
@@ -452,7 +461,10 @@ def judge(
     changed = says_change(new_statement, subject=subject)
     # "uses X", "has X": a relation of many values names no one thing; a new value adds to it unless
     # the later statement tells a change ("now uses Y", "switched to Y").
-    if ((old_words and old_words <= open_verbs) or (new_words and new_words <= open_verbs)) and not changed:
+    # Counts of one unit are the exception: "has 4 guitars" and "has 3 guitars" cannot both hold.
+    counted = old_typed.kind == "count" and bool(old_typed.unit) and old_typed.unit == new_typed.unit
+    open_relation = (old_words and old_words <= open_verbs) or (new_words and new_words <= open_verbs)
+    if open_relation and not changed and not counted:
         return Verdict(False, "an open relation without a change")
     if old_words and old_words == new_words:
         return Verdict(True, "the same content words")

@@ -2,7 +2,8 @@
 not stay active beside it. Through the public API with the real MiniLM and the parse reader on: what
 kept the old value active in these pairs was the decision, not the reading (a circumstance or an adverb
 said with the new value, a verb of change in the third person, a value left behind a possessive, a
-change said before the clause's subject, a count inside "one-on-one"). A later statement that is an
+change said before the clause's subject, a count inside "one-on-one", a count of one unit read as a
+relation of many values, a circumstance of time said after the new value). A later statement that is an
 addition, someone else's, a hypothesis, a question, the past, another thing or an exception for one
 occasion leaves the earlier value active. The sentences are this file's own; none is a template of
 evaluation/ (test_cases_are_not_templates.py checks it)."""
@@ -45,6 +46,7 @@ UPDATES = (
     _said("working hours", "I work 40 hours a week.", "I cut back to 32 hours a week.", "40 hours", "32 hours"),
     _said("reading group", "My reading group has 9 members.",
           "My reading group grew to 12 members.", "9 members", "12 members"),
+    _said("chickens", "We have 3 chickens.", "We have 2 chickens since the fox came.", "3 chickens", "2 chickens"),
     _said("invoices", "We keep our invoices in QuickBooks.", "Our invoices live in Xero now.", "QuickBooks", "Xero"),
 )
 
@@ -56,6 +58,7 @@ NOT_UPDATES = (
     _said("a roommate's", "I pay $650 a month in rent.",
           "My roommate pays $700 a month in rent.", "$650", "$700"),
     _said("a son's age", "I'm 45.", "My son turned 12 yesterday.", "45", "12"),
+    _said("a count of another thing", "We have 3 chickens.", "We have 2 goats too.", "3 chickens", "2 goats"),
     _said("a question", "My team has 6 engineers.", "Should my team have 8 engineers?", "6 engineers", "8 engineers"),
     _said("a hypothesis", "We live in Utrecht, near the station.",
           "If we moved to Haarlem, the commute would be shorter.", "Utrecht", "Haarlem"),
