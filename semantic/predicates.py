@@ -279,6 +279,31 @@ def comparable_kind(value: str) -> Typed | None:
     return value_kind(value) or term_kind(value)
 
 
+# A typed value may keep this many words after it that name what it is ("the Business plan").
+HEAD_WORDS = 2
+
+
+def headed_kind(value: str) -> Typed | None:
+    """The typed value of a value that names it with a word or two after it ("the Business plan",
+    "Organization tier"): one typed value after an optional article, then at most HEAD_WORDS words,
+    none of them a word of grammar."""
+    text = value.strip(" .")
+    spans = typed_spans(text)
+    if len(spans) != 1:
+        return None
+    before = [w for w in re.findall(r"[\w'’-]+", text[: spans[0].start]) if w.lower() not in {"the", "a", "an"}]
+    after = re.findall(r"[\w'’-]+", text[spans[0].end :])
+    if before or len(after) > HEAD_WORDS or any(w.lower() in function_words() for w in after):
+        return None
+    return spans[0]
+
+
+def deciding_kind(value: str) -> Typed | None:
+    """The kind by which the merge compares a fact's value with another's: `comparable_kind`, or the
+    typed value it names with its head noun (`headed_kind`)."""
+    return comparable_kind(value) or headed_kind(value)
+
+
 _FAMILY = {"version": "name", "time": "time", "date": "date"}
 
 
@@ -435,7 +460,7 @@ def judge(
     given the cosine of their frames: values of one type that differ, no addition and no one else's
     value, and the same predicate (the same content words, or frames at least as similar as the grammar
     of the later statement asks: less when it names the earlier value as left or tells a change)."""
-    old_typed, new_typed = comparable_kind(old_value), comparable_kind(new_value)
+    old_typed, new_typed = deciding_kind(old_value), deciding_kind(new_value)
     if old_typed is None or new_typed is None or not same_kind(old_typed, new_typed):
         return Verdict(False, "values of different kinds")
     if new_typed.kind == "term" and (values_similarity is None or values_similarity < SIMILAR_TERMS):

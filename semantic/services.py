@@ -397,7 +397,7 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
         or fact.origin != FactOrigin.EXTRACTED
         or fact.attribute in predicates.EVENT_ATTRIBUTES
         or fact.embedding is None
-        or predicates.comparable_kind(fact.value) is None
+        or predicates.deciding_kind(fact.value) is None
     ):
         return []
     pool = (
@@ -414,10 +414,10 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
     )
     if fact.cardinality == Cardinality.SINGLE:
         pool = pool.exclude(attribute=fact.attribute)  # its own timeline has placed it
-    new_kind = predicates.comparable_kind(fact.value)
+    new_kind = predicates.deciding_kind(fact.value)
     rows = []
     for f in pool.only("id", "entity", "attribute", "value", "statement", "embedding", "subject", "valid_from"):
-        old_kind = predicates.comparable_kind(f.value)
+        old_kind = predicates.deciding_kind(f.value)
         if old_kind is None or new_kind is None or not predicates.same_kind(old_kind, new_kind):
             _trace(fact, f, f"values of different kinds ({old_kind and old_kind.kind}, {new_kind and new_kind.kind})")
         elif not values_same(f.value, fact.value):
