@@ -8,13 +8,14 @@ gateway." have near frames and values of one kind that differ, so the second sup
 
 This module is grammar and formats only: which spans are values, which one a statement holds now
 (`current_value`), which it says were left (`left_values`), how a frame reads (`frame`) and, given the
-similarity of two frames, whether the later statement supersedes the earlier (`supersedes`). The word
+similarity of two frames, whether the later statement supersedes the earlier (`judge`). The word
 lists are data files in semantic/data/. semantic.services applies the decision in the merge.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from pathlib import Path
 
@@ -80,9 +81,10 @@ _NUMBER_WORD = (
 )
 _TIME_UNIT = "seconds?|minutes?|hours?|days?|weeks?|months?|years?"
 # A count in words: "three weeks", "five engineers"; "a" or "an" counts only a unit of time ("an hour").
+# Neither inside a compound written with hyphens ("one-on-one", "second-hand").
 _COUNT_IN_WORDS = re.compile(
-    rf"\b(?:(?:{_NUMBER_WORD.replace('|half an?|an?', '')})(?:[ -](?P<unit>[a-z][a-z]+))|"
-    rf"(?:half an?|an?) (?P<time>{_TIME_UNIT}))\b",
+    rf"(?<![\w-])(?:(?:{_NUMBER_WORD.replace('|half an?|an?', '')})(?:[ -](?P<unit>[a-z][a-z]+))|"
+    rf"(?:half an?|an?) (?P<time>{_TIME_UNIT}))(?![\w-])",
     re.I,
 )
 # One word of a name: a capital, a digit followed by letters ("1Password"), or a capital inside
@@ -192,7 +194,12 @@ def _names(text: str, subject: str, function_words: frozenset[str]) -> list[tupl
             continue
         if re.match(r"['’]s\b", text[end:]):  # whose thing it is
             continue
-        if _POSSESSIVE_BEFORE.search(text[:start]) and _LOWER_NOUN_AFTER.match(text[end:]):
+        after = _LOWER_NOUN_AFTER.match(text[end:])
+        if (
+            _POSSESSIVE_BEFORE.search(text[:start])
+            and after is not None
+            and after.group(0).strip().lower() not in function_words
+        ):
             continue
         # "my sister Anna", "our accountant, Mira Patel,": the name says who the thing is, not its value.
         if _APPOSITION_BEFORE.search(text[:start]) and re.match(r",?\s+[a-z]", text[end:]):
@@ -257,7 +264,7 @@ def value_kind(value: str) -> Typed | None:
 
 def term_kind(value: str) -> Typed | None:
     """A state said with a word or two, no typed value in it ("vegan", "on hold", "approved"): a value
-    the mechanism compares by meaning (`supersedes`), never a fragment test's typed value."""
+    the mechanism compares by meaning (`judge`), never a fragment test's typed value."""
     text = value.strip(" .")
     words = re.findall(r"[\w'’-]+", text)
     if not 1 <= len(words) <= MAX_TERM_WORDS or not re.fullmatch(r"[a-z][a-z'’ -]*", text) or typed_spans(text):
@@ -272,6 +279,31 @@ def comparable_kind(value: str) -> Typed | None:
     return value_kind(value) or term_kind(value)
 
 
+# A typed value may keep this many words after it that name what it is ("the Business plan").
+HEAD_WORDS = 2
+
+
+def headed_kind(value: str) -> Typed | None:
+    """The typed value of a value that names it with a word or two after it ("the Business plan",
+    "Organization tier"): one typed value after an optional article, then at most HEAD_WORDS words,
+    none of them a word of grammar."""
+    text = value.strip(" .")
+    spans = typed_spans(text)
+    if len(spans) != 1:
+        return None
+    before = [w for w in re.findall(r"[\w'’-]+", text[: spans[0].start]) if w.lower() not in {"the", "a", "an"}]
+    after = re.findall(r"[\w'’-]+", text[spans[0].end :])
+    if before or len(after) > HEAD_WORDS or any(w.lower() in function_words() for w in after):
+        return None
+    return spans[0]
+
+
+def deciding_kind(value: str) -> Typed | None:
+    """The kind by which the merge compares a fact's value with another's: `comparable_kind`, or the
+    typed value it names with its head noun (`headed_kind`)."""
+    return comparable_kind(value) or headed_kind(value)
+
+
 _FAMILY = {"version": "name", "time": "time", "date": "date"}
 
 
@@ -283,6 +315,23 @@ def same_kind(a: Typed, b: Typed) -> bool:
     return not (a.kind == "count" and a.unit and b.unit and a.unit != b.unit)
 
 
+@functools.cache
+def _change_words() -> re.Pattern[str]:
+    """The verbs of change in any person ("cut", "cuts"; "switch", "switches": a statement is told of
+    the speaker in the third person) and the adverbs of change."""
+    verbs = "|".join(re.escape(m) for m in sorted(_section("change.txt", "verbs"), key=len, reverse=True))
+    adverbs = "|".join(re.escape(m) for m in sorted(_section("change.txt", "adverbs"), key=len, reverse=True))
+    return re.compile(rf"\b(?:(?:{verbs})(?:s|es)?|{adverbs})\b", re.I)
+
+
+# A circumstance of time is no part of the predicate ("... has 9 engineers after the hiring round",
+# "... since the reorg", "... this week"): up to the clause's end, where no other value follows.
+_WHEN = re.compile(
+    r"\s+(?:(?:after|since|during|until|following|as of)\s+(?!something\b)[^,.;]*"
+    r"|(?:this|last|next|these|those)\s+(?:week|weekend|month|year|quarter|sprint|days|morning|evening|summer|winter"
+    r"|spring|autumn|fall|season|term|semester)\b)(?=\s*(?:[,.;]|$))",
+    re.I,
+)
 MASK = "something"
 
 
@@ -300,30 +349,31 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     markers = _section("change.txt", "before the old value")
     old = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
     text = re.sub(rf"\b(?:{old})\s+(?:the |our |my |their )?{MASK}\b", " ", text, flags=re.I)
-    change = (*_section("change.txt", "verbs"), *_section("change.txt", "adverbs"))
-    words = "|".join(re.escape(m) for m in sorted(change, key=len, reverse=True))
-    text = re.sub(rf"\b(?:{words})\b", " ", text, flags=re.I)
+    text = _change_words().sub(" ", text)
     text = re.sub(rf"\b(?:with|to|into)\s+(?={MASK}\b)", "", text, flags=re.I)
+    text = _WHEN.sub("", text)
     text = re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text, flags=re.I)
     return " ".join(text.split()).strip(" .") + "."
+
+
+_ADVERB = re.compile(r"[a-z]{2,}(?<![ip])ly")
 
 
 def content_words(text: str, *, subject: str = "") -> frozenset[str]:
     """The words of a frame that say what it is about: not grammar, not the mask, not the subject."""
     function_words = _words("function_words.txt")
     own = {subject.lower(), f"{subject.lower()}'s", f"{subject.lower()}’s"}
+    # Adverbs say how or how often ("usually", "only", "fully"), not what about.
     return frozenset(
         _singular(w.removesuffix("'s").removesuffix("’s"))
         for w in re.findall(r"[a-z][a-z'’-]+", text.lower())
-        if w not in function_words and w not in own and w != MASK and len(w) > 2
+        if w not in function_words and w not in own and w != MASK and len(w) > 2 and not _ADVERB.fullmatch(w)
     )
 
 
 def says_change(text: str, *, subject: str = "") -> bool:
     """The statement tells a change: a verb or adverb of change, or a value it marks as left."""
-    change = (*_section("change.txt", "verbs"), *_section("change.txt", "adverbs"))
-    words = "|".join(re.escape(m) for m in sorted(change, key=len, reverse=True))
-    return bool(re.search(rf"\b(?:{words})\b", text, re.I)) or bool(left_values(text, subject=subject))
+    return bool(_change_words().search(text)) or bool(left_values(text, subject=subject))
 
 
 def function_words() -> frozenset[str]:
@@ -348,24 +398,36 @@ def hedges(text: str) -> bool:
     return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
 
 
+def for_one_occasion(text: str) -> bool:
+    """The text tells an exception for one occasion ("this week only", "just this once")."""
+    said = _section("change.txt", "one occasion")
+    return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
+
+
 def adds(text: str) -> bool:
     """The statement adds a value to those held ("also", "another", "as well")."""
     return bool(re.search(rf"\b(?:{lexicon.alternation(_words('additive.txt'))})\b", text, re.I))
 
 
 OTHER_PEOPLE = _words("other_people.txt")
+# Every noun for a person other than the speaker; those of people.txt ("son", "kids", "roommate") are
+# someone else only as the statement's subject ("my son turned 12"; not "I have three kids").
+PEOPLE = OTHER_PEOPLE | _words("people.txt")
 
 
 def someone_elses(text: str, *, subject: str = "") -> bool:
     """The statement is about someone other than its subject: "her", "his", a person named by a noun
-    for other people ("Ana's colleague keeps her notes in ..."), or another name's possessive ("Priya's
-    team uses ...")."""
+    for other people ("Ana's colleague keeps her notes in ..."), another name's possessive ("Priya's
+    team uses ..."), or a person of theirs as its subject ("Ana's roommate pays ...")."""
     if re.search(r"\b(?:he|she|his|her|him)\b", text, re.I):
         return True
     for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
         if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
             return True
-    return bool(re.search(rf"\b(?:{lexicon.alternation(OTHER_PEOPLE)})\b", text, re.I))
+    if re.search(rf"\b(?:{lexicon.alternation(OTHER_PEOPLE)})\b", text, re.I):
+        return True
+    owner = rf"(?:{re.escape(subject)}['’]s|my|our)" if subject else r"(?:my|our)"
+    return bool(re.match(rf"\s*{owner}\s+(?:[\w-]+\s+)?(?:{lexicon.alternation(PEOPLE)})\b", text, re.I))
 
 
 def names_left(statement: str, value: str, *, subject: str = "") -> bool:
@@ -375,7 +437,16 @@ def names_left(statement: str, value: str, *, subject: str = "") -> bool:
     )
 
 
-def supersedes(
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Whether a later statement supersedes an earlier one, and the reason read from the grammar
+    (logged by the merge at DEBUG, semantic.services.supersede_same_predicate)."""
+
+    superseded: bool
+    reason: str
+
+
+def judge(
     *,
     old_statement: str,
     old_value: str,
@@ -384,41 +455,52 @@ def supersedes(
     similarity: float,
     subject: str = "",
     values_similarity: float | None = None,
-) -> bool:
+) -> Verdict:
     """Whether the later statement (`new_*`) supersedes the earlier (`old_*`) of the same subject,
     given the cosine of their frames: values of one type that differ, no addition and no one else's
     value, and the same predicate (the same content words, or frames at least as similar as the grammar
     of the later statement asks: less when it names the earlier value as left or tells a change)."""
-    old_typed, new_typed = comparable_kind(old_value), comparable_kind(new_value)
+    old_typed, new_typed = deciding_kind(old_value), deciding_kind(new_value)
     if old_typed is None or new_typed is None or not same_kind(old_typed, new_typed):
-        return False
+        return Verdict(False, "values of different kinds")
     if new_typed.kind == "term" and (values_similarity is None or values_similarity < SIMILAR_TERMS):
-        return False
-    if (
-        values_same(old_value, new_value)
-        or adds(new_statement)
-        or hedges(new_statement)
-        or someone_elses(new_statement, subject=subject)
-    ):
-        return False
+        return Verdict(False, "states of different meanings")
+    if values_same(old_value, new_value):
+        return Verdict(False, "the same value")
+    if adds(new_statement):
+        return Verdict(False, "an addition")
+    if hedges(new_statement):
+        return Verdict(False, "a hypothesis")
+    if for_one_occasion(new_statement):
+        return Verdict(False, "an exception for one occasion")
+    if someone_elses(new_statement, subject=subject):
+        return Verdict(False, "someone else's value")
     old_words = content_words(frame(old_statement, subject=subject, value=old_value), subject=subject)
     new_words = content_words(frame(new_statement, subject=subject, value=new_value), subject=subject)
     if names_left(new_statement, old_value, subject=subject):
         # "We replaced the Volvo with a Skoda": a frame that says nothing but the change names no other
         # predicate than the one whose value it says was left.
-        return not new_words or similarity >= SIMILAR_NAMING_OLD
+        ok = not new_words or similarity >= SIMILAR_NAMING_OLD
+        return Verdict(ok, f"names the old value as left, frames at {similarity:.2f}")
     open_verbs = _words("open_verbs.txt")
     changed = says_change(new_statement, subject=subject)
     # "uses X", "has X": a relation of many values names no one thing; a new value adds to it unless
     # the later statement tells a change ("now uses Y", "switched to Y").
-    if ((old_words and old_words <= open_verbs) or (new_words and new_words <= open_verbs)) and not changed:
-        return False
+    # Counts of one unit are the exception: "has 4 guitars" and "has 3 guitars" cannot both hold.
+    counted = old_typed.kind == "count" and bool(old_typed.unit) and old_typed.unit == new_typed.unit
+    open_relation = (old_words and old_words <= open_verbs) or (new_words and new_words <= open_verbs)
+    if open_relation and not changed and not counted:
+        return Verdict(False, "an open relation without a change")
     if old_words and old_words == new_words:
-        return True
+        return Verdict(True, "the same content words")
     if changed:
-        return similarity >= SIMILAR_WITH_CHANGE
+        return Verdict(similarity >= SIMILAR_WITH_CHANGE, f"a change, frames at {similarity:.2f}")
     # Said plainly, each naming something the other does not ("starts work" and "finishes work"):
     # two predicates, however near they read.
     if old_words - new_words and new_words - old_words:
-        return False
-    return similarity >= SIMILAR_PLAIN
+        return Verdict(False, "each frame names words the other lacks")
+    # One frame says all the other does and a circumstance more ("... has 9 engineers after the
+    # hiring round"): the same predicate, read as near as a change asks.
+    if old_words and new_words:
+        return Verdict(similarity >= SIMILAR_WITH_CHANGE, f"one frame holds the other's words, at {similarity:.2f}")
+    return Verdict(similarity >= SIMILAR_PLAIN, f"said plainly, frames at {similarity:.2f}")

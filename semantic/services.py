@@ -18,6 +18,7 @@ semantic.timeline, and the change log in semantic.history; the public `fact_*` w
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import uuid
@@ -58,6 +59,8 @@ from semantic.values import values_conflict, values_same
 from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import for_each_batch
+
+logger = logging.getLogger(__name__)
 
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_REVIEW)
 # An explicit confirmation (operator or API) halves the remaining doubt.
@@ -369,9 +372,23 @@ SAME_PREDICATE_POOL = 8
 SAME_PREDICATE_FLOOR = 0.35
 
 
+def _trace(fact: Fact, old: Fact, reason: str, *, superseded: bool = False) -> None:
+    """Why an earlier fact was or was not superseded by a new one: ids, attributes and the reason, no
+    value or statement (a log line outlives an erasure)."""
+    logger.debug(
+        "supersession %s: %s (%s) by %s (%s): %s",
+        "yes" if superseded else "no",
+        old.id,
+        old.attribute,
+        fact.id,
+        fact.attribute,
+        reason,
+    )
+
+
 def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> list[ChangeDraft]:
     """A new active fact read from what the subject said supersedes the subject's active facts that say
-    the same thing about them with another value of the same type (semantic.predicates.supersedes),
+    the same thing about them with another value of the same type (semantic.predicates.judge),
     whatever their attributes: "replaced Kong with Envoy as our API gateway" closes "our API gateway is
     Kong". Facts written through the API name their attribute and are left to it; events (experiences,
     plans) neither supersede nor are superseded. Returns the changes to log."""
@@ -380,7 +397,7 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
         or fact.origin != FactOrigin.EXTRACTED
         or fact.attribute in predicates.EVENT_ATTRIBUTES
         or fact.embedding is None
-        or predicates.comparable_kind(fact.value) is None
+        or predicates.deciding_kind(fact.value) is None
     ):
         return []
     pool = (
@@ -397,21 +414,22 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
     )
     if fact.cardinality == Cardinality.SINGLE:
         pool = pool.exclude(attribute=fact.attribute)  # its own timeline has placed it
-    new_kind = predicates.comparable_kind(fact.value)
-    rows = [
-        f
-        for f in pool.only("id", "entity", "attribute", "value", "statement", "embedding", "subject", "valid_from")
-        if (old_kind := predicates.comparable_kind(f.value)) is not None
-        and new_kind is not None
-        and predicates.same_kind(old_kind, new_kind)
-        and not values_same(f.value, fact.value)
-    ]
+    new_kind = predicates.deciding_kind(fact.value)
+    rows = []
+    for f in pool.only("id", "entity", "attribute", "value", "statement", "embedding", "subject", "valid_from"):
+        old_kind = predicates.deciding_kind(f.value)
+        if old_kind is None or new_kind is None or not predicates.same_kind(old_kind, new_kind):
+            _trace(fact, f, f"values of different kinds ({old_kind and old_kind.kind}, {new_kind and new_kind.kind})")
+        elif not values_same(f.value, fact.value):
+            rows.append(f)
     if not rows:
         return []
     near = np.asarray([np.asarray(f.embedding, dtype=np.float32) for f in rows]) @ np.asarray(
         fact.embedding, dtype=np.float32
     )
     order = [i for i in np.argsort(-near)[:SAME_PREDICATE_POOL] if near[i] >= SAME_PREDICATE_FLOOR]
+    for i in set(range(len(rows))) - set(order):
+        _trace(fact, rows[i], f"statements apart (cosine {near[i]:.2f})")
     if not order:
         return []
     subject = fact.entity  # whom the statements are about: the speaker named in them
@@ -434,9 +452,10 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
         # tells a change.
         named_apart = not ({old.attribute, fact.attribute} & predicates.GENERIC_ATTRIBUTES)
         if named_apart and not changed:
+            _trace(fact, old, "two named attributes and no change")
             continue
         similarity = float(np.dot(np.asarray(frames[0], dtype=np.float32), np.asarray(vector, dtype=np.float32)))
-        if not predicates.supersedes(
+        verdict = predicates.judge(
             old_statement=old.statement,
             old_value=old.value,
             new_statement=fact.statement,
@@ -448,7 +467,9 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
                 if values is not None
                 else None
             ),
-        ):
+        )
+        _trace(fact, old, verdict.reason, superseded=verdict.superseded)
+        if not verdict.superseded:
             continue
         locked = lock_fact(tenant, old.id)
         if locked.status != FactStatus.ACTIVE:

@@ -85,7 +85,8 @@ _MODAL = frozenset("will would can could should shall may might must did didn't 
 _CONTRACTION = {"'m": "is", "'ve": "has", "'d": "would", "'ll": "will", "'re": "is"}
 _ADVERB = frozenset(
     "really just also still always never recently finally actually definitely totally absolutely "
-    "usually often sometimes even already currently truly honestly both all each kind sort of now".split()
+    "usually often sometimes even already currently truly honestly both all each kind sort of now only mostly "
+    "mainly rarely barely hardly normally generally typically".split()
 )
 
 

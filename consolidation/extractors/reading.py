@@ -43,7 +43,7 @@ _CLAUSE_VERBS = lexicon.sections("clause_verbs.txt")
 ATTITUDE = frozenset(_CLAUSE_VERBS.get("attitude", ()))
 # Verbs whose infinitive or gerund states the value held: "started using", "got promoted".
 ASPECT = frozenset(_CLAUSE_VERBS.get("aspect", ()))
-_PEOPLE = predicates.OTHER_PEOPLE | lexicon.words("people.txt")
+_PEOPLE = predicates.PEOPLE
 _SPEAKER = frozenset({"i", "we"})
 _OWN = frozenset({"my", "our", "mine", "ours"})
 _COMPLEMENT = frozenset({"attr", "acomp", "dobj", "oprd", "prep", "xcomp", "npadvmod", "advmod", "ccomp", "dative"})
@@ -232,11 +232,16 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     doc = head.doc
     # The clause is its subject, its verb and what completes it: what stands before the subject
     # ("Birthday weekend, so ...", "Finally, ..."), clauses joined to it and subordinate clauses are not.
+    # An adverb of change before the subject stays ("so now I have three kids"): it says the value is new.
     cut = {
         c.i
         for c in head.children
         if c.dep_ in {"conj", "cc", "advcl", "parataxis", "mark", "punct"}
-        or (c.i < subject.i and c.dep_ not in {"aux", "auxpass", "neg", "nsubj", "nsubjpass"})
+        or (
+            c.i < subject.i
+            and c.dep_ not in {"aux", "auxpass", "neg", "nsubj", "nsubjpass"}
+            and not (c.dep_ == "advmod" and predicates.says_change(c.text, subject=speaker))
+        )
     }
     clause_tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a is not head)]
     start = min(t.i for t in clause_tokens)

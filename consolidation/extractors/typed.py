@@ -24,7 +24,7 @@ from .fact_filters import LITERAL_ATTRIBUTES
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
-HEAD_WORDS = 2
+HEAD_WORDS = predicates.HEAD_WORDS
 _ARTICLES = frozenset({"the", "a", "an"})
 
 

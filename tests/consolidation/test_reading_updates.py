@@ -37,13 +37,8 @@ UPDATES = (
           "We shifted the nightly backup to 4:10 so it stops clashing with the batch jobs.", "1:45", "4:10"),
     _said("class fee", "My pottery class costs $220 per term, which is steep.",
           "Good news, my pottery class is down to $180 per term.", "$220", "$180"),
-    # Known miss (docs/consolidation.md, "What it still misses"): "finally" is the later frame's only
-    # content word, so its frame must read near the earlier one, and with an id for a subject it does not.
-    pytest.param(
-        _said("family car", "Our family car is a 2011 Volvo V70, still going strong.",
-              "We finally replaced the Volvo with a Skoda Enyaq.", "Volvo V70", "Skoda Enyaq"),
-        marks=pytest.mark.xfail(strict=True, reason="an adverb alone keeps the frame of a change apart"),
-    ),
+    _said("family car", "Our family car is a 2011 Volvo V70, still going strong.",
+          "We finally replaced the Volvo with a Skoda Enyaq.", "Volvo V70", "Skoda Enyaq"),
     _said("billing", "We run our billing on Chargebee right now.",
           "Our billing moved from Chargebee to Paddle last month.", "Chargebee", "Paddle"),
     _said("landlady", "Ines Duarte is my landlady, she is very relaxed about repairs.",
