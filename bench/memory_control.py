@@ -42,6 +42,7 @@ def main() -> None:
     parser.add_argument("--curve-every", default="25")
     parser.add_argument("--curve-half", default="first")
     parser.add_argument("--no-curve", action="store_true")
+    parser.add_argument("--curve-only", action="store_true", help="only the learning curve, no directions")
     parser.add_argument("--min-contexts", default="30", help="ENGRAM_VALUE_MODEL_MIN_CONTEXTS for the bench")
     parser.add_argument("--min-used", default="10", help="ENGRAM_VALUE_MODEL_MIN_USED for the bench")
     parser.add_argument("--min-measured", default="50", help="ENGRAM_VALUE_MODEL_MIN_MEASURED for the bench")
@@ -71,6 +72,8 @@ def main() -> None:
         eval_args += ["--every", str(args.every)]
     if args.no_curve:
         eval_args.append("--no-curve")
+    if args.curve_only:
+        eval_args.append("--curve-only")
     if args.keep_logs:
         eval_args += ["--keep-logs", args.keep_logs]
     command = "bench/memory_control.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])

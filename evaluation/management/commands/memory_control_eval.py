@@ -2,7 +2,7 @@
 
     manage.py memory_control_eval [--dataset PATH] [--conversations N] [--tenant SLUG] [--reuse]
         [--budgets 1000,2000,4000] [--feedback-budgets 1000,2000,4000] [--exploration 0.2]
-        [--curve-every 25] [--curve-budget 1000] [--curve-half first] [--no-curve]
+        [--curve-every 25] [--curve-budget 1000] [--curve-half first] [--no-curve | --curve-only]
         [--json out.json] [--report out.md] [--chart out.png] [--command-line "..."]
 
 The set is written as memory_eval writes it (the real write path; --reuse asks an existing tenant).
@@ -138,6 +138,7 @@ class Command(memory_eval.Command):
         parser.add_argument("--curve-budget", type=int, default=1000)
         parser.add_argument("--curve-half", choices=("first", "second"), default="first")
         parser.add_argument("--no-curve", action="store_true")
+        parser.add_argument("--curve-only", action="store_true", help="Only the learning curve, no directions")
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--report", default="")
         parser.add_argument("--chart", default="")
@@ -169,7 +170,7 @@ class Command(memory_eval.Command):
         runs: list[HalfRun] = []
         points: list[CurvePoint] = []
         try:
-            for train, test in (("first", "second"), ("second", "first")):
+            for train, test in () if options["curve_only"] else (("first", "second"), ("second", "first")):
                 self._reset()
                 runs.append(self._direction(agent, halves[train], halves[test], budgets, feedback_budgets))
             if not options["no_curve"]:
