@@ -242,8 +242,8 @@ def fuzz_section(fuzz: dict, command: str) -> list[str]:  # type: ignore[type-ar
     lines += [
         "",
         "The test suite runs a bounded version of both this and the run below: tests/api/test_fuzz.py (400",
-        "raw requests) and tests/test_schemathesis.py (schemathesis in process, and against pytest-django's",
-        "live server with the same conformance checks, 8 examples per operation).",
+        "raw requests) and tests/api/test_schemathesis.py (schemathesis against pytest-django's live server",
+        "with the same conformance checks, 12 examples per operation).",
         "",
     ]
     return lines

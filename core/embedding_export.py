@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -70,15 +71,17 @@ def is_current(path: Path, *, int8: bool = False) -> bool:
     return all(recorded.get(k) == v for k, v in current.items()) and bool(recorded.get("int8", False)) == int8
 
 
-def export_onnx_model(path: Path, *, force: bool = False, int8: bool = False) -> bool:
+def export_onnx_model(path: Path, *, force: bool = False, int8: bool = False, float_path: Path | None = None) -> bool:
     """Write the ONNX file to `path` unless an up-to-date one is there. True when it wrote one.
 
     With `int8`, `path` is the int8 file: the float graph is exported and checked as above, then
-    quantized and checked again against torch's vectors of the probe texts, at MIN_PROBE_COSINE_INT8."""
+    quantized and checked again against torch's vectors of the probe texts, at MIN_PROBE_COSINE_INT8.
+    With `float_path` too, the checked float graph is kept there, unless an up-to-date one is there
+    (exported alone when only the int8 file is up to date)."""
     if not force and is_current(path, int8=int8):
         if not tokenizer_path(path).is_file():
             _write_tokenizer(path)
-        return False
+        return int8 and float_path is not None and export_onnx_model(float_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as work:
         raw = Path(work) / "raw.onnx"
@@ -87,15 +90,26 @@ def export_onnx_model(path: Path, *, force: bool = False, int8: bool = False) ->
         _fuse(raw, fused, config)
         cosine = _check(fused, reference, MIN_PROBE_COSINE)
         if int8:
+            if float_path is not None and (force or not is_current(float_path)):
+                float_path.parent.mkdir(parents=True, exist_ok=True)
+                with tempfile.TemporaryDirectory(dir=float_path.parent, prefix=".export-") as beside:
+                    kept = Path(beside) / "float.onnx"
+                    shutil.copyfile(fused, kept)
+                    _install(kept, float_path, int8=False, cosine=cosine)
             quantized = Path(work) / "int8.onnx"
             _quantize(fused, quantized)
             cosine = _check(quantized, reference, MIN_PROBE_COSINE_INT8)
             fused = quantized
-        os.replace(fused, path)
+        _install(fused, path, int8=int8, cosine=cosine)
+    return True
+
+
+def _install(made: Path, path: Path, *, int8: bool, cosine: float) -> None:
+    """The checked file in its place, its tokenizer beside it, then the stamp that makes it current."""
+    os.replace(made, path)
     _write_tokenizer(path)
     stamp = {**source_stamp(), "int8": int8, "probe_min_cosine": round(cosine, 7)}
     stamp_path(path).write_text(json.dumps(stamp, indent=1) + "\n")
-    return True
 
 
 def _write_tokenizer(path: Path) -> None:

@@ -16,6 +16,11 @@ trap '.venv/bin/python scripts/devenv.py down --started-file "$started"; rm -f "
 .venv/bin/python scripts/devenv.py up --started-file "$started" >/dev/null
 set -a; . .data/engram.env; set +a
 export DJANGO_SETTINGS_MODULE=config.settings.test
+# While mypy holds one core, collect the suite once on the other with bytecode written: each pytest
+# worker then reads the project's and the tests' compiled modules instead of compiling them again
+# (PYTHONDONTWRITEBYTECODE, set on some machines, would leave every run compiling them).
+PYTHONDONTWRITEBYTECODE= .venv/bin/pytest --collect-only -q -p no:xdist >/dev/null 2>&1 &
+collecting=$!
 echo "==> ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
@@ -23,6 +28,7 @@ echo "==> import-linter (the layer rule, docs/architecture.md)"
 .venv/bin/lint-imports
 echo "==> mypy"
 .venv/bin/mypy .
+wait "$collecting" || true
 echo "==> pytest"
 # One worker per core, a test file per worker at a time (module fixtures: the browser, the ONNX engine);
 # each worker has its own test database (pytest-django's suffix) and Redis number (config/settings/test.py).

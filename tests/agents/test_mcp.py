@@ -22,6 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 from engram_client import EngramClient
 from engram_client.mcp import EngramTools, build_server
+from engram_client.models import EpisodeIn
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -360,9 +361,14 @@ def test_a_remembered_memory_is_recalled_by_meaning_at_once(
     async def scenario() -> None:
         tools = EngramTools(live_server.url, ctx_a.raw_key)
         async with Client(build_server(tools)) as client:
-            for i in range(before):
-                note = f"Note {i}: the quarterly report needs another review of figure {i}."
-                await client.call_tool("remember", {"subject": "mcp-user", "content": note})
+            # The earlier memories in one request, as the tool files each (it appends one episode, no session).
+            notes = [f"Note {i}: the quarterly report needs another review of figure {i}." for i in range(before)]
+            if notes:
+                items: list[EpisodeIn] = [
+                    {"subject": "mcp-user", "role": "user", "kind": "message", "content": n} for n in notes
+                ]
+                stored = await tools.client_for(None).episodes.append(items)
+                assert stored["count"] == before
             for memory, question, needle in pairs:
                 await client.call_tool("remember", {"subject": "mcp-user", "content": memory})
                 recalled = _data(await client.call_tool("recall", {"subject": "mcp-user", "query": question}))

@@ -79,9 +79,18 @@ def test_a_flood_of_32000_character_queries_keeps_the_embedding_cache_under_its_
 def test_a_flood_of_long_lines_keeps_the_token_count_cache_under_its_bound() -> None:
     tokens._count_short.cache_clear()
 
+    def line(i: int) -> str:
+        # As long as a line the cache takes, with an astral character (a str of 4 bytes a character),
+        # the rest spaces: few tokens, so the flood is quick even under tracemalloc.
+        return f"{i:04d} \U0001f600" + " " * (tokens._SHORT - 6)
+
+    count = 3_000
+    # Kept whole, the lines would hold more than the bound allows: a cache without one would fail here.
+    assert sum(sys.getsizeof(line(i)) for i in range(count)) > tokens.TOKEN_CACHE_BYTES + 4 * MB
+
     def flood() -> None:
-        for i in range(3_000):
-            assert tokens.count_tokens(f"{i} " + "\u4e16" * 1_990) > 0
+        for i in range(count):
+            assert tokens.count_tokens(line(i)) > 0
 
     assert retained(flood) <= tokens.TOKEN_CACHE_BYTES + 2 * MB
     tokens._count_short.cache_clear()
