@@ -18,6 +18,9 @@ def sentry_init(dsn: str, *, environment: str = "production", **options: Any) ->
         dsn=dsn,
         environment=environment,
         integrations=[DjangoIntegration(), CeleryIntegration()],
+        # Only the two above: the AI clients' integrations would record the agents' calls, and importing
+        # every installed library's made each process start seconds later.
+        auto_enabling_integrations=False,
         send_default_pii=False,
         max_request_body_size="never",
         include_local_variables=False,

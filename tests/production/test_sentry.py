@@ -38,6 +38,7 @@ out = {"active": client.is_active(), "dsn": settings.SENTRY_DSN}
 if client.is_active():
     out["send_default_pii"] = client.options["send_default_pii"]
     out["max_request_body_size"] = client.options["max_request_body_size"]
+    out["integrations"] = sorted(client.integrations)
     try:
         raise RuntimeError("boom for subj-sentry-1")
     except RuntimeError:
@@ -72,3 +73,11 @@ def test_sentry_starts_with_a_dsn_and_sends_no_personal_data() -> None:
     event = out["events"][0]
     assert event["exception"]["values"][0]["type"] == "RuntimeError"
     assert "user" not in event or not event["user"].get("ip_address")
+
+
+def test_sentry_instruments_only_django_and_celery_beside_its_defaults() -> None:
+    """No integration of its own choosing: the AI clients' would record the agents' calls, and importing
+    them all made every process start seconds later."""
+    out = _probe(SENTRY_DSN="http://publickey@127.0.0.1:9/1")
+    assert {"django", "celery"} <= set(out["integrations"])
+    assert not {"anthropic", "langchain", "langgraph", "huggingface_hub", "redis", "mcp"} & set(out["integrations"])
