@@ -139,8 +139,12 @@ def paired(model: Sequence[Outcome], formula: Sequence[Outcome], key: str, *, se
     ]
     if not pairs:
         return None
-    m = np.array([p[0] for p in pairs])
-    f = np.array([p[1] for p in pairs])
+    return paired_arrays(np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]), seed=seed)
+
+
+def paired_arrays(m: np.ndarray, f: np.ndarray, *, seed: int = 0) -> Paired:
+    """The means of two scores of the same questions, and their difference's 95% percentile bootstrap
+    interval over the questions (BOOTSTRAP draws, seeded)."""
     d = m - f
     rng = np.random.default_rng(seed)
     draws = d[rng.integers(0, len(d), size=(BOOTSTRAP, len(d)))].mean(axis=1)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -583,6 +583,15 @@ def recent_window(turns: Sequence[Turn], budget: int) -> tuple[list[str], int]:
 
 
 # --- tallies -----------------------------------------------------------------------------------
+class Scored(TypedDict):
+    """One question's score under one method and budget: all of its evidence found, grounded and plain,
+    and whether the prompt contains its answer (None: the answer has no content terms)."""
+
+    grounded: bool
+    plain: bool
+    contained: bool | None
+
+
 @dataclass
 class Tally:
     n: int = 0
@@ -620,9 +629,10 @@ class Tally:
         *,
         turn_terms: Callable[[Evidence], frozenset[str]] | None = None,
         prompt_terms: frozenset[str] | None = None,
-    ) -> None:
-        """Count one answered request. `turn_terms` gives each evidence turn's content terms (without
-        it, only verbatim excerpts ground); `prompt_terms` the prompt's, for answer containment."""
+    ) -> Scored:
+        """Count one answered request, and return its score. `turn_terms` gives each evidence turn's
+        content terms (without it, only verbatim excerpts ground); `prompt_terms` the prompt's, for
+        answer containment."""
         results = [evidence_found(e, served) for e in question.evidence]
         hits = sum(r.found for r in results)
         grounded = [
@@ -636,9 +646,11 @@ class Tally:
             quoted = [s for s in served if s.lines is None]
             self.grounded_by_line += not all(evidence_found(e, quoted).found for e in question.evidence)
         wanted = answer_terms(question.answer) if question.answer else frozenset()
+        contained: bool | None = None
         if wanted and prompt_terms is not None:
+            contained = bool(contains_answer(wanted, prompt_terms))
             self.answers += 1
-            self.contained += bool(contains_answer(wanted, prompt_terms))
+            self.contained += contained
         self.n += 1
         self.any += hits > 0
         self.all += hits == len(results)
@@ -652,6 +664,7 @@ class Tally:
             self.latency_ms.append(latency_ms)
         if question.stale:
             self._add_update(results, [evidence_found(e, served) for e in question.stale])
+        return {"grounded": g_hits == len(grounded), "plain": hits == len(results), "contained": contained}
 
     def _add_update(self, newer: Sequence[Found], older: Sequence[Found]) -> None:
         self.updates += 1
@@ -729,6 +742,9 @@ def evaluate(
         raise ValueError("engram-episodic needs the episodic-only retriever")
     retrievers = {"engram": engram} | ({"engram-episodic": episodic_only} if episodic_only else {})
     tallies: dict[tuple[str, int, str, str], Tally] = {}
+    # Each scoreable question's score per method and budget, for paired comparisons between runs
+    # (evaluation.paired).
+    scored: list[dict[str, Any]] = []
     full_tokens: list[int] = []
     unit_tokens: list[int] = []
     for index, conv in enumerate(conversations):
@@ -775,9 +791,19 @@ def evaluate(
                     prompt_terms = content_terms(prompt) if q.answer else None
                     for key in q.groups:
                         for h in (half, "all"):
-                            tallies.setdefault((method, budget, h, key), Tally()).add(
+                            score = tallies.setdefault((method, budget, h, key), Tally()).add(
                                 q, served, tokens, latency, turn_terms=turn_terms.__getitem__, prompt_terms=prompt_terms
                             )
+                    if "overall" in q.groups:
+                        scored.append(
+                            {
+                                "method": method,
+                                "budget": budget,
+                                "half": half,
+                                "question": f"{q.sample_id}#{q.index}",
+                                **score,
+                            }
+                        )
         if progress:
             progress(f"{conv.sample_id}: {len(conv.questions)} questions")
     return {
@@ -790,6 +816,7 @@ def evaluate(
             {"method": m, "budget": b, "half": h, "group": k, **t.summary()}
             for (m, b, h, k), t in sorted(tallies.items())
         ],
+        "scored": scored,
     }
 
 

@@ -10,9 +10,11 @@ counts fit. The prompt is rendered once, at the end; the totals in the answer ar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from core.tokens import count_tokens
+from router.parts import ALL_PARTS, PackerParts
 from router.pricing import layer_tokens, line_tokens, prompt_tokens
 from router.rendering import (
     SECTION_SEPARATOR,
@@ -60,13 +62,14 @@ def _pack(
     total: int,
     fmt: str,
     skip: frozenset[str] = frozenset(),
+    swap: bool = True,
 ) -> list[Candidate]:
     """Choose among the candidates of one or more layers by value per token, in one ranking: an item is
     taken when its line (and the section, block and layer separator it opens) fits both its layer's cap,
     `cap(layer, used)` given what each layer uses so far, and what is left of `total`. Fillers (a
     session's summary) are tried only after every other item. Two items that cover each other are
     alternatives (a fact and its source line): the first taken stands in for the other, which may
-    replace it at the end, in the room left, when it is worth more."""
+    replace it at the end, in the room left, when it is worth more (`swap`)."""
     line_cost = {c.id: line_tokens(c) + 1 for c in candidates}
     section_cost: dict[str, int] = {}
     group_cost: dict[str, int] = {}
@@ -144,7 +147,7 @@ def _pack(
                         ready = take(other) or ready
     # Alternatives (a fact and the line it came from cover each other): the one worth more per token was
     # taken first; where the room left allows, the other replaces it when it is worth more.
-    for item in ranked:
+    for item in ranked if swap else ():
         if item.filler or item.id in taken or taken.isdisjoint(item.covers) or not present(item.requires):
             continue
         replaced = [c for c in chosen if c.id in item.covers]
@@ -175,13 +178,30 @@ def pack_layer(
     return chosen, render_layer(layer, chosen, fmt), tokens
 
 
-def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltContext:
+def _without_headers(offered: LayerCandidates) -> LayerCandidates:
+    """The candidates of the ranked layers listed without their dated block headers."""
+
+    def bare(items: list[Candidate]) -> list[Candidate]:
+        return [dataclasses.replace(c, group_header="") if c.group_header else c for c in items]
+
+    return dataclasses.replace(
+        offered,
+        procedural=bare(offered.procedural),
+        semantic=bare(offered.semantic),
+        episodic=bare(offered.episodic),
+    )
+
+
+def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str, parts: PackerParts = ALL_PARTS) -> BuiltContext:
     """Fill the layers within their budgets, render the prompt and account for every token.
 
     The working notes (the current task, not ranked against the query) are packed first. Procedures,
     facts and history then compete in one ranking by value per token (one relevance scale, see
     router.candidates): each layer's budget is a cap, never a quota filled first. What the other
-    layers leave of their budgets is history's to use; what history leaves is the conversation's."""
+    layers leave of their budgets is history's to use; what history leaves is the conversation's.
+    `parts` (router.parts) may switch off the layer caps, the dated headers and the swap of alternatives."""
+    if not parts.day_headers:
+        offered = _without_headers(offered)
     remaining = plan.memory
     chosen: dict[Layer, list[Candidate]] = {layer: [] for layer in LAYERS}
     texts: dict[Layer, str] = {layer: "" for layer in LAYERS}
@@ -202,6 +222,8 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
     ranked_layers = [layer for layer in RANKED_LAYERS if plan.of(layer) > 0]
 
     def cap(layer: Layer, used: dict[Layer, int]) -> int:
+        if not parts.layer_caps:
+            return max(0, remaining - SEPARATOR_TOKENS)
         if layer != "episodic":
             return max(0, min(plan.of(layer), remaining - SEPARATOR_TOKENS))
         # History may use what the other layers leave of their budgets.
@@ -209,7 +231,7 @@ def assemble(*, offered: LayerCandidates, plan: BudgetPlan, fmt: str) -> BuiltCo
         return max(0, min(plan.episodic + spare_working + others, remaining - SEPARATOR_TOKENS))
 
     pool = [c for layer in ranked_layers for c in offered.of(layer)]
-    picked = _pack(candidates=pool, cap=cap, total=max(0, remaining - SEPARATOR_TOKENS), fmt=fmt)
+    picked = _pack(candidates=pool, cap=cap, total=max(0, remaining - SEPARATOR_TOKENS), fmt=fmt, swap=parts.swap)
     for layer in ranked_layers:
         chosen[layer] = [c for c in picked if c.layer == layer]
     for layer in ranked_layers:

@@ -28,6 +28,7 @@ from router.candidates.procedural import procedure_candidates
 from router.candidates.semantic import fact_candidates, settle_facts
 from router.candidates.working import note_candidates
 from router.helper_threads import read_beside
+from router.parts import packer_parts
 from router.timeframe import Timeframe, query_window
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
 from tenants.models import Tenant
@@ -78,6 +79,7 @@ class HeuristicPolicy:
     def offer(self, *, tenant: Tenant, request: ContextRequest, plan: BudgetPlan) -> LayerCandidates:
 
         query = request.query.strip()
+        parts = packer_parts()
         # The query's vector is computed while the reads that do not need it run; the episodic
         # search awaits it only for its vector channel.
         pending = embed_in_background(query) if query else None
@@ -126,12 +128,13 @@ class HeuristicPolicy:
                     frame=frame,
                     w=self.w,
                     extracted=(entities, topics),
+                    parts=parts,
                 ),
                 self.w,
             )
         if rules_and_facts is not None:
             out.procedural, out.semantic = rules_and_facts.result()
-        settle_facts(out.semantic, out.episodic)
+        settle_facts(out.semantic, out.episodic, cover=parts.fact_cover)
         return out
 
     def rules_and_facts(

@@ -23,6 +23,7 @@ from router.features import logged_fields
 from router.helper_threads import write_after_commit
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
 from router.packing import assemble
+from router.parts import packer_parts
 from router.policy import get_policy
 from router.pricing import line_tokens
 from router.selectors import trace_get
@@ -114,7 +115,7 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     model = serving_model(tenant=tenant)
     if model is not None:
         revalue(model=model, pool=pool_of(offered), now=now)
-    built = assemble(offered=offered, plan=plan, fmt=request.format)
+    built = assemble(offered=offered, plan=plan, fmt=request.format, parts=packer_parts())
     chance = tenant.config.exploration
     explored = explore(
         built=built,

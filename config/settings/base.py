@@ -234,6 +234,8 @@ ENGRAM: dict[str, Any] = {
     # (docs/consolidation.md, "Reading").
     "PARSE_READER": env.bool("ENGRAM_PARSE_READER", default=False),
     "CONTEXT_POLICY": env.str("ENGRAM_CONTEXT_POLICY", default="router.policy.HeuristicPolicy"),
+    # Parts of the context's packing switched off, by name (router.parts), for ablations; none by default.
+    "PACKER_OFF": env.list("ENGRAM_PACKER_OFF", default=[]),
     # A tenant's learned value (router.learning, docs/router.md): trained on at most MAX contexts with
     # feedback, once there are MIN_CONTEXTS of them and MIN_USED used items; rolled back on MIN_MEASURED.
     "VALUE_MODEL_MAX_CONTEXTS": env.int("ENGRAM_VALUE_MODEL_MAX_CONTEXTS", default=5000),

@@ -30,6 +30,7 @@ from router.candidates.common import (
     query_words,
     summary_features,
 )
+from router.parts import ALL_PARTS, PackerParts
 from router.pricing import said_tokens
 from router.rendering import format_day
 from router.rerank import bm25_from_counts, query_terms, term_counts
@@ -273,7 +274,11 @@ def episode_candidates(
     frame: Timeframe | None,
     w: HeuristicWeights,
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
+    parts: PackerParts = ALL_PARTS,
 ) -> list[Candidate]:
+    """The session's recent events, the passages search finds with their relevance as value, and, as
+    `parts` (router.parts) has them, the turns beside the best hits, the labels of earlier statements,
+    the summaries of the sessions hit and the subject's latest events."""
     out: list[Candidate] = []
     recent_ids: set[int] = set()
     seen_passages: set[int] = set()
@@ -289,7 +294,7 @@ def episode_candidates(
             continue
         out.append(_activity(row, w=w, value=w.recent_base * w.recent_decay**rank, parts={"recency_rank": float(rank)}))
     if not request.query.strip():
-        return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
+        return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w, parts=parts)
     # The search's depth follows what the context may hold, whichever layers are asked for: history may
     # take all of it (what the other layers leave rolls over), and an episodic-only context searches as
     # deep as a full one.
@@ -306,11 +311,13 @@ def episode_candidates(
     )
     hits = found.hits
     if not hits:
-        return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w)
+        return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w, parts=parts)
     relevance = passage_relevance(request.query, hits, w=w, frame=frame)
     anchors = sorted(hits, key=lambda h: (-relevance[h.row.passage_id], h.row.passage_id))[: w.neighbour_hits]
-    neighbours = passage_rows_neighbours(
-        tenant=tenant, passage_ids=[h.row.passage_id for h in anchors], until=request.as_of
+    neighbours = (
+        passage_rows_neighbours(tenant=tenant, passage_ids=[h.row.passage_id for h in anchors], until=request.as_of)
+        if parts.neighbours
+        else []
     )
     answers: list[tuple[float, PassageRow, Candidate]] = []
     for hit in hits:
@@ -331,7 +338,8 @@ def episode_candidates(
         out.append(item)
         if rel >= w.update_relevance:
             answers.append((rel, row, item))
-    label_updates(tenant=tenant, answers=answers, w=w)
+    if parts.earlier:
+        label_updates(tenant=tenant, answers=answers, w=w)
     for anchor_id, row in neighbours:
         if row.id in recent_ids or row.passage_id in seen_passages or row.content_hash in seen_hashes:
             continue
@@ -348,8 +356,9 @@ def episode_candidates(
                 parts={"neighbour_of": float(anchor_id), "relevance": rel},
             )
         )
-    out.extend(summary_candidates(request=request, hits=hits, summaries=found.summaries, relevance=relevance, w=w))
-    out.extend(latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w))
+    if parts.summaries:
+        out.extend(summary_candidates(request=request, hits=hits, summaries=found.summaries, relevance=relevance, w=w))
+    out.extend(latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w, parts=parts))
     return out
 
 
@@ -361,9 +370,14 @@ def _activity(row: EpisodeRow, *, w: HeuristicWeights, value: float, parts: dict
 
 
 def latest_candidates(
-    *, tenant: Tenant, request: ContextRequest, seen_hashes: set[str], w: HeuristicWeights
+    *,
+    tenant: Tenant,
+    request: ContextRequest,
+    seen_hashes: set[str],
+    w: HeuristicWeights,
+    parts: PackerParts = ALL_PARTS,
 ) -> list[Candidate]:
-    if request.session or w.latest_limit <= 0:
+    if request.session or w.latest_limit <= 0 or not parts.latest:
         return []
     rows = episode_rows_latest(tenant=tenant, subject=request.subject, until=request.as_of, limit=w.latest_limit)
     out = []

@@ -142,12 +142,13 @@ def fact_candidates(
     return out
 
 
-def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> None:
+def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate], *, cover: bool = True) -> None:
     """A fact and a line of history it came from say the same thing: each covers the other, so that
     packing serves one of them, never both. The one worth more per token is taken first; where room is
     left at the end, the other replaces it when it is worth more (router.packing). Serving both spent
     the tokens of one for nothing: on LoCoMo at 1K, 35 of the 85 chosen facts that cited an evidence
-    turn repeated a line chosen beside them."""
+    turn repeated a line chosen beside them. Without `cover` (router.parts, `fact_cover`), a fact and its
+    lines cover nothing of each other: both may be served."""
     by_id = {item.id: item for item in episodes}
     for fact in facts:
         if fact.score_parts.get("update"):
@@ -155,6 +156,9 @@ def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> N
             # the newer value is served first, as the fact (invariant 8), wherever its turn would be.
             lines = [by_id[s] for s in fact.covers if s in by_id]
             fact.value = max([fact.value, *(line.value for line in lines)])
+        if not cover:
+            fact.covers = frozenset()
+        if fact.score_parts.get("update") or not cover:
             continue
         for source_id in sorted(fact.covers):
             line = by_id.get(source_id)

@@ -262,8 +262,10 @@ def test_latency_tooling_alternates_cases_and_budgets() -> None:
 # Committed for real: ending a session enqueues its consolidation when the transaction commits.
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
-def test_memory_eval_updates_writes_json_and_report_with_the_command(tmp_path: Path) -> None:
+def test_memory_eval_updates_writes_json_and_report_with_the_command(tmp_path: Path, settings) -> None:
     out, report = tmp_path / "updates.json", tmp_path / "updates.md"
+    # An ablation's configuration is written into its results (router.parts).
+    settings.ENGRAM = {**settings.ENGRAM, "PACKER_OFF": ["summaries"]}
     call_command(
         "memory_eval", "updates", "--conversations", "6", "--budgets", "1000", "--methods", "engram,bm25,dense",
         "--tenant", "upd-test", "--json", str(out), "--report", str(report), "--command-line", "bench/updates.py",
@@ -278,8 +280,12 @@ def test_memory_eval_updates_writes_json_and_report_with_the_command(tmp_path: P
     for method in ("engram", "bm25"):
         row = rows[(method, "all", "overall")]
         assert 0 <= row["grounded_recall_all"] <= row["recall_all"]
+    assert result["packer_off"] == ["summaries"]
+    scored = [r for r in result["scored"] if r["method"] == "engram"]
+    assert len(scored) == rows[("engram", "all", "overall")]["n"]
     text = report.read_text()
     assert "Produced by `bench/updates.py`" in text and "newer above older (conversations 0-2)" in text
+    assert "Packer parts switched off (ENGRAM_PACKER_OFF, router.parts): summaries" in text
     assert "grounded recall_all (all) | plain recall_all (all)" in text
 
 

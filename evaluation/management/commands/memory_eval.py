@@ -65,6 +65,7 @@ from evaluation.recall import (
     shared_dataset,
 )
 from evaluation.write_path import conversations_write, sessions_of
+from router.parts import packer_parts
 from router.rendering import LINE_PREFIX
 from tenants.models import ApiKey, Tenant
 from tenants.scope import tenant_scope
@@ -138,6 +139,7 @@ class Command(BaseCommand):
             )
         result["benchmark"] = benchmark
         result["write_path"] = self.write_report.as_dict()
+        result["packer_off"] = list(packer_parts().off())
         if benchmark == "techchat":
             result["set_digest"] = techchat.digest(conversations)
             result["provenance"] = techchat.provenance(
@@ -281,6 +283,11 @@ class Command(BaseCommand):
             "Halves: " + "; ".join(f"{h} = {result['halves'][h]}" for h in HALVES[:2]) + ". A ranking change is "
             "kept only when both halves gain.",
         ]
+        if result.get("packer_off"):
+            common.append(
+                f"Packer parts switched off (ENGRAM_PACKER_OFF, router.parts): {', '.join(result['packer_off'])}; "
+                "the engram rows are this configuration's."
+            )
         if options["every"] > 1 or options["questions"]:
             common.append(
                 f"A sample: {result['questions']} questions, every {options['every']}th of each conversation"
