@@ -3,9 +3,9 @@ conversations 0-4, 5-9, all), grounded and plain recall_all and answer containme
 paired difference and its 95% bootstrap interval, and whether side A holds against side B (at least B
 less the interval).
 
-    .venv/bin/python bench/paired_diff.py /tmp/packer/base.json /tmp/packer/base.json \
+    .venv/bin/python bench/paired_diff.py .data/packer/base.json .data/packer/base.json \
         --method-b engram-episodic --label-a "all layers" --label-b "episodic only"
-    .venv/bin/python bench/paired_diff.py /tmp/packer/off_swap.json /tmp/packer/base.json \
+    .venv/bin/python bench/paired_diff.py .data/packer/off_swap.json .data/packer/base.json \
         --label-a "swap off" --label-b "all parts"
 
 The JSON files are those `bench/locomo.py --json` (memory_eval) writes; each holds per-question scores.
