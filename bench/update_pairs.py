@@ -253,6 +253,11 @@ class Outcome:
         return f"{self.pair}: active={self.active} prompt={self.prompt!r}"
 
 
+def kind_id(pair: Any) -> str:
+    """A pair's test id: its kind (pytest calls an ids function with every parameter)."""
+    return str(getattr(pair, "kind", ""))
+
+
 def mentions(text: str, value: str) -> int:
     """Where `value` is written in `text` as a whole (case-insensitive), or -1."""
     found = re.search(rf"(?<![\w.@+-]){re.escape(value)}(?![\w@/-]|\.\w)", text, re.IGNORECASE)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench.update_pairs import Said, mentions, probe_said
+from bench.update_pairs import Said, kind_id, mentions, probe_said
 
 
 @pytest.fixture(autouse=True)
@@ -64,17 +64,13 @@ NOT_UPDATES = (
 # fmt: on
 
 
-def _id(pair: Any) -> str:
-    return str(getattr(pair, "kind", ""))
-
-
-@pytest.mark.parametrize("pair", UPDATES, ids=_id)
+@pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
 def test_a_new_value_read_by_the_parse_supersedes_the_old(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, "u-read", end_session)
     assert outcome.updated, outcome.describe()
 
 
-@pytest.mark.parametrize("pair", NOT_UPDATES, ids=_id)
+@pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
 def test_a_turn_that_states_nothing_now_leaves_the_old_value(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, "u-keep", end_session)
     assert any(mentions(v, pair.old) >= 0 for v in outcome.active), outcome.describe()

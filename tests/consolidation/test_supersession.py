@@ -7,11 +7,9 @@ none was written to match a rule (tests/consolidation/test_cases_are_not_templat
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from bench.update_pairs import Said, mentions, probe_said
+from bench.update_pairs import Said, kind_id, mentions, probe_said
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm")]
 
@@ -62,17 +60,13 @@ NOT_UPDATES = (
 # fmt: on
 
 
-def _id(pair: Any) -> str:
-    return str(getattr(pair, "kind", ""))
-
-
-@pytest.mark.parametrize("pair", UPDATES, ids=_id)
+@pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
 def test_a_later_value_of_the_same_predicate_supersedes_the_earlier(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, "u-upd", end_session)
     assert outcome.updated, outcome.describe()
 
 
-@pytest.mark.parametrize("pair", NOT_UPDATES, ids=_id)
+@pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
 def test_a_statement_that_changes_nothing_leaves_the_earlier_fact_active(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, "u-not", end_session)
     assert any(mentions(v, pair.old) >= 0 for v in outcome.active), outcome.describe()
