@@ -7,6 +7,9 @@ learning curve.
     .venv/bin/python bench/memory_control.py                    # all ten conversations: a quiet machine
     .venv/bin/python bench/memory_control.py --reuse --db engram_grounded_c1 --conversations 2
                                                                 # a 2-conversation sample (one per half)
+    .venv/bin/python bench/memory_control.py --set techchat --db engram_techchat_r9 --reuse
+                                                                # the technical set, on the tenant
+                                                                # bench/techchat.py wrote
 
 Runs `manage.py memory_control_eval` in a scratch database of its own (bench/locomo.py's machinery: created
 as the owner, migrated; the tenant written through the real write path, or reused with --reuse). The
@@ -32,6 +35,7 @@ from locomo import DATASET, DOCS, ROOT, scratch_env  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", default="engram_router_eval")
+    parser.add_argument("--set", default="locomo", choices=("locomo", "techchat"))
     parser.add_argument("--reuse", action="store_true", help="keep the written tenant: only ask again")
     parser.add_argument("--dataset", default=str(DATASET))
     parser.add_argument("--conversations", type=int, default=0)
@@ -46,7 +50,7 @@ def main() -> None:
     parser.add_argument("--min-contexts", default="30", help="ENGRAM_VALUE_MODEL_MIN_CONTEXTS for the bench")
     parser.add_argument("--min-used", default="10", help="ENGRAM_VALUE_MODEL_MIN_USED for the bench")
     parser.add_argument("--min-measured", default="50", help="ENGRAM_VALUE_MODEL_MIN_MEASURED for the bench")
-    parser.add_argument("--report", default=str(DOCS / "memory_control.md"))
+    parser.add_argument("--report", default="", help="default: docs/benchmarks/memory_control[_techchat].md")
     parser.add_argument("--chart", default="", help="default: beside the report, .png")
     parser.add_argument("--json", default="", help="default: .data/<report name>.json")
     parser.add_argument("--keep-logs", default="", help="a folder for each feedback half's logged contexts")
@@ -57,9 +61,11 @@ def main() -> None:
         "ENGRAM_VALUE_MODEL_MIN_USED": args.min_used,
         "ENGRAM_VALUE_MODEL_MIN_MEASURED": args.min_measured,
     }
-    report = Path(args.report)
+    report = Path(
+        args.report or DOCS / ("memory_control.md" if args.set == "locomo" else f"memory_control_{args.set}.md")
+    )
     eval_args = [
-        "--dataset", args.dataset, "--budgets", args.budgets, "--feedback-budgets", args.feedback_budgets,
+        "--set", args.set, "--dataset", args.dataset, "--budgets", args.budgets, "--feedback-budgets", args.feedback_budgets,
         "--exploration", args.exploration, "--curve-every", args.curve_every, "--curve-half", args.curve_half,
         "--report", str(report), "--chart", args.chart or str(report.with_suffix(".png")),
         "--json", args.json or str(ROOT / ".data" / f"{report.stem}.json"),

@@ -1,6 +1,7 @@
-"""The learned value against the formula on LoCoMo, both directions, and its learning curve (issue 41).
+"""The learned value against the formula on LoCoMo or the technical set, both directions, and its learning
+curve (issue 41).
 
-    manage.py memory_control_eval [--dataset PATH] [--conversations N] [--tenant SLUG] [--reuse]
+    manage.py memory_control_eval [--set locomo|techchat] [--dataset PATH] [--conversations N] [--tenant SLUG] [--reuse]
         [--budgets 1000,2000,4000] [--feedback-budgets 1000,2000,4000] [--exploration 0.2]
         [--curve-every 25] [--curve-budget 1000] [--curve-half first] [--no-curve | --curve-only]
         [--json out.json] [--report out.md] [--chart out.png] [--command-line "..."]
@@ -62,6 +63,10 @@ from tenants.models import ApiKey, Tenant
 from tenants.scope import tenant_scope
 from tenants.services import api_key_create
 
+# The sets with conversations in halves and questions with evidence turns; the technical set is generated
+# (evaluation.techchat, its default seed and size).
+SETS = ("locomo", "techchat")
+SET_NAMES = {"locomo": "LoCoMo", "techchat": "Technical set"}
 THRESHOLDS = (
     "VALUE_MODEL_MIN_CONTEXTS",
     "VALUE_MODEL_MIN_USED",
@@ -123,11 +128,12 @@ class _Half:
 
 
 class Command(memory_eval.Command):
-    help = "The learned value against the formula on LoCoMo, by halves both ways, and its learning curve."
+    help = "The learned value against the formula on a set, by halves both ways, and its learning curve."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", default=memory_eval.DEFAULT_DATASET)
-        parser.add_argument("--tenant", default=memory_eval.TENANTS["locomo"])
+        parser.add_argument("--set", dest="set_name", choices=SETS, default="locomo")
+        parser.add_argument("--dataset", default=memory_eval.DEFAULT_DATASET, help="LoCoMo's file")
+        parser.add_argument("--tenant", default="", help="default: the set's evaluation tenant")
         parser.add_argument("--reuse", action="store_true")
         parser.add_argument("--conversations", type=int, default=0)
         parser.add_argument("--every", type=int, default=1)
@@ -149,15 +155,16 @@ class Command(memory_eval.Command):
 
     def handle(self, *args: Any, **options: Any) -> None:
         options |= {"seed": 18, "seed_given": False, "questions": 0, "no_consolidation": False}
+        set_name = options["set_name"]
         budgets = [int(b) for b in options["budgets"].split(",") if b.strip()]
         feedback_budgets = [int(b) for b in options["feedback_budgets"].split(",") if b.strip()]
         command = options["command_line"] or "manage.py memory_control_eval " + " ".join(
             shlex.quote(a) for a in sys.argv[2:]
         )
-        conversations = self._conversations("locomo", options)
+        conversations = self._conversations(set_name, options)
         if len(conversations) < 2:
             raise CommandError("Two halves need at least two conversations.")
-        tenant = self._tenant(options["tenant"], "locomo", conversations, options)
+        tenant = self._tenant(options["tenant"] or memory_eval.TENANTS[set_name], set_name, conversations, options)
         n = len(conversations)
         halves = {
             h: _Half(half_label(conversations, h), [c for i, c in enumerate(conversations) if half_of(i, n) == h])
@@ -184,6 +191,7 @@ class Command(memory_eval.Command):
             agent.close()
         result = {
             "benchmark": "memory-control",
+            "set": set_name,
             "command": command,
             "conversations": [c.sample_id for c in conversations],
             "halves": {h: halves[h].name for h in halves},
@@ -199,13 +207,14 @@ class Command(memory_eval.Command):
             "curve_half": halves[options["curve_half"]].name,
             "curve_every": options["curve_every"],
             "curve_budget": options["curve_budget"],
+            "chart": options["chart"],
         }
         if options["json_path"]:
             Path(options["json_path"]).write_text(json.dumps(result, indent=1, default=str))
         if points and options["chart"]:
             curve_chart(
                 points, Path(options["chart"]), budget=options["curve_budget"],
-                title=f"LoCoMo {result['curve_half']}: learned value against the formula, retrained every "
+                title=f"{SET_NAMES[set_name]} {result['curve_half']}: learned value against the formula, retrained every "
                 f"{options['curve_every']} questions" + (f"\n({n}-conversation sample)" if n < 10 else ""),
             )  # fmt: skip
         report = markdown(result, runs, points, budgets)
@@ -386,9 +395,10 @@ def markdown(
     result: dict[str, Any], runs: Sequence[HalfRun], points: Sequence[CurvePoint], budgets: Sequence[int]
 ) -> str:
     thresholds = result["thresholds"]
-    sample = len(result["conversations"]) < 10
+    set_name = SET_NAMES[result.get("set", "locomo")]
+    sample = result.get("set", "locomo") == "locomo" and len(result["conversations"]) < 10
     lines = [
-        "# Memory control: the learned value against the formula, judged on answers",
+        f"# Memory control on {set_name}: the learned value against the formula, judged on answers",
         "",
         f"Produced by `{result['command']}` on {timezone.now():%Y-%m-%d}.",
         "",
@@ -450,7 +460,7 @@ def markdown(
             f"{', '.join(map(str, result['feedback_budgets']))} tokens, then the job retrains. So every block is "
             "measured by a model that never saw it.",
             "",
-            "![learning curve](memory_control.png)",
+            f"![learning curve]({Path(result['chart']).name if result.get('chart') else 'memory_control.png'})",
             "",
             *curve_table(points),
             "",
