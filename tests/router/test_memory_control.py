@@ -463,6 +463,7 @@ def test_a_trial_serves_the_models_context_on_its_share_and_logs_both_chances(te
         arm = trace.trial["arm"]
         arms.append(arm)
         assert trace.trial == {"model": "value-v1", "arm": arm, "share": 0.4}
+        assert api_a.get(f"/v1/traces/{trace.id}").json()["trial"] == trace.trial
         assert trace.policy == ("heuristic-v1+value-v1" if arm == "model" else "heuristic-v1")
         rows = [r for r in [*trace.offered, *trace.considered] if r.get("layer") != "working"]
         for r in rows:

@@ -382,7 +382,10 @@ class Command(memory_eval.Command):
         if self.keep_logs is not None:
             self._keep_logs(self.keep_logs / f"{train.name}.jsonl")
         # Recorded before anything of the other half is asked.
-        self._say(f"job: {run.job}; estimate before measuring: {run.model.get('estimate')}")
+        self._say(
+            f"job: {run.trial_job or run.job}; estimate before measuring: {run.model.get('estimate')}; "
+            f"trial estimate: {run.model.get('trial') or '-'}"
+        )
         run.outcomes, run.mode = self._measure(agent, test, test.answerable, budgets, run.model)
         for b in budgets:
             c = run.comparison(b, "grounded")
