@@ -18,6 +18,10 @@ rolled back on its own when what it then serves falls below the formula's interv
 - Switch: a model serves when the interval of (model - formula) lies above 0 and the tenant allows
   learned values (TenantSettings.learned_value). The watch rolls it back when the items used per
   context it measures while serving fall below the formula's interval.
+- Trial: a model not shown worse (the interval's upper end at or above 0) goes on trial (router.trial):
+  served on a share of the requests, interleaved with the formula, each candidate logged with its chance
+  under both. Its estimate on the trial's own traces (`trial_estimate`) needs no replay and gives every
+  item either policy would serve a chance; `value_model_trial` decides on it.
 """
 
 from __future__ import annotations
@@ -86,17 +90,21 @@ def logged_contexts(*, tenant: Tenant, limit: int) -> list[LoggedContext]:
 
 
 def trial_contexts(*, tenant: Tenant, model: ValueModel, limit: int) -> list[LoggedContext]:
-    """The traces with feedback logged during `model`'s trial (since it began), oldest first."""
-    traces = list(
-        ContextTrace.objects.filter(trial__model=model.label, created_at__gte=model.state_changed_at)
+    """The first `limit` traces with feedback logged during `model`'s trial (since it began), oldest first."""
+    feedback = {
+        str(f.trace_id): set(f.used_item_ids)
+        for f in ContextFeedback.objects.filter(created_at__gte=model.state_changed_at)
+        .order_by("created_at")
+        .only("trace_id", "used_item_ids")[: limit * 2]
+    }
+    traces = (
+        ContextTrace.objects.filter(
+            id__in=list(feedback), trial__model=model.label, created_at__gte=model.state_changed_at
+        )
         .order_by("created_at", "id")
         .only("id", "policy", "offered", "considered", "created_at")[:limit]
     )
-    feedback = {
-        str(f.trace_id): set(f.used_item_ids)
-        for f in ContextFeedback.objects.filter(trace_id__in=[t.id for t in traces]).only("trace_id", "used_item_ids")
-    }
-    return _contexts((t for t in traces if str(t.id) in feedback), feedback)
+    return _contexts(traces, feedback)
 
 
 def _contexts(traces: Iterable[ContextTrace], feedback: Mapping[str, set[str]]) -> list[LoggedContext]:
@@ -212,9 +220,9 @@ def _paired(m: np.ndarray, f: np.ndarray, *, seed: int) -> Estimate:
 def trial_used(ctx: LoggedContext, policy: str) -> float:
     """The items `policy` ("formula" or "model") would have had used in a context logged during its
     trial, estimated by inverse propensity: each served item counts used x (its chance under `policy`)
-    / (its logged chance, the mixture of both policies'). Every item either policy would serve had a
-    chance of at least the smaller share of being served, so nothing either would serve counts 0 for
-    want of support."""
+    / (its logged chance, the mixture of both policies'). An item a policy would serve was served with
+    at least the policy's share of that chance, so its weight is at most 1 / share, and nothing either
+    policy would serve counts 0 for want of support."""
     chance = np.array([float(r.get(f"p_{policy}", 0.0)) for r in ctx.rows])
     seen = ctx.served & (ctx.propensity > 0)
     return float(np.sum(ctx.used[seen] * chance[seen] / ctx.propensity[seen]))

@@ -544,10 +544,19 @@ def test_an_undecided_trial_ends_at_its_maximum(tenant_a) -> None:
     model = _facts_model(tenant_a)
     _on_trial(tenant_a, model, 0.3)
     rng = np.random.default_rng(4)
+    start = model.state_changed_at + timedelta(seconds=1)
+    with tenant_scope(tenant_a):
+        # Contexts the agent never answered count neither way, nor hold the trial open.
+        for k in range(50):
+            ContextTrace.objects.create(
+                tenant=tenant_a, subject="alice", policy="heuristic-v1", trial={"model": "value-v1", "arm": "formula"},
+                created_at=start + timedelta(milliseconds=k),
+            )  # fmt: skip
     contexts = [_trial_ctx(k, rng, agent="random") for k in range(400)]
-    _log(tenant_a, contexts, start=model.state_changed_at + timedelta(seconds=1), trial={"model": "value-v1", "share": 0.3})  # fmt: skip
+    _log(tenant_a, contexts, start=start + timedelta(seconds=1), trial={"model": "value-v1", "share": 0.3})
     with _engram(**TRIAL), tenant_scope(tenant_a):
         value_model_trial(tenant=tenant_a)
         model.refresh_from_db()
     assert model.trial["low"] <= 0 <= model.trial["high"]
+    assert model.trial["contexts"] == 400
     assert model.state == ValueModelState.TRAINED and "ended undecided" in model.note
