@@ -14,8 +14,10 @@ learning curve.
 Runs `manage.py memory_control_eval` in a scratch database of its own (bench/locomo.py's machinery: created
 as the owner, migrated; the tenant written through the real write path, or reused with --reuse). The
 value-model thresholds of settings.ENGRAM are lowered for the bench through their environment variables
-(--min-contexts, --min-used, --min-measured; the values used are printed in the report), since one half of
-the sample gives a few hundred contexts. Writes docs/benchmarks/memory_control.md and memory_control.png
+(--min-contexts, --min-used, --min-measured, --min-trial; the values used are printed in the report), since
+one half of the sample gives a few hundred contexts. Within each feedback half, the first --trial-part of
+the questions train the first model; the rest are asked under its trial (--trial-share), which the job
+then decides on. Writes docs/benchmarks/memory_control.md and memory_control.png
 (the learning curve).
 """
 
@@ -50,6 +52,9 @@ def main() -> None:
     parser.add_argument("--min-contexts", default="30", help="ENGRAM_VALUE_MODEL_MIN_CONTEXTS for the bench")
     parser.add_argument("--min-used", default="10", help="ENGRAM_VALUE_MODEL_MIN_USED for the bench")
     parser.add_argument("--min-measured", default="50", help="ENGRAM_VALUE_MODEL_MIN_MEASURED for the bench")
+    parser.add_argument("--min-trial", default="100", help="ENGRAM_VALUE_MODEL_MIN_TRIAL for the bench")
+    parser.add_argument("--trial-part", default="0.5", help="the feedback half's share asked before training")
+    parser.add_argument("--trial-share", default="0.2", help="the tenant's trial_share")
     parser.add_argument("--report", default="", help="default: docs/benchmarks/memory_control[_techchat].md")
     parser.add_argument("--chart", default="", help="default: beside the report, .png")
     parser.add_argument("--json", default="", help="default: .data/<report name>.json")
@@ -60,6 +65,7 @@ def main() -> None:
         "ENGRAM_VALUE_MODEL_MIN_CONTEXTS": args.min_contexts,
         "ENGRAM_VALUE_MODEL_MIN_USED": args.min_used,
         "ENGRAM_VALUE_MODEL_MIN_MEASURED": args.min_measured,
+        "ENGRAM_VALUE_MODEL_MIN_TRIAL": args.min_trial,
     }
     report = Path(
         args.report or DOCS / ("memory_control.md" if args.set == "locomo" else f"memory_control_{args.set}.md")
@@ -67,6 +73,7 @@ def main() -> None:
     eval_args = [
         "--set", args.set, "--dataset", args.dataset, "--budgets", args.budgets, "--feedback-budgets", args.feedback_budgets,
         "--exploration", args.exploration, "--curve-every", args.curve_every, "--curve-half", args.curve_half,
+        "--trial-part", args.trial_part, "--trial-share", args.trial_share,
         "--report", str(report), "--chart", args.chart or str(report.with_suffix(".png")),
         "--json", args.json or str(ROOT / ".data" / f"{report.stem}.json"),
     ]  # fmt: skip

@@ -169,6 +169,13 @@ class HalfRun:
     feedback_questions: int = 0
     job: str = ""
     model: dict[str, Any] = field(default_factory=dict)
+    # With a trial: the model the first part's feedback trained (`model` is then what the job left after
+    # the rest of the half was asked under the trial), and the rest's questions, contexts, used items.
+    first_model: dict[str, Any] = field(default_factory=dict)
+    trial_questions: int = 0
+    trial_contexts: int = 0
+    trial_used: int = 0
+    trial_job: str = ""
     # The policy measured as "model": "served" (it earned the switch), "forced", or "none" (no model).
     mode: str = "none"
     # (policy, budget) -> one Outcome per question of the measured half, in order.
@@ -190,6 +197,11 @@ class HalfRun:
             "feedback_questions": self.feedback_questions,
             "job": self.job,
             "model": self.model,
+            "first_model": self.first_model,
+            "trial_questions": self.trial_questions,
+            "trial_contexts": self.trial_contexts,
+            "trial_used": self.trial_used,
+            "trial_job": self.trial_job,
             "mode": self.mode,
             "comparison": {
                 str(b): {key: (c.as_dict() if (c := self.comparison(b, key)) else None) for _, key in METRICS}
@@ -260,24 +272,28 @@ def run_table(run: HalfRun, budgets: Sequence[int]) -> list[str]:
 
 
 def summary_table(runs: Sequence[HalfRun], budgets: Sequence[int]) -> list[str]:
-    head = "| feedback on → measured on | model | estimate (before measuring) | " + " | ".join(
+    head = "| feedback on → measured on | model | estimate (before measuring) | trial estimate | " + " | ".join(
         f"Δ grounded @{b // 1000}K" for b in budgets
     )
-    lines = [head + " | sign right |", "|---|---|---|" + "---|" * len(budgets) + "---|"]
+    lines = [head + " | sign right |", "|---|---|---|---|" + "---|" * len(budgets) + "---|"]
     for run in runs:
         cells = []
         for b in budgets:
             c = run.comparison(b, "grounded")
             cells.append("–" if c is None else f"{c.difference:+.3f} [{c.low:+.3f}, {c.high:+.3f}]")
         est = run.model.get("estimate") or {}
+        trial = run.model.get("trial") or {}
+        # The trial's estimate decides where there was one: its sign is what is checked.
+        deciding = trial if "difference" in trial else est
         first = run.comparison(budgets[0], "grounded") if budgets else None
         right = "–"
-        if est and first is not None:
-            right = "yes" if np.sign(est.get("difference", 0.0)) == np.sign(first.difference) else "no"
+        if deciding and first is not None:
+            right = "yes" if np.sign(deciding.get("difference", 0.0)) == np.sign(first.difference) else "no"
         version = f"v{run.model['version']} ({run.model['state']})" if run.model else "none"
+        trial_cell = _estimate_cell(trial) if "difference" in trial else "–"
         lines.append(
             f"| {run.trained_on} → {run.measured_on} | {version}, measured {model_label(run.mode)} | "
-            f"{_estimate_cell(est)} | " + " | ".join(cells) + f" | {right} |"
+            f"{_estimate_cell(est)} | {trial_cell} | " + " | ".join(cells) + f" | {right} |"
         )
     return lines
 

@@ -168,11 +168,12 @@ class ContextFeedbackAdmin(ReadOnlyAdminMixin, TenantOwnedAdmin):
 
 @admin.register(ValueModel)
 class ValueModelAdmin(TenantOwnedAdmin):
-    """Each tenant's learned value models: version, state, the off-policy estimate against the formula
-    and what serving measured; the switch (off: the formula serves; on: only a model whose estimate beat
-    the formula)."""
+    """Each tenant's learned value models: version, state (trial: served on a share of the requests,
+    interleaved with the formula), the off-policy estimate against the formula, the trial's estimate and
+    what serving measured; the switch (off: the formula serves; on: only a model whose estimate or trial
+    beat the formula)."""
 
-    list_display = ("version", "state", "estimate_short", "measured_short", "created", "tenant")
+    list_display = ("version", "state", "estimate_short", "trial_short", "measured_short", "created", "tenant")
     list_filter = ("state",)
     ordering = ("-created_at",)
     actions = ("switch_off", "switch_on")
@@ -182,6 +183,7 @@ class ValueModelAdmin(TenantOwnedAdmin):
         "state",
         "note",
         "estimate",
+        "trial",
         "measured",
         "trained_on",
         "features",
@@ -207,6 +209,14 @@ class ValueModelAdmin(TenantOwnedAdmin):
             return "-"
         return f"{e['model']:.2f} vs {e['formula']:.2f} ({e['low']:+.2f} to {e['high']:+.2f})"
 
+    @admin.display(description="trial (model - formula)")
+    def trial_short(self, obj: ValueModel) -> str:
+        t = obj.trial
+        if not t or "low" not in t:
+            return f"{t['contexts']} contexts" if t else "-"
+        difference = t["model"] - t["formula"]
+        return f"{difference:+.2f} ({t['low']:+.2f} to {t['high']:+.2f}), {t['contexts']} contexts"
+
     @admin.display(description="measured serving")
     def measured_short(self, obj: ValueModel) -> str:
         m = obj.measured
@@ -217,20 +227,24 @@ class ValueModelAdmin(TenantOwnedAdmin):
     @admin.action(description="Switch off (the formula serves)", permissions=("change",))
     def switch_off(self, request: HttpRequest, queryset: QuerySet[ValueModel]) -> None:
         done = 0
-        for model in queryset.filter(state=ValueModelState.SERVING):
+        for model in queryset.filter(state__in=(ValueModelState.SERVING, ValueModelState.TRIAL)):
             with tenant_scope(model.tenant_id):
                 model_stop(
                     tenant=model.tenant, model=model, state=ValueModelState.DISABLED, note="switched off in the admin"
                 )
             done += 1
-        self.message_user(request, f"Switched off: {done}." if done else "None of these models was serving.")
+        self.message_user(
+            request, f"Switched off: {done}." if done else "None of these models was serving or on trial."
+        )
 
-    @admin.action(description="Switch on (only a model whose estimate beat the formula)", permissions=("change",))
+    @admin.action(
+        description="Switch on (only a model whose estimate or trial beat the formula)", permissions=("change",)
+    )
     def switch_on(self, request: HttpRequest, queryset: QuerySet[ValueModel]) -> None:
         done = 0
         for model in queryset.exclude(state=ValueModelState.SERVING):
-            if float(model.estimate.get("low", 0.0)) <= 0.0:
-                messages.warning(request, f"v{model.version}: its estimate did not beat the formula; not switched on.")
+            if max(float(model.estimate.get("low", 0.0)), float(model.trial.get("low", 0.0))) <= 0.0:
+                messages.warning(request, f"v{model.version}: neither its estimate nor its trial beat the formula.")
                 continue
             with tenant_scope(model.tenant_id):
                 model_serve(tenant=model.tenant, model=model)

@@ -221,7 +221,7 @@ class TraceOutputSerializer(serializers.ModelSerializer):
         model = ContextTrace
         fields = (
             "id", "subject", "session", "agent", "query", "request", "policy", "budgets", "tokens",
-            "total_tokens", "offered", "considered", "latency_ms", "created_at",
+            "total_tokens", "offered", "considered", "latency_ms", "trial", "created_at",
         )  # fmt: skip
 
 

@@ -18,6 +18,10 @@ rolled back on its own when what it then serves falls below the formula's interv
 - Switch: a model serves when the interval of (model - formula) lies above 0 and the tenant allows
   learned values (TenantSettings.learned_value). The watch rolls it back when the items used per
   context it measures while serving fall below the formula's interval.
+- Trial: a model not shown worse (the interval's upper end at or above 0) goes on trial (router.trial):
+  served on a share of the requests, interleaved with the formula, each candidate logged with its chance
+  under both. Its estimate on the trial's own traces (`trial_estimate`) needs no replay and gives every
+  item either policy would serve a chance; `value_model_trial` decides on it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +40,8 @@ from django.db.models import Max
 
 from router.features import feature_names, logged_matrix, measured_parts
 from router.models import ContextFeedback, ContextTrace, ValueModel, ValueModelState
-from router.value import LoadedModel, model_serve, model_stop
+from router.trial import trial_share
+from router.value import LoadedModel, model_serve, model_stop, model_trial_start
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -81,8 +86,30 @@ def logged_contexts(*, tenant: Tenant, limit: int) -> list[LoggedContext]:
         .order_by("-created_at", "id")
         .only("id", "policy", "offered", "considered", "created_at")[:limit]
     )
+    return _contexts(reversed(list(traces)), feedback)
+
+
+def trial_contexts(*, tenant: Tenant, model: ValueModel, limit: int) -> list[LoggedContext]:
+    """The first `limit` traces with feedback logged during `model`'s trial (since it began), oldest first."""
+    feedback = {
+        str(f.trace_id): set(f.used_item_ids)
+        for f in ContextFeedback.objects.filter(created_at__gte=model.state_changed_at)
+        .order_by("created_at")
+        .only("trace_id", "used_item_ids")[: limit * 2]
+    }
+    traces = (
+        ContextTrace.objects.filter(
+            id__in=list(feedback), trial__model=model.label, created_at__gte=model.state_changed_at
+        )
+        .order_by("created_at", "id")
+        .only("id", "policy", "offered", "considered", "created_at")[:limit]
+    )
+    return _contexts(traces, feedback)
+
+
+def _contexts(traces: Iterable[ContextTrace], feedback: Mapping[str, set[str]]) -> list[LoggedContext]:
     out = []
-    for trace in reversed(list(traces)):
+    for trace in traces:
         offered = [dict(r) for r in trace.offered if r.get("layer") != "working"]
         if not offered or any("propensity" not in r for r in offered):
             continue
@@ -168,8 +195,14 @@ def off_policy_estimate(
         q = expected(ctx) if expected is not None else None
         m[k] = ips_used(replay(model.predict(x), tokens, ctx.budget), ctx, q)
         f[k] = ips_used(replay(_formula_values(ctx), tokens, ctx.budget), ctx, q)
+    return _paired(m, f, seed=seed)
+
+
+def _paired(m: np.ndarray, f: np.ndarray, *, seed: int) -> Estimate:
+    """The means of the per-context figures `m` (the model) and `f` (the formula), and 95% bootstrap
+    intervals of their paired difference and of `f`."""
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(contexts), size=(BOOTSTRAP, len(contexts)))
+    draws = rng.integers(0, len(m), size=(BOOTSTRAP, len(m)))
     low, high = _interval((m - f)[draws].mean(axis=1))
     f_low, f_high = _interval(f[draws].mean(axis=1))
     return Estimate(
@@ -180,8 +213,27 @@ def off_policy_estimate(
         high=high,
         formula_low=f_low,
         formula_high=f_high,
-        contexts=len(contexts),
+        contexts=len(m),
     )
+
+
+def trial_used(ctx: LoggedContext, policy: str) -> float:
+    """The items `policy` ("formula" or "model") would have had used in a context logged during its
+    trial, estimated by inverse propensity: each served item counts used x (its chance under `policy`)
+    / (its logged chance, the mixture of both policies'). An item a policy would serve was served with
+    at least the policy's share of that chance, so its weight is at most 1 / share, and nothing either
+    policy would serve counts 0 for want of support."""
+    chance = np.array([float(r.get(f"p_{policy}", 0.0)) for r in ctx.rows])
+    seen = ctx.served & (ctx.propensity > 0)
+    return float(np.sum(ctx.used[seen] * chance[seen] / ctx.propensity[seen]))
+
+
+def trial_estimate(*, contexts: Sequence[LoggedContext], seed: int = 0) -> Estimate:
+    """Items used per context, the model against the formula, on the contexts logged during the model's
+    trial (router.trial), paired per context, with 95% bootstrap intervals."""
+    m = np.array([trial_used(ctx, "model") for ctx in contexts])
+    f = np.array([trial_used(ctx, "formula") for ctx in contexts])
+    return _paired(m, f, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -320,6 +372,8 @@ def value_model_train(*, tenant: Tenant) -> ValueModel | None:
     """Train the tenant's next value model on its logged feedback, estimate it against the formula on
     the newest traces, and let it serve when it beats the formula. None when there is not enough
     feedback yet (ENGRAM VALUE_MODEL_MIN_CONTEXTS contexts, VALUE_MODEL_MIN_USED used items)."""
+    if ValueModel.objects.filter(state=ValueModelState.TRIAL).exists():
+        return None
     contexts = logged_contexts(tenant=tenant, limit=_setting("VALUE_MODEL_MAX_CONTEXTS"))
     used = int(sum(int(ctx.used[ctx.served].sum()) for ctx in contexts))
     if len(contexts) < _setting("VALUE_MODEL_MIN_CONTEXTS") or used < _setting("VALUE_MODEL_MIN_USED"):
@@ -360,10 +414,16 @@ def value_model_train(*, tenant: Tenant) -> ValueModel | None:
         f"difference {estimate.difference:+.3f}, 95% interval [{estimate.low:+.3f}, {estimate.high:+.3f}]"
     )
     row.save()
-    if beats and tenant.config.learned_value:
+    # Not shown worse: the estimate on the formula's logs cannot credit what they never served, so the
+    # model goes on trial, where its own choices are logged.
+    trial = not beats and estimate.high >= 0.0
+    allowed = tenant.config.learned_value and (beats or trial_share(tenant.config.trial_share) > 0)
+    if beats and allowed:
         model_serve(tenant=tenant, model=row)
-    elif beats:
-        row.note += "; would serve, but the tenant's learned_value setting is off"
+    elif trial and allowed:
+        model_trial_start(tenant=tenant, model=row)
+    elif beats or trial:
+        row.note += f"; would {'serve' if beats else 'go on trial'}, but the tenant's settings do not allow it"
         row.save(update_fields=["note"])
     logger.info("value model v%s of %s: %s (%s)", row.version, tenant.slug, row.state, row.note)
     return row
@@ -395,4 +455,43 @@ def value_model_watch(*, tenant: Tenant) -> ValueModel | None:
             note=f"measured {mean:.3f} used items per context over {counts.size} contexts, below the formula's "
             f"interval ({floor:.3f})",
         )
+    return model
+
+
+@transaction.atomic
+def value_model_trial(*, tenant: Tenant) -> ValueModel | None:
+    """Estimate the model on trial on the contexts logged since its trial began (with feedback), and,
+    once there are VALUE_MODEL_MIN_TRIAL of them, decide: it serves when the interval of (model -
+    formula) lies above 0, it retires when it lies below, and the trial ends undecided (the model back
+    to trained) at VALUE_MODEL_MAX_TRIAL. Returns the model that was on trial (its `trial` estimate
+    updated), or None."""
+    model = ValueModel.objects.filter(state=ValueModelState.TRIAL).first()
+    if model is None:
+        return None
+    contexts = trial_contexts(tenant=tenant, model=model, limit=_setting("VALUE_MODEL_MAX_TRIAL"))
+    if len(contexts) < 2:
+        model.trial = {"contexts": len(contexts)}
+        model.save(update_fields=["trial"])
+        return model
+    estimate = trial_estimate(contexts=contexts)
+    arms = [ctx.policy.endswith(f"+{model.label}") for ctx in contexts]
+    model.trial = estimate.as_dict() | {"served_model": int(sum(arms))}
+    said = (
+        f"trial over {estimate.contexts} contexts: {estimate.model:.3f} against {estimate.formula:.3f} used items "
+        f"per context; difference {estimate.difference:+.3f}, 95% interval [{estimate.low:+.3f}, {estimate.high:+.3f}]"
+    )
+    if estimate.contexts < _setting("VALUE_MODEL_MIN_TRIAL"):
+        model.save(update_fields=["trial"])
+    elif estimate.low > 0.0:
+        model.note = f"{model.note}; {said}: serves"
+        model_serve(tenant=tenant, model=model)
+    elif estimate.high < 0.0:
+        model_stop(tenant=tenant, model=model, state=ValueModelState.RETIRED, note=f"{model.note}; {said}: retired")
+    elif estimate.contexts >= _setting("VALUE_MODEL_MAX_TRIAL"):
+        model_stop(
+            tenant=tenant, model=model, state=ValueModelState.TRAINED, note=f"{model.note}; {said}: ended undecided"
+        )
+    else:
+        model.save(update_fields=["trial"])
+    logger.info("value model v%s of %s on trial: %s (%s)", model.version, tenant.slug, model.state, model.trial)
     return model

@@ -35,6 +35,9 @@ class ContextTrace(TenantModel):
     offered_ids = ArrayField(models.CharField(max_length=300), default=list, blank=True)
     considered = models.JSONField(default=list)
     latency_ms = models.FloatField(default=0.0)
+    # While a value model is on trial (router.trial): {"model": its label, "arm": "model" or "formula",
+    # the one served, "share": the tenant's trial share}; empty otherwise.
+    trial = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -79,6 +82,9 @@ class ContextFeedback(TenantModel):
 class ValueModelState(models.TextChoices):
     # Trained, estimated, not (yet) shown to beat the formula: the formula serves.
     TRAINED = "trained"
+    # Not shown worse than the formula: served on a share of the requests, interleaved with the formula
+    # and logged, until the trial's estimate decides (router.learning.value_model_trial).
+    TRIAL = "trial"
     SERVING = "serving"
     # Replaced by a newer serving model.
     RETIRED = "retired"
@@ -106,6 +112,8 @@ class ValueModel(TenantModel):
     trained_on = models.JSONField(default=dict)
     estimate = models.JSONField(default=dict)
     measured = models.JSONField(default=dict)
+    # The trial's estimate (router.learning.value_model_trial), on the contexts logged since it began.
+    trial = models.JSONField(default=dict, blank=True)
     note = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     state_changed_at = models.DateTimeField(default=timezone.now)
@@ -115,6 +123,9 @@ class ValueModel(TenantModel):
             models.UniqueConstraint(fields=("tenant", "version"), name="uniq_value_model_version"),
             models.UniqueConstraint(
                 fields=("tenant",), condition=models.Q(state="serving"), name="uniq_serving_value_model"
+            ),
+            models.UniqueConstraint(
+                fields=("tenant",), condition=models.Q(state="trial"), name="uniq_trial_value_model"
             ),
         ]
         indexes = [models.Index(fields=("tenant", "state", "-version"), name="value_model_state")]

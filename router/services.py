@@ -27,8 +27,9 @@ from router.parts import packer_parts
 from router.policy import get_policy
 from router.pricing import line_tokens
 from router.selectors import trace_get
+from router.trial import MODEL, trial_build
 from router.types import FORMATS, LAYERS, BuiltContext, Candidate, ContextRequest
-from router.value import pool_of, revalue, serving_model
+from router.value import pool_of, revalue, serving_model, trial_model
 from semantic.services import fact_mark_used
 from tenants.locks import subject_lock
 from tenants.models import Tenant
@@ -115,14 +116,31 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     model = serving_model(tenant=tenant)
     if model is not None:
         revalue(model=model, pool=pool_of(offered), now=now)
-    built = assemble(offered=offered, plan=plan, fmt=request.format, parts=packer_parts())
     chance = tenant.config.exploration
-    explored = explore(
-        built=built,
-        chance=chance,
-        request_key=json.dumps(request.as_json(), sort_keys=True) if chance > 0 else "",
-        fmt=request.format,
-    )
+    on_trial = trial_model(tenant=tenant)
+    request_key = json.dumps(request.as_json(), sort_keys=True) if chance > 0 or on_trial is not None else ""
+    label = f"{policy.name}+{model.label}" if model is not None else policy.name
+    trial: dict[str, Any] = {}
+    by_policy = None
+    if on_trial is None:
+        built = assemble(offered=offered, plan=plan, fmt=request.format, parts=packer_parts())
+        explored = explore(built=built, chance=chance, request_key=request_key, fmt=request.format)
+    else:
+        trialled = trial_build(
+            offered=offered,
+            plan=plan,
+            fmt=request.format,
+            parts=packer_parts(),
+            model=on_trial,
+            share=tenant.config.trial_share,
+            chance=chance,
+            request_key=request_key,
+            now=now,
+        )
+        explored, by_policy = trialled.explored, (trialled.by_formula, trialled.by_model)
+        trial = {"model": on_trial.label, "arm": trialled.arm, "share": trialled.share}
+        if trialled.arm == MODEL:
+            label = f"{policy.name}+{on_trial.label}"
     built, propensity = explored.built, explored.propensity
     chosen = [item for layer in LAYERS for item in built.chosen[layer]]
     considered = sorted(built.considered, key=lambda c: (-c.value, c.id))[:MAX_CONSIDERED_IN_TRACE]
@@ -139,7 +157,8 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
         agent=request.agent,
         query=request.query,
         request=request.as_json(),
-        policy=f"{policy.name}+{model.label}" if model is not None else policy.name,
+        policy=label,
+        trial=trial,
         budgets={**plan.as_dict(), "granted": built.granted},
         tokens=built.tokens,
         total_tokens=built.tokens["total"],
@@ -148,7 +167,8 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
     )
     shown = {item.id: item_dict(item) for item in chosen}
     trace.offered = [
-        traced_dict(item, shown[item.id], propensity=propensity.get(item.id, 1.0), now=now) for item in chosen
+        traced_dict(item, shown[item.id], propensity=propensity.get(item.id, 1.0), now=now) | _chances(item, by_policy)
+        for item in chosen
     ]
     write_after_commit(
         trace_items_record,
@@ -158,8 +178,17 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
         considered=considered,
         propensity=propensity,
         now=now,
+        by_policy=by_policy,
     )
     return ContextResult(trace=trace, built=built, shown=shown)
+
+
+def _chances(item: Candidate, by_policy: tuple[dict[str, float], dict[str, float]] | None) -> dict[str, float]:
+    """During a trial (router.trial), an item's chance of being served by the formula's policy and by the
+    model's, which the trial's estimate weighs it by."""
+    if by_policy is None:
+        return {}
+    return {"p_formula": round(by_policy[0].get(item.id, 0.0), 6), "p_model": round(by_policy[1].get(item.id, 0.0), 6)}
 
 
 def trace_items_record(
@@ -170,10 +199,13 @@ def trace_items_record(
     considered: Sequence[Candidate],
     propensity: dict[str, float],
     now: datetime,
+    by_policy: tuple[dict[str, float], dict[str, float]] | None = None,
 ) -> None:
     """The items of a trace: those offered as the answer showed them, and the best of those left out,
-    each with its chance of having been served."""
-    considered_items = [considered_dict(c, propensity=propensity.get(c.id, 0.0), now=now) for c in considered]
+    each with its chance of having been served (and during a trial, under each policy)."""
+    considered_items = [
+        considered_dict(c, propensity=propensity.get(c.id, 0.0), now=now) | _chances(c, by_policy) for c in considered
+    ]
     with _bookkeeping_commit():
         ContextTrace.objects.filter(id=trace_id).update(offered=offered, considered=considered_items)
 

@@ -65,36 +65,66 @@ def serving_model(*, tenant: Tenant) -> LoadedModel | None:
     return _load(tenant.id, tenant.serving_value_model)
 
 
+def trial_model(*, tenant: Tenant) -> LoadedModel | None:
+    """The tenant's value model on trial (router.trial), when its settings let one serve a share."""
+    if tenant.trial_value_model is None or not tenant.config.learned_value or tenant.config.trial_share <= 0:
+        return None
+    return _load(tenant.id, tenant.trial_value_model)
+
+
 def pool_of(offered: LayerCandidates) -> list[Candidate]:
     return [c for layer in RANKED_LAYERS for c in offered.of(layer)]
 
 
 def revalue(*, model: LoadedModel, pool: Sequence[Candidate], now: datetime) -> None:
-    """Give each candidate the model's chance of use as its value, scored in one call."""
+    """Give each candidate the model's chance of use as its value, scored in one call. The value it had
+    first (the formula's) is kept among its score parts, also when a second model revalues it."""
     if not pool:
         return
     x = candidate_matrix(pool, model.features, tokens=[line_tokens(c) for c in pool], now=now)
     for item, value in zip(pool, model.predict(x).tolist(), strict=True):
-        item.score_parts[FORMULA_PART] = round(item.value, 6)
+        item.score_parts.setdefault(FORMULA_PART, round(item.value, 6))
         item.value = value
 
 
 def model_serve(*, tenant: Tenant, model: ValueModel) -> None:
-    """Make `model` the tenant's serving model (any other serving one retires)."""
+    """Make `model` the tenant's serving model (any other serving one retires; its trial, if it was on
+    one, ends)."""
     now = timezone.now()
     ValueModel.objects.filter(state=ValueModelState.SERVING).exclude(id=model.id).update(
         state=ValueModelState.RETIRED, state_changed_at=now
     )
     model.state, model.state_changed_at = ValueModelState.SERVING, now
-    model.save(update_fields=["state", "state_changed_at", "note"])
+    model.save(update_fields=["state", "state_changed_at", "note", "trial"])
     Tenant.objects.filter(id=tenant.id).update(serving_value_model=model.id)
     tenant.serving_value_model = model.id
+    _end_trial(tenant=tenant, model=model)
+
+
+def model_trial_start(*, tenant: Tenant, model: ValueModel) -> None:
+    """Put `model` on trial: from now on it serves the tenant's trial share of the requests (router.trial)."""
+    now = timezone.now()
+    ValueModel.objects.filter(state=ValueModelState.TRIAL).exclude(id=model.id).update(
+        state=ValueModelState.TRAINED, state_changed_at=now, note="trial ended: another model went on trial"
+    )
+    model.state, model.state_changed_at = ValueModelState.TRIAL, now
+    model.save(update_fields=["state", "state_changed_at", "note", "trial"])
+    Tenant.objects.filter(id=tenant.id).update(trial_value_model=model.id)
+    tenant.trial_value_model = model.id
+
+
+def _end_trial(*, tenant: Tenant, model: ValueModel) -> None:
+    Tenant.objects.filter(id=tenant.id, trial_value_model=model.id).update(trial_value_model=None)
+    if tenant.trial_value_model == model.id:
+        tenant.trial_value_model = None
 
 
 def model_stop(*, tenant: Tenant, model: ValueModel, state: str, note: str) -> None:
-    """Switch `model` off (rolled back by the watch, disabled by an operator): the formula serves."""
+    """Switch `model` off (rolled back by the watch, disabled by an operator, its trial ended): the
+    formula serves."""
     model.state, model.state_changed_at, model.note = state, timezone.now(), note
-    model.save(update_fields=["state", "state_changed_at", "note"])
+    model.save(update_fields=["state", "state_changed_at", "note", "trial"])
     Tenant.objects.filter(id=tenant.id, serving_value_model=model.id).update(serving_value_model=None)
     if tenant.serving_value_model == model.id:
         tenant.serving_value_model = None
+    _end_trial(tenant=tenant, model=model)

@@ -68,6 +68,10 @@ class TenantSettings:
     # with its probabilities (0 to 0.2), and whether a learned value may serve once it beats the formula.
     exploration: float = 0.0
     learned_value: bool = True
+    # The share of requests a value model on trial serves, interleaved with the formula (0 to 0.5, see
+    # router.trial): 0.2 exposes a fifth of the requests to a model not yet shown better, and a model's
+    # item weighs at most 5 in the trial's estimate.
+    trial_share: float = 0.2
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> TenantSettings:
@@ -90,6 +94,8 @@ class Tenant(models.Model):
     # The tenant's learned value model that serves (router.models.ValueModel, state serving), or null: the
     # formula. Kept on the row every request loads, so choosing the value costs no query.
     serving_value_model = models.UUIDField(null=True, blank=True)
+    # The tenant's value model on trial (state trial), served on a share of the requests; null: none.
+    trial_value_model = models.UUIDField(null=True, blank=True)
 
     class Meta:
         ordering = ("slug",)

@@ -237,11 +237,14 @@ ENGRAM: dict[str, Any] = {
     # Parts of the context's packing switched off, by name (router.parts), for ablations; none by default.
     "PACKER_OFF": env.list("ENGRAM_PACKER_OFF", default=[]),
     # A tenant's learned value (router.learning, docs/router.md): trained on at most MAX contexts with
-    # feedback, once there are MIN_CONTEXTS of them and MIN_USED used items; rolled back on MIN_MEASURED.
+    # feedback, once there are MIN_CONTEXTS of them and MIN_USED used items; rolled back on MIN_MEASURED;
+    # a model on trial is decided on from MIN_TRIAL contexts with feedback, and its trial ends at MAX_TRIAL.
     "VALUE_MODEL_MAX_CONTEXTS": env.int("ENGRAM_VALUE_MODEL_MAX_CONTEXTS", default=5000),
     "VALUE_MODEL_MIN_CONTEXTS": env.int("ENGRAM_VALUE_MODEL_MIN_CONTEXTS", default=200),
     "VALUE_MODEL_MIN_USED": env.int("ENGRAM_VALUE_MODEL_MIN_USED", default=50),
     "VALUE_MODEL_MIN_MEASURED": env.int("ENGRAM_VALUE_MODEL_MIN_MEASURED", default=50),
+    "VALUE_MODEL_MIN_TRIAL": env.int("ENGRAM_VALUE_MODEL_MIN_TRIAL", default=200),
+    "VALUE_MODEL_MAX_TRIAL": env.int("ENGRAM_VALUE_MODEL_MAX_TRIAL", default=2000),
     # Helper threads per process for reads beside the request (router.helper_threads); 0 reads in line.
     "PARALLEL_READERS": env.int("ENGRAM_PARALLEL_READERS", default=4),
     "ANTHROPIC_MODEL": env.str("ENGRAM_ANTHROPIC_MODEL", default="claude-sonnet-4-5"),

@@ -132,6 +132,11 @@ def _world() -> None:
                 estimate={"model": 1.84, "formula": 1.52, "low": 0.12, "high": 0.51},
                 measured={"used_per_context": 1.77, "contexts": 4210},
             )  # fmt: skip
+            ValueModel.objects.create(
+                tenant=tenant, version=4, state=ValueModelState.TRIAL,
+                estimate={"model": 1.86, "formula": 1.84, "low": -0.04, "high": 0.07},
+                trial={"model": 1.93, "formula": 1.84, "low": -0.01, "high": 0.19, "contexts": 1180},
+            )  # fmt: skip
             ErasureRequest.objects.create(
                 tenant=tenant, subject_hash=subject_hash(tenant, "yann.leroy"), requested_by="api:support-agent",
                 reason="", deadline=now + timedelta(days=30),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluation.memory_control import Outcome, answer_items, paired, score, used_item_ids
+from evaluation.memory_control import HalfRun, Outcome, answer_items, paired, score, summary_table, used_item_ids
 from evaluation.recall import Evidence, Question, evidence_turn_terms
 
 TURNS = {
@@ -78,3 +78,19 @@ def test_the_paired_difference_and_its_interval() -> None:
     assert c is not None and c.n == 1 and c.difference == 1.0
     same = paired(formula, formula, "grounded")
     assert same is not None and same.low == same.high == 0.0
+
+
+def test_the_summary_gives_the_trial_estimate_and_checks_its_sign_where_there_was_a_trial() -> None:
+    run = HalfRun(trained_on="conv-a", measured_on="conv-b", mode="served")
+    run.model = {
+        "version": 1,
+        "state": "serving",
+        "estimate": {"model": 1.0, "formula": 1.0, "difference": 0.0, "low": -0.02, "high": 0.02, "contexts": 90},
+        "trial": {"model": 1.2, "formula": 1.0, "difference": 0.2, "low": 0.05, "high": 0.35, "contexts": 120},
+    }
+    run.outcomes = {("model", 1000): [_o(True)] * 3 + [_o(False)], ("formula", 1000): [_o(True)] * 2 + [_o(False)] * 2}
+    head, _, row = summary_table([run], [1000])
+    assert "trial estimate" in head
+    assert "1.200 vs 1.000 (+0.200 [+0.050, +0.350], 120 contexts)" in row
+    # The estimate on the formula's logs tied; the trial's, which decided, has the measured sign.
+    assert row.endswith("| yes |")

@@ -20,13 +20,17 @@ from router.learning import (
     ips_used,
     loaded,
     off_policy_estimate,
+    trial_estimate,
     value_model_train,
+    value_model_trial,
     value_model_watch,
 )
 from router.models import ContextFeedback, ContextTrace, ValueModel, ValueModelState
 from router.services import considered_dict, item_dict, traced_dict
 from router.tasks import value_model_update
+from router.trial import draws_model
 from router.types import Candidate
+from router.value import model_trial_start
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tests.router.conftest import believe, remember
@@ -194,7 +198,10 @@ def test_without_exploration_every_served_item_is_logged_certain(tenant_a, api_a
     assert "propensity" not in _served(body)[0]
 
 
-def test_exploration_never_serves_a_superseded_fact(tenant_a, api_a) -> None:
+@pytest.mark.parametrize("trial", [False, True], ids=["formula", "with a model on trial"])
+def test_exploration_never_serves_a_superseded_fact(tenant_a, api_a, trial) -> None:
+    """Nor does a trial: the model only revalues the candidates, and a rule's exclusion acts before any
+    exists. The model on trial values facts far above the formula, so it would serve the old one."""
     remember(tenant_a, [f"the printer on floor {i} jams" for i in range(10)])
     old = believe(tenant_a, attribute="printer_brand", value="Canon", statement="The office printer is a Canon.")
     believe(
@@ -205,9 +212,17 @@ def test_exploration_never_serves_a_superseded_fact(tenant_a, api_a) -> None:
         observed_at=datetime.now(UTC) + timedelta(minutes=1),
     )
     _explore(tenant_a, MAX_CHANCE)
+    if trial:
+        _on_trial(tenant_a, _facts_model(tenant_a), 0.5)
+    arms = set()
     for i in range(10):
         body = _ask(api_a, f"what printer brand is on floor {i}?", max_tokens=250 + 30 * i)
         assert f"fact:{old.fact.id}" not in {item["id"] for item in _served(body)}
+        with tenant_scope(tenant_a):
+            trace = ContextTrace.objects.get(id=body["trace_id"])
+        assert f"fact:{old.fact.id}" not in {r["id"] for r in trace.considered}
+        arms.add(trace.trial.get("arm"))
+    assert arms == ({"model", "formula"} if trial else {None})
 
 
 LEARNING = {"VALUE_MODEL_MIN_CONTEXTS": 20, "VALUE_MODEL_MIN_USED": 5, "VALUE_MODEL_MIN_MEASURED": 10}
@@ -224,8 +239,9 @@ def _feedback(api, body: dict, used: list[str]) -> None:
     assert response.status_code == 200, response.content
 
 
-def _log(tenant: Tenant, contexts: list[LoggedContext]) -> None:
-    """Traces and their feedback as the context API logs them (items with their chances of being served)."""
+def _log(tenant: Tenant, contexts: list[LoggedContext], *, start: datetime = NOW, trial: dict | None = None) -> None:
+    """Traces and their feedback as the context API logs them (items with their chances of being served;
+    during a trial, the arm that served and the share)."""
     with tenant_scope(tenant):
         for k, ctx in enumerate(contexts):
             offered = [{**r, "propensity": float(p)} for r, p, s in zip(ctx.rows, ctx.propensity, ctx.served, strict=True) if s]  # fmt: skip
@@ -233,11 +249,12 @@ def _log(tenant: Tenant, contexts: list[LoggedContext]) -> None:
             trace = ContextTrace.objects.create(
                 tenant=tenant,
                 subject="alice",
-                policy="heuristic-v1",
+                policy=ctx.policy,
                 offered=offered,
                 offered_ids=[r["id"] for r in offered],
                 considered=considered,
-                created_at=NOW + timedelta(seconds=k),
+                trial={**trial, "arm": "model" if ctx.policy.endswith(trial["model"]) else "formula"} if trial else {},
+                created_at=start + timedelta(seconds=k),
             )
             used = [r["id"] for r, u in zip(ctx.rows, ctx.used, strict=True) if u]
             ContextFeedback.objects.create(
@@ -247,7 +264,7 @@ def _log(tenant: Tenant, contexts: list[LoggedContext]) -> None:
                 used_item_ids=used,
                 offered_count=len(offered),
                 used_count=len(used),
-                created_at=NOW + timedelta(seconds=k),
+                created_at=start + timedelta(seconds=k),
             )
 
 
@@ -269,7 +286,12 @@ def test_the_job_trains_from_the_api_logs_and_serves_only_what_its_estimate_supp
         assert model.estimate["contexts"] == model.trained_on["held_out"]
         assert model.estimate["doubly_robust"]["contexts"] == model.estimate["contexts"]
         assert model.trained_on["penalty"] in PENALTIES
-        assert model.state == (ValueModelState.SERVING if model.estimate["low"] > 0 else ValueModelState.TRAINED)
+        # Beats the formula on its logs: serves; not shown worse: on trial; shown worse: trained.
+        low, high = model.estimate["low"], model.estimate["high"]
+        expected = (
+            ValueModelState.SERVING if low > 0 else ValueModelState.TRIAL if high >= 0 else ValueModelState.TRAINED
+        )
+        assert model.state == expected
         assert said == f"no model served; trained v1: {model.state}"
         assert "fact" in " ".join(model.features) and len(model.coefficients) == len(model.features)
 
@@ -319,6 +341,222 @@ def test_a_model_that_does_not_beat_the_formula_never_serves(tenant_a, api_a) ->
             _feedback(api_a, body, [served[0]["id"]] if served and rng.random() < 0.9 else [])
         with tenant_scope(tenant_a):
             model = value_model_train(tenant=tenant_a)
-        assert model is not None and model.state == ValueModelState.TRAINED, model and model.note
+        # Shown worse: trained; not shown worse on the formula's logs, which never served what it departs
+        # to: a trial. Never the switch.
+        assert model is not None and model.estimate["low"] <= 0, model and model.note
+        on_trial = model.estimate["high"] >= 0
+        assert model.state == (ValueModelState.TRIAL if on_trial else ValueModelState.TRAINED), model.note
         tenant_a.refresh_from_db()
         assert tenant_a.serving_value_model is None
+        assert tenant_a.trial_value_model == (model.id if on_trial else None)
+
+
+# The trial (router.trial): a model not shown worse on the formula's logs serves a share of the requests,
+# interleaved with the formula, each candidate logged with its chance under both, until the trial decides.
+
+TRIAL = {**LEARNING, "VALUE_MODEL_MIN_TRIAL": 100, "VALUE_MODEL_MAX_TRIAL": 400}
+
+
+def _trial_ctx(
+    k: int, rng: np.random.Generator, *, agent: str, share: float = 0.3, chance: float = 0.2
+) -> LoggedContext:
+    """A context logged during a trial as router.trial logs it: 8 candidates, the formula's value falling
+    with the index, facts at 1, 2, 4 and 6. The formula's context is 0-3 (3 at the margin, 4 its
+    alternative); the model's, which values facts, is 1, 2, 4, 6 (6 at the margin, 0 its alternative).
+    The agent uses the facts ("facts"), the lines ("lines") or anything at random ("random") it is served."""
+    by_formula = np.array([1, 1, 1, 1 - chance, chance, 0, 0, 0], dtype=float)
+    by_model = np.array([chance, 1, 1, 0, 1, 0, 1 - chance, 0], dtype=float)
+    is_fact = np.array([i in (1, 2, 4, 6) for i in range(8)])
+    rows = [
+        {
+            "id": f"c{k}:{i}",
+            "type": "fact" if is_fact[i] else "episode",
+            "layer": "semantic" if is_fact[i] else "episodic",
+            "tokens": 20,
+            "value": 1.0 - i / 10,
+            "score": 1.0 - i / 10,
+            "score_parts": {"relevance": float(rng.random())},
+            "age_days": float(i),
+            "p_formula": float(by_formula[i]),
+            "p_model": float(by_model[i]),
+        }
+        for i in range(8)
+    ]
+    model_arm = rng.random() < share
+    swapped = rng.random() < chance
+    if model_arm:
+        served_ids = [0, 1, 2, 4] if swapped else [1, 2, 4, 6]
+    else:
+        served_ids = [0, 1, 2, 4] if swapped else [0, 1, 2, 3]
+    served = np.array([i in served_ids for i in range(8)])
+    liked = {"facts": is_fact, "lines": ~is_fact, "random": rng.random(8) < 0.4}[agent]
+    policy = "heuristic-v1+value-v1" if model_arm else "heuristic-v1"
+    mixture = (1 - share) * by_formula + share * by_model
+    return LoggedContext(f"t{k}", policy, rows, served, mixture, liked & served, budget=4 * 21)
+
+
+def test_the_trial_estimate_weighs_each_served_item_by_both_policies_chances() -> None:
+    """Unbiased: the agent uses facts; the formula's policy (with its exploration) serves 2 + 0.2 of them
+    per context, the model's 4 - 0.2."""
+    rng = np.random.default_rng(5)
+    estimate = trial_estimate(contexts=[_trial_ctx(k, rng, agent="facts") for k in range(3000)])
+    assert estimate.formula == pytest.approx(2.2, abs=0.05)
+    assert estimate.model == pytest.approx(3.8, abs=0.1)
+    assert estimate.low > 1.0
+
+
+def test_the_trial_estimate_finds_a_model_that_serves_what_agents_use_and_rarely_noise() -> None:
+    found = noise = worse = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        found += trial_estimate(contexts=[_trial_ctx(k, rng, agent="facts") for k in range(150)]).low > 0
+        noise += trial_estimate(contexts=[_trial_ctx(k, rng, agent="random") for k in range(150)]).low > 0
+        worse += trial_estimate(contexts=[_trial_ctx(k, rng, agent="lines") for k in range(150)]).high < 0
+    assert found == 20 and worse == 20
+    assert noise <= 2
+
+
+def test_the_arm_is_drawn_by_the_request_with_the_trial_share() -> None:
+    draws = [draws_model(request_key=f"request {i}", share=0.2) for i in range(5000)]
+    assert sum(draws) / len(draws) == pytest.approx(0.2, abs=0.02)
+    assert draws == [draws_model(request_key=f"request {i}", share=0.2) for i in range(5000)]
+
+
+def _facts_model(tenant: Tenant, version: int = 1) -> ValueModel:
+    """A value model that starts from the formula and values facts far above it."""
+    names = feature_names([])
+    weights = [0.0] * len(names)
+    weights[names.index("log_formula_value")] = 1.0
+    weights[names.index("type:fact")] = 4.0
+    with tenant_scope(tenant):
+        return ValueModel.objects.create(
+            tenant=tenant,
+            version=version,
+            features=names,
+            coefficients=weights,
+            intercept=-2.0,
+            means=[0.0] * len(names),
+            scales=[1.0] * len(names),
+        )
+
+
+def _on_trial(tenant: Tenant, model: ValueModel, share: float) -> None:
+    tenant.settings = {**tenant.settings, "trial_share": share}
+    tenant.save(update_fields=["settings"])
+    with tenant_scope(tenant):
+        model_trial_start(tenant=tenant, model=model)
+
+
+def test_a_trial_serves_the_models_context_on_its_share_and_logs_both_chances(tenant_a, api_a) -> None:
+    _setup(tenant_a)
+    _explore(tenant_a, MAX_CHANCE)
+    model = _facts_model(tenant_a)
+    _on_trial(tenant_a, model, 0.4)
+    arms = []
+    departed = 0
+    for i in range(30):
+        query = f"which tray does the printer on floor {i % 7} use, note {i}?"
+        body = _ask(api_a, query, max_tokens=260 + 10 * (i % 9))
+        assert body["tokens"]["total"] <= body["budgets"]["memory"]
+        with tenant_scope(tenant_a):
+            trace = ContextTrace.objects.get(id=body["trace_id"])
+        arm = trace.trial["arm"]
+        arms.append(arm)
+        assert trace.trial == {"model": "value-v1", "arm": arm, "share": 0.4}
+        assert api_a.get(f"/v1/traces/{trace.id}").json()["trial"] == trace.trial
+        assert trace.policy == ("heuristic-v1+value-v1" if arm == "model" else "heuristic-v1")
+        rows = [r for r in [*trace.offered, *trace.considered] if r.get("layer") != "working"]
+        for r in rows:
+            # The logged chance is the mixture of both policies' exact chances.
+            assert r["propensity"] == pytest.approx(0.6 * r["p_formula"] + 0.4 * r["p_model"], abs=1e-5)
+        # Each policy serves whole items: its chances add up to the size of its context; the served arm's
+        # context is what was served, and everything served had a chance under it.
+        served = [r for r in trace.offered if r["layer"] != "working"]
+        for key in ("p_formula", "p_model"):
+            total = sum(r[key] for r in rows)
+            assert total == pytest.approx(round(total), abs=1e-4)
+        assert sum(r[f"p_{arm}"] for r in rows) == pytest.approx(len(served), abs=1e-4)
+        assert all(r[f"p_{arm}"] > 0 for r in served)
+        departed += any(r["p_model"] > 0 and r["p_formula"] == 0 for r in rows)
+        # Seeded by the request: the same request draws the same arm and context.
+        assert _ask(api_a, query, max_tokens=260 + 10 * (i % 9))["prompt"] == body["prompt"]
+    assert 4 <= arms.count("model") <= 20, arms
+    assert departed, "the model's context never differed from the formula's"
+    # A tenant that does not allow learned values serves the formula alone.
+    tenant_a.settings = {**tenant_a.settings, "learned_value": False}
+    tenant_a.save(update_fields=["settings"])
+    body = _ask(api_a, "which tray does the printer on floor 2 use?")
+    with tenant_scope(tenant_a):
+        trace = ContextTrace.objects.get(id=body["trace_id"])
+    assert trace.trial == {} and trace.policy == "heuristic-v1"
+
+
+def test_a_trial_switches_on_a_model_whose_context_agents_use_more(tenant_a, api_a) -> None:
+    facts = set(_setup(tenant_a))
+    _explore(tenant_a, MAX_CHANCE)
+    model = _facts_model(tenant_a)
+    _on_trial(tenant_a, model, 0.5)
+    with _engram(**{**TRIAL, "VALUE_MODEL_MIN_TRIAL": 30}):
+        for i in range(36):
+            body = _ask(api_a, f"printer floor {i % 7} tray {i % 3} paper", max_tokens=260 + 10 * (i % 9))
+            _feedback(api_a, body, [item["id"] for item in _served(body) if item["id"] in facts])
+        said = value_model_update.delay(str(tenant_a.id)).get()
+    with tenant_scope(tenant_a):
+        model.refresh_from_db()
+    assert model.state == ValueModelState.SERVING, model.trial
+    assert model.trial["contexts"] == 36 and model.trial["low"] > 0
+    assert said == "no model served; trial of v1: serving; no training this run"
+    tenant_a.refresh_from_db()
+    assert tenant_a.serving_value_model == model.id and tenant_a.trial_value_model is None
+
+
+@pytest.mark.parametrize(
+    ("agent", "state", "note"),
+    [("facts", ValueModelState.SERVING, "serves"), ("lines", ValueModelState.RETIRED, "retired")],
+)
+def test_the_trial_decides_once_it_has_enough_contexts(tenant_a, agent, state, note) -> None:
+    model = _facts_model(tenant_a)
+    _on_trial(tenant_a, model, 0.3)
+    rng = np.random.default_rng(2)
+    # Traces logged before the trial began are not the trial's.
+    _log(tenant_a, [_trial_ctx(k, rng, agent="lines" if agent == "facts" else "facts") for k in range(100)],
+         start=model.state_changed_at - timedelta(hours=1), trial={"model": "value-v1", "share": 0.3})  # fmt: skip
+    after = model.state_changed_at + timedelta(seconds=1)
+    _log(tenant_a, [_trial_ctx(k, rng, agent=agent) for k in range(60)], start=after, trial={"model": "value-v1", "share": 0.3})  # fmt: skip
+    with _engram(**TRIAL):
+        with tenant_scope(tenant_a):
+            assert value_model_train(tenant=tenant_a) is None  # no new model while one is on trial
+            value_model_trial(tenant=tenant_a)
+            model.refresh_from_db()
+        assert model.state == ValueModelState.TRIAL and model.trial["contexts"] == 60
+        _log(tenant_a, [_trial_ctx(k, rng, agent=agent) for k in range(60, 120)], start=after + timedelta(minutes=5), trial={"model": "value-v1", "share": 0.3})  # fmt: skip
+        with tenant_scope(tenant_a):
+            value_model_trial(tenant=tenant_a)
+            model.refresh_from_db()
+    assert model.state == state and model.trial["contexts"] == 120, model.trial
+    assert note in model.note
+    tenant_a.refresh_from_db()
+    assert tenant_a.trial_value_model is None
+    assert tenant_a.serving_value_model == (model.id if state == ValueModelState.SERVING else None)
+
+
+def test_an_undecided_trial_ends_at_its_maximum(tenant_a) -> None:
+    model = _facts_model(tenant_a)
+    _on_trial(tenant_a, model, 0.3)
+    rng = np.random.default_rng(4)
+    start = model.state_changed_at + timedelta(seconds=1)
+    with tenant_scope(tenant_a):
+        # Contexts the agent never answered count neither way, nor hold the trial open.
+        for k in range(50):
+            ContextTrace.objects.create(
+                tenant=tenant_a, subject="alice", policy="heuristic-v1", trial={"model": "value-v1", "arm": "formula"},
+                created_at=start + timedelta(milliseconds=k),
+            )  # fmt: skip
+    contexts = [_trial_ctx(k, rng, agent="random") for k in range(400)]
+    _log(tenant_a, contexts, start=start + timedelta(seconds=1), trial={"model": "value-v1", "share": 0.3})
+    with _engram(**TRIAL), tenant_scope(tenant_a):
+        value_model_trial(tenant=tenant_a)
+        model.refresh_from_db()
+    assert model.trial["low"] <= 0 <= model.trial["high"]
+    assert model.trial["contexts"] == 400
+    assert model.state == ValueModelState.TRAINED and "ended undecided" in model.note

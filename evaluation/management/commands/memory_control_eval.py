@@ -3,6 +3,7 @@ curve (issue 41).
 
     manage.py memory_control_eval [--set locomo|techchat] [--dataset PATH] [--conversations N] [--tenant SLUG] [--reuse]
         [--budgets 1000,2000,4000] [--feedback-budgets 1000,2000,4000] [--exploration 0.2]
+        [--trial-part 0.5] [--trial-share 0.2]
         [--curve-every 25] [--curve-budget 1000] [--curve-half first] [--no-curve | --curve-only]
         [--json out.json] [--report out.md] [--chart out.png] [--command-line "..."]
 
@@ -11,15 +12,21 @@ Then, for each direction (feedback on the first half, measured on the second; th
 
 1. The tenant's traces, feedback and value models are deleted as the database owner (the written
    memory is kept), exploration set to the given chance, learned_value on.
-2. A simulated agent asks every question of the feedback half through POST /v1/context at each feedback
-   budget and answers POST /v1/context/{trace_id}/feedback, marking used the served items that hold the
-   question's evidence by the grounded rule (evaluation.memory_control).
+2. A simulated agent asks the first --trial-part of the feedback half's questions through POST
+   /v1/context at each feedback budget and answers POST /v1/context/{trace_id}/feedback, marking used the
+   served items that hold the question's evidence by the grounded rule (evaluation.memory_control).
 3. The job users run, router.tasks.value_model_update, trains the next model and estimates it off-policy;
-   the estimate is recorded here before anything of the other half is asked.
-4. Exploration off, every answerable question (categories 1-4) of the other half asked without feedback
-   at each budget: with learned_value off (the formula) and with the model. When the model earned the
-   switch it serves as the job left it ("served"); when it did not, the tenant's serving model is pointed
-   at it for these requests only ("forced") and restored after.
+   a model not shown worse goes on trial (router.trial), with the tenant's trial share --trial-share.
+4. The rest of the feedback half's questions asked the same way, with feedback: while the model is on
+   trial, a share of them is served its context, interleaved with the formula's. Then the job again: it
+   decides on the trial (serves, retires, or goes on), or, with no model on trial, trains the next one.
+   The estimates (the off-policy one and the trial's) are recorded here before anything of the other half
+   is asked. With --trial-part 0 (or 1), all the questions are asked before the one training, as before.
+5. Exploration and trial off, every answerable question (categories 1-4) of the other half asked without
+   feedback at each budget: with learned_value off (the formula) and with the model. When the model earned
+   the switch it serves as the job left it ("served"); when it did not, the tenant's serving model is
+   pointed at it for these requests only ("forced") and restored after: what the tenant is served is then
+   the formula.
 
 The learning curve: the curve half's questions in order, in blocks of --curve-every; each block first
 asked at --curve-budget under the formula and under the newest model (forced where it has not earned the
@@ -29,6 +36,7 @@ switch), then asked with exploration and feedback, then the job runs. The tenant
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import sys
@@ -72,6 +80,8 @@ THRESHOLDS = (
     "VALUE_MODEL_MIN_USED",
     "VALUE_MODEL_MAX_CONTEXTS",
     "VALUE_MODEL_MIN_MEASURED",
+    "VALUE_MODEL_MIN_TRIAL",
+    "VALUE_MODEL_MAX_TRIAL",
 )
 
 
@@ -140,6 +150,10 @@ class Command(memory_eval.Command):
         parser.add_argument("--budgets", default="1000,2000,4000")
         parser.add_argument("--feedback-budgets", default="1000,2000,4000")
         parser.add_argument("--exploration", type=float, default=0.2)
+        parser.add_argument(
+            "--trial-part", type=float, default=0.5, help="The feedback half's share asked before the first training"
+        )
+        parser.add_argument("--trial-share", type=float, default=0.2, help="The tenant's trial_share")
         parser.add_argument("--curve-every", type=int, default=25, help="Questions between retrainings")
         parser.add_argument("--curve-budget", type=int, default=1000)
         parser.add_argument("--curve-half", choices=("first", "second"), default="first")
@@ -172,6 +186,8 @@ class Command(memory_eval.Command):
         }
         self.tenant = tenant
         self.exploration = options["exploration"]
+        self.trial_part = options["trial_part"]
+        self.trial_share = options["trial_share"]
         self.keep_logs = Path(options["keep_logs"]) if options["keep_logs"] else None
         agent = _Agent(tenant)
         runs: list[HalfRun] = []
@@ -200,6 +216,8 @@ class Command(memory_eval.Command):
             "budgets": budgets,
             "feedback_budgets": feedback_budgets,
             "exploration": self.exploration,
+            "trial_part": self.trial_part,
+            "trial_share": self.trial_share,
             "thresholds": {k: settings.ENGRAM[k] for k in THRESHOLDS},
             "write_path": self.write_report.as_dict(),
             "runs": [r.as_dict() for r in runs],
@@ -235,15 +253,22 @@ class Command(memory_eval.Command):
         with psycopg.connect(owner, autocommit=True) as conn:
             for table in ("router_contextfeedback", "router_contexttrace", "router_valuemodel"):
                 conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s", [self.tenant.id])  # noqa: S608 - our names
-            conn.execute("UPDATE tenants_tenant SET serving_value_model = NULL WHERE id = %s", [self.tenant.id])
+            conn.execute(
+                "UPDATE tenants_tenant SET serving_value_model = NULL, trial_value_model = NULL WHERE id = %s",
+                [self.tenant.id],
+            )
 
-    def _set(self, *, exploration: float | None = None, learned_value: bool | None = None) -> None:
+    def _set(
+        self, *, exploration: float | None = None, learned_value: bool | None = None, trial_share: float | None = None
+    ) -> None:
         tenant = Tenant.objects.get(id=self.tenant.id)
         changes: dict[str, Any] = {}
         if exploration is not None:
             changes["exploration"] = exploration
         if learned_value is not None:
             changes["learned_value"] = learned_value
+        if trial_share is not None:
+            changes["trial_share"] = trial_share
         tenant.settings = {**tenant.settings, **changes}
         tenant.save(update_fields=["settings"])
 
@@ -262,6 +287,7 @@ class Command(memory_eval.Command):
                     "version": row.version,
                     "state": row.state,
                     "estimate": row.estimate,
+                    "trial": row.trial,
                     "trained_on": row.trained_on,
                     "note": row.note,
                     "features": len(row.features),
@@ -292,9 +318,14 @@ class Command(memory_eval.Command):
 
     # --- asking ----------------------------------------------------------------------------------
     def _feedback(
-        self, agent: _Agent, half: _Half, questions: Sequence[Question], budgets: Sequence[int]
+        self,
+        agent: _Agent,
+        half: _Half,
+        questions: Sequence[Question],
+        budgets: Sequence[int],
+        trial_share: float = 0.0,
     ) -> tuple[int, int]:
-        self._set(exploration=self.exploration, learned_value=True)
+        self._set(exploration=self.exploration, learned_value=True, trial_share=trial_share)
         contexts = used_total = 0
         for q in questions:
             for b in budgets:
@@ -310,7 +341,7 @@ class Command(memory_eval.Command):
     ) -> tuple[dict[tuple[str, int], list[Outcome]], str]:
         """Each question at each budget under the formula, then under the model (see the docstring)."""
         out: dict[tuple[str, int], list[Outcome]] = {}
-        self._set(exploration=0.0, learned_value=False)
+        self._set(exploration=0.0, learned_value=False, trial_share=0.0)
         for b in budgets:
             out[("formula", b)] = [half.score(q, agent.ask(q, b))[0] for q in questions]
         if not model:
@@ -331,14 +362,30 @@ class Command(memory_eval.Command):
         self, agent: _Agent, train: _Half, test: _Half, budgets: Sequence[int], feedback_budgets: Sequence[int]
     ) -> HalfRun:
         run = HalfRun(trained_on=train.name, measured_on=test.name)
-        self._say(f"feedback on {train.name}: {len(train.questions)} questions at {list(feedback_budgets)}")
-        run.feedback_contexts, run.feedback_used = self._feedback(agent, train, train.questions, feedback_budgets)
-        run.feedback_questions = len(train.questions)
+        questions = train.questions
+        cut = math.ceil(self.trial_part * len(questions)) if 0 < self.trial_part < 1 else len(questions)
+        first, rest = questions[:cut], questions[cut:]
+        self._say(f"feedback on {train.name}: {len(first)} questions at {list(feedback_budgets)}")
+        run.feedback_contexts, run.feedback_used = self._feedback(
+            agent, train, first, feedback_budgets, trial_share=self.trial_share
+        )
+        run.feedback_questions = len(first)
         run.job, run.model = self._train()
+        if rest:
+            run.first_model = dict(run.model)
+            self._say(f"job: {run.job}; then {len(rest)} questions with feedback, trial share {self.trial_share}")
+            run.trial_contexts, run.trial_used = self._feedback(
+                agent, train, rest, feedback_budgets, trial_share=self.trial_share
+            )
+            run.trial_questions = len(rest)
+            run.trial_job, run.model = self._train()
         if self.keep_logs is not None:
             self._keep_logs(self.keep_logs / f"{train.name}.jsonl")
         # Recorded before anything of the other half is asked.
-        self._say(f"job: {run.job}; estimate before measuring: {run.model.get('estimate')}")
+        self._say(
+            f"job: {run.trial_job or run.job}; estimate before measuring: {run.model.get('estimate')}; "
+            f"trial estimate: {run.model.get('trial') or '-'}"
+        )
         run.outcomes, run.mode = self._measure(agent, test, test.answerable, budgets, run.model)
         for b in budgets:
             c = run.comparison(b, "grounded")
@@ -419,10 +466,20 @@ def markdown(
         "",
         "Feedback on one half, the model trained by the job users run (`router.tasks.value_model_update`), its "
         "off-policy estimate (used items per context, model against formula, on the newest 30% of the feedback "
-        "contexts, which it was not trained on) recorded before the other half was asked. Δ grounded: the "
-        "paired difference model - formula in grounded recall_all on the other half, with its 95% bootstrap "
-        "interval over questions. Sign right: the estimate's difference and the measured difference at the "
-        "first budget have the same sign.",
+        "contexts, which it was not trained on) recorded before the other half was asked. "
+        + (
+            f"The model was trained on the first {result['trial_part']:.0%} of the half's questions; the rest "
+            f"were asked with feedback while a model not shown worse was on trial (router.trial: the model's "
+            f"context served on a share {result['trial_share']} of the requests, interleaved with the formula's, "
+            "every candidate logged with both policies' chances), and the same job then decided on the trial; "
+            "trial estimate: used items per context on the trial's contexts, model against formula, with its "
+            "interval. "
+            if 0 < result["trial_part"] < 1
+            else ""
+        )
+        + "Δ grounded: the paired difference model - formula in grounded recall_all on the other half, with its "
+        "95% bootstrap interval over questions. Sign right: the deciding estimate's difference (the trial's "
+        "where there was one) and the measured difference at the first budget have the same sign.",
         "",
         *summary_table(runs, budgets),
         "",
@@ -436,6 +493,26 @@ def markdown(
             f"{run.feedback_used} items marked used. The job said: `{run.job}`.",
             "",
         ]
+        if run.trial_questions:
+            first = run.first_model
+            trial = run.model.get("trial") or {}
+            lines += [
+                (
+                    f"It trained v{first['version']} ({first['state']}: {first['note']}). "
+                    if first
+                    else "It trained no model. "
+                )
+                + f"Then the other {run.trial_questions} questions with feedback: {run.trial_contexts} contexts, "
+                f"{run.trial_used} items marked used"
+                + (
+                    f", {trial.get('served_model', 0)} of the {trial.get('contexts')} trial contexts with feedback "
+                    "served the model's context"
+                    if trial.get("contexts")
+                    else ""
+                )
+                + f". The job then said: `{run.trial_job}`.",
+                "",
+            ]
         if run.model:
             lines += [
                 f"Model v{run.model['version']}, {run.model['state']}, {run.model['features']} features, trained on "
@@ -482,6 +559,6 @@ def markdown(
         "owner (the written memory kept), so each direction starts with no model and no logs.",
         "- Thresholds of settings.ENGRAM lowered for the bench by environment variables: "
         + ", ".join(f"`ENGRAM_{k}={v}`" for k, v in thresholds.items())
-        + " (defaults 200 / 50 / 5000 / 50).",
+        + " (defaults 200 / 50 / 5000 / 50 / 200 / 2000).",
     ]
     return "\n".join(lines) + "\n"
