@@ -738,6 +738,11 @@ PASSAGE_COLUMNS = (
     " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
     " p.line, p.line_tokens"
 )
+# The passage's columns that PASSAGE_COLUMNS and PASSAGE_JOINS read.
+_TOP_COLUMNS = (
+    "p.id, p.tenant_id, p.episode_id, p.session_id, p.content, p.occurred_at, p.token_count, p.position,"
+    " p.char_start, p.char_end, p.last, p.line, p.line_tokens"
+)
 PASSAGE_JOINS = (
     "JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id"
     " JOIN episodic_session s ON s.tenant_id = p.tenant_id AND s.id = p.session_id"
@@ -868,23 +873,30 @@ def passage_pool(
         channels.append("vector")
     if not channels:
         return PassagePool(rows=[], summaries={})
-    # Each channel adds weight / (RRF_K + rank), left to right from 0 as _rrf does.
-    fused = "0::float8" + "".join(
-        f" + coalesce(%(weight_{name})s::float8 / (%(rrf_k)s + {name}.n), 0)" for name in channels
+    # Each channel's term weight / (RRF_K + rank), added left to right from 0 as _rrf adds them; one
+    # aggregate over the channels' rows, each id at most once per channel.
+    terms = [f"max(c.{name})" for name in channels]
+    fused = "0::float8" + "".join(f" + coalesce({term}, 0)" for term in terms)
+    rows_ = " UNION ALL ".join(
+        "SELECT id, "  # noqa: S608
+        + ", ".join(
+            f"%(weight_{name})s::float8 / (%(rrf_k)s + n)" if name == channel else "NULL::float8" for name in channels
+        )
+        + (", distance" if channel == "vector" else ", NULL::float8")
+        + f" FROM {channel}"
+        for channel in channels
     )
-    joins = "".join(f" LEFT JOIN {name} ON {name}.id = i.id" for name in channels)
-    ids = " UNION ".join(f"SELECT id FROM {name}" for name in channels)  # noqa: S608
-    distance = "vector.distance" if vector is not None else "NULL::float8"
     ctes.append(
-        f"fused AS (SELECT i.id, {fused} AS fused, {distance} AS distance FROM ({ids}) i{joins}"  # noqa: S608
-        " ORDER BY 2 DESC, 1 DESC LIMIT %(limit)s)"
+        f"fused AS (SELECT c.id, {fused} AS fused, max(c.distance) AS distance"  # noqa: S608
+        f" FROM ({rows_}) c({', '.join(['id', *channels, 'distance'])}) GROUP BY c.id ORDER BY 2 DESC, 1 DESC LIMIT %(limit)s)"
     )
     text_rank = (
         "ts_rank(p.search_vector, to_tsquery('english'::regconfig, %(tsquery)s), 32)" if tsquery else "0::float8"
     )
     # Reading a vector back costs more than the rest of the row: the channel's distance where it has one.
     similarity = (
-        "CASE WHEN f.distance IS NULL THEN COALESCE(1 - (p.embedding <=> (SELECT v FROM q)), 0) END"
+        "CASE WHEN p.id = ANY(ARRAY(SELECT id FROM fused WHERE distance IS NULL))"
+        " THEN COALESCE(1 - (p.embedding <=> (SELECT v FROM q)), 0) END"
         if vector is not None
         else "NULL::float8"
     )
@@ -899,15 +911,24 @@ def passage_pool(
         if count_terms
         else "'{}'::int[]"
     )
-    # A session's summary once, on one of its rows.
+    # The top's rows are read by key and scored where they are read: only the scores and the columns of
+    # a line go up to the joins (a passage's vector, text search vector and index terms, carried through
+    # them, cost the database more than the rest of the statement). Named as the passage's columns, so
+    # that PASSAGE_COLUMNS and PASSAGE_JOINS read it as `p`.
+    ctes.append(
+        f"top AS (SELECT {text_rank} AS text_rank, {similarity} AS similarity, {overlap_value} AS overlap,"  # noqa: S608
+        f" {term_counts} AS term_counts, cardinality(p.index_terms) AS terms_length, {_TOP_COLUMNS}"
+        " FROM episodic_passage p WHERE p.tenant_id = %(tenant)s AND p.id = ANY(ARRAY(SELECT id FROM fused)))"
+    )
+    # A session's summary once, on its first row of the top.
     summary = (
-        "CASE WHEN s.summary <> '' AND row_number() OVER (PARTITION BY p.session_id ORDER BY p.id) = 1"
+        "CASE WHEN s.summary <> '' AND p.id = ANY(ARRAY(SELECT min(id) FROM top GROUP BY session_id))"  # noqa: S608
         f" THEN s.summary END, {epoch_us_sql('s.started_at')}"
     )
     sql = (
-        f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, {text_rank}, {similarity}, {overlap_value},"  # noqa: S608
-        f" {term_counts}, cardinality(p.index_terms), {summary}, {PASSAGE_COLUMNS}"
-        f" FROM fused f JOIN episodic_passage p ON p.tenant_id = %(tenant)s AND p.id = f.id {PASSAGE_JOINS}"
+        f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, p.text_rank, p.similarity, p.overlap,"  # noqa: S608
+        f" p.term_counts, p.terms_length, {summary}, {PASSAGE_COLUMNS}"
+        f" FROM fused f JOIN top p ON p.id = f.id {PASSAGE_JOINS}"
         " ORDER BY f.fused DESC, f.id DESC"
     )
     settings_ = vector_scan_settings(ef_search=pool, floor=HNSW_EF_SEARCH) if vector is not None else {}
