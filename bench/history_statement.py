@@ -62,7 +62,9 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--plan", type=int, default=-1, help="print the plan of this question (0-based)")
-    parser.add_argument("--dump", default="", help="write the statements of question --plan to this file")
+    parser.add_argument(
+        "--dump", default="", help="write the statements of question --plan (without --plan: of all) to this file"
+    )
     args = parser.parse_args()
     os.environ.update(_db_env(args.db))
     pairs = questions(args.set, args.conversations)[: args.questions]
@@ -125,8 +127,11 @@ def main() -> None:
             batch_settings, batch_statements = _split(batch)
             settings += batch_settings
             statements += batch_statements
-        if index == args.plan and args.dump:
+        if args.dump and index == args.plan:
             Path(args.dump).write_text(";\n".join([*settings, *statements]) + ";\n")
+        elif args.dump and args.plan < 0:
+            with Path(args.dump).open("a") as out:
+                out.write("".join(f"{batch};\n" for batch in batches))
         best_planning, best_execution = float("inf"), float("inf")
         with tenant_scope(tenant):
             for attempt in range(args.repeat):

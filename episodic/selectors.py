@@ -738,7 +738,8 @@ PASSAGE_COLUMNS = (
     " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
     " p.line, p.line_tokens"
 )
-# The passage's columns that PASSAGE_COLUMNS and PASSAGE_JOINS read.
+# The passage's and the episode's columns that PASSAGE_COLUMNS and PASSAGE_JOINS read.
+_EPISODE_COLUMNS = "e.id, e.kind, e.role, e.external_id, e.content_hash"
 _TOP_COLUMNS = (
     "p.id, p.tenant_id, p.episode_id, p.session_id, p.content, p.occurred_at, p.token_count, p.position,"
     " p.char_start, p.char_end, p.last, p.line, p.line_tokens"
@@ -928,7 +929,12 @@ def passage_pool(
     sql = (
         f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, p.text_rank, p.similarity, p.overlap,"  # noqa: S608
         f" p.term_counts, p.terms_length, {summary}, {PASSAGE_COLUMNS}"
-        f" FROM fused f JOIN top p ON p.id = f.id {PASSAGE_JOINS}"
+        " FROM fused f JOIN top p ON p.id = f.id"
+        # The top's episodes by key in one index scan (joined row by row, each probe evaluates the
+        # row-level security's tenant list again).
+        f" JOIN (SELECT {_EPISODE_COLUMNS} FROM episodic_episode e WHERE e.tenant_id = %(tenant)s"
+        " AND e.id = ANY(ARRAY(SELECT episode_id FROM top)) OFFSET 0) e ON e.id = p.episode_id"
+        " JOIN episodic_session s ON s.tenant_id = p.tenant_id AND s.id = p.session_id"
         " ORDER BY f.fused DESC, f.id DESC"
     )
     settings_ = vector_scan_settings(ef_search=pool, floor=HNSW_EF_SEARCH) if vector is not None else {}
