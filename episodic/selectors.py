@@ -36,6 +36,7 @@ from pgvector.django import CosineDistance, VectorField
 from core.db import array_literal, fetch_after_set_locals
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
+from core.rounding import rounded
 from core.timestamps import epoch_us_sql, from_epoch_us
 from episodic.aliases import aliases_for, has_aliases
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
@@ -751,12 +752,19 @@ PASSAGE_JOINS = (
 
 
 def _passage_row(values: Sequence[Any]) -> PassageRow:
+    # Field by field rather than through _row_fields' dict: a context request reads up to 400.
     position, last = values[10], values[13]
-    fields = _row_fields(values)
-    if not (position == 0 and last):
-        fields["content_hash"] = f"{values[7]}:{position}"
     return PassageRow(
-        **fields,
+        id=values[0],
+        session=values[1] or "",
+        kind=values[2],
+        role=values[3],
+        content=values[4],
+        occurred_at=from_epoch_us(values[5]),
+        external_id=values[6],
+        content_hash=values[7] if position == 0 and last else f"{values[7]}:{position}",
+        token_count=values[8],
+        payload={},
         passage_id=values[9],
         position=position,
         char_start=values[11],
@@ -942,27 +950,34 @@ def passage_pool(
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
         found = fetch_after_set_locals(settings_, sql, params)
     best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
+    # The score parts are rounded a column at a time (core.rounding: as round() rounds each).
+    fused_column = [values[0] for values in found]
+    text_column = rounded([float(values[2] or 0.0) for values in found], 6)
+    vector_column = rounded(
+        [_finite(1 - values[1] if values[1] is not None else (values[3] or 0.0)) for values in found],
+        6,
+    )
+    overlap_column = rounded([float(values[4] or 0.0) for values in found], 6)
+    fused_rounded = rounded(fused_column, 6)
+    scores = rounded([fused / best for fused in fused_column], 6)
     rows: list[ScoredPassageRow] = []
     session_summaries: dict[str, tuple[str, datetime]] = {}
-    for fused_score, channel_distance, text_value, similarity_value, overlap_found, counts, length, *rest in found:
-        session_summary, started_us, *columns = rest
-        row = _passage_row(columns)
-        if session_summary is not None:
-            session_summaries[row.session] = (session_summary, from_epoch_us(started_us))
-        vector_value = 1 - channel_distance if channel_distance is not None else (similarity_value or 0.0)
-        parts = {
-            "text": round(float(text_value or 0.0), 6),
-            "vector": round(_finite(vector_value), 6),
-            "overlap": round(float(overlap_found or 0.0), 6),
-            "fused": round(fused_score, 6),
-        }
-        stored = length is not None
+    for i, values in enumerate(found):
+        row = _passage_row(values[9:])
+        if values[7] is not None:
+            session_summaries[row.session] = (values[7], from_epoch_us(values[8]))
+        length = values[6]
         rows.append(
             ScoredPassageRow(
                 row=row,
-                score=round(fused_score / best, 6),
-                score_parts=parts,
-                term_counts=counts if stored else None,
+                score=scores[i],
+                score_parts={
+                    "text": text_column[i],
+                    "vector": vector_column[i],
+                    "overlap": overlap_column[i],
+                    "fused": fused_rounded[i],
+                },
+                term_counts=values[5] if length is not None else None,
                 terms_length=length,
             )
         )
