@@ -17,6 +17,12 @@ sum of planning and of execution times is kept; then the batches are sent again 
 them, `--repeat` times, and the backend's CPU (schedstat: parse, plan, execute, send) is averaged.
 Reports the median over the questions of each, and the plans of question `--plan` with BUFFERS when
 asked (or its statements written to `--dump`).
+
+To compare checkouts against the same load, each writes its batches (`--dump FILE --repeat 1`, from
+its own worktree), and one run sends them all, taking turns question by question:
+
+    .venv/bin/python bench/history_statement.py --db engram_rp2_c1 --conversations 1 --questions 12 --repeat 1 --dump /tmp/a.sql
+    .venv/bin/python bench/history_statement.py --db engram_rp2_c1 --repeat 9 --compare /tmp/a.sql /tmp/b.sql
 """
 
 from __future__ import annotations
@@ -53,6 +59,60 @@ def _split(batch: str) -> tuple[list[str], list[str]]:
     return settings, statements
 
 
+def _backend_ns(schedstat: Path) -> int:
+    return int(schedstat.read_text().split()[0])
+
+
+def compare(args: argparse.Namespace) -> None:
+    """The batches of several --dump files sent again on one connection, the files taking turns
+    question by question for `--repeat` rounds: per file, the backend's CPU for each question
+    (median of the rounds), summed over the questions. Checkouts measured in one run, against the
+    same machine's load."""
+    import django
+
+    django.setup()
+    from django.db import connection, transaction
+
+    from tenants.models import Tenant
+    from tenants.scope import tenant_scope
+
+    tenant = Tenant.objects.get(slug=SETS[args.set])
+    dumps = {}
+    for name in args.compare:
+        parts = re.split(r"^-- question \d+\n", Path(name).read_text(), flags=re.MULTILINE)
+        dumps[name] = [[b for b in part.split(";\n") if b.strip()] for part in parts if part.strip()]
+    counts = {len(questions_) for questions_ in dumps.values()}
+    if len(counts) != 1:
+        sys.exit(f"The files hold different numbers of questions: {sorted(counts)}")
+    (count,) = counts
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+    schedstat = Path(f"/proc/{backend}/schedstat")
+    spent: dict[str, list[list[float]]] = {name: [[] for _ in range(count)] for name in dumps}
+    with tenant_scope(tenant):
+        for _ in range(args.repeat):
+            for question in range(count):
+                for name, questions_ in dumps.items():
+                    with transaction.atomic(), connection.cursor() as cursor:
+                        before = _backend_ns(schedstat)
+                        for batch in questions_[question]:
+                            cursor.execute(batch)
+                            while True:
+                                if cursor.description is not None:
+                                    cursor.fetchall()
+                                if not cursor.nextset():
+                                    break
+                        spent[name][question].append((_backend_ns(schedstat) - before) / 1e6)
+    print(
+        f"{count} questions, {args.repeat} rounds, the backend's CPU per question (median of the rounds), "
+        f"summed (reference loop {reference_loop_ms():.1f} ms; loaded machine):"
+    )
+    for name, per_question in spent.items():
+        total = sum(statistics.median(samples) for samples in per_question)
+        print(f"  {name}: {total:.1f} ms, {total / count:.2f} ms a question")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", required=True)
@@ -65,8 +125,17 @@ def main() -> None:
     parser.add_argument(
         "--dump", default="", help="write the statements of question --plan (without --plan: of all) to this file"
     )
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        default=[],
+        help="files written by --dump (one per checkout): send their batches again, interleaved question by question",
+    )
     args = parser.parse_args()
     os.environ.update(_db_env(args.db))
+    if args.compare:
+        compare(args)
+        return
     pairs = questions(args.set, args.conversations)[: args.questions]
 
     from django.db import connection, transaction
@@ -131,7 +200,7 @@ def main() -> None:
             Path(args.dump).write_text(";\n".join([*settings, *statements]) + ";\n")
         elif args.dump and args.plan < 0:
             with Path(args.dump).open("a") as out:
-                out.write("".join(f"{batch};\n" for batch in batches))
+                out.write(f"-- question {index}\n" + "".join(f"{batch};\n" for batch in batches))
         best_planning, best_execution = float("inf"), float("inf")
         with tenant_scope(tenant):
             for attempt in range(args.repeat):
