@@ -36,6 +36,7 @@ from pgvector.django import CosineDistance, VectorField
 from core.db import array_literal, fetch_after_set_locals
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
+from core.rounding import rounded
 from core.timestamps import epoch_us_sql, from_epoch_us
 from episodic.aliases import aliases_for, has_aliases
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
@@ -738,6 +739,12 @@ PASSAGE_COLUMNS = (
     " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
     " p.line, p.line_tokens"
 )
+# The passage's and the episode's columns that PASSAGE_COLUMNS and PASSAGE_JOINS read.
+_EPISODE_COLUMNS = "e.id, e.kind, e.role, e.external_id, e.content_hash"
+_TOP_COLUMNS = (
+    "p.id, p.tenant_id, p.episode_id, p.session_id, p.content, p.occurred_at, p.token_count, p.position,"
+    " p.char_start, p.char_end, p.last, p.line, p.line_tokens"
+)
 PASSAGE_JOINS = (
     "JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id"
     " JOIN episodic_session s ON s.tenant_id = p.tenant_id AND s.id = p.session_id"
@@ -745,12 +752,19 @@ PASSAGE_JOINS = (
 
 
 def _passage_row(values: Sequence[Any]) -> PassageRow:
+    # Field by field rather than through _row_fields' dict: a context request reads up to 400.
     position, last = values[10], values[13]
-    fields = _row_fields(values)
-    if not (position == 0 and last):
-        fields["content_hash"] = f"{values[7]}:{position}"
     return PassageRow(
-        **fields,
+        id=values[0],
+        session=values[1] or "",
+        kind=values[2],
+        role=values[3],
+        content=values[4],
+        occurred_at=from_epoch_us(values[5]),
+        external_id=values[6],
+        content_hash=values[7] if position == 0 and last else f"{values[7]}:{position}",
+        token_count=values[8],
+        payload={},
         passage_id=values[9],
         position=position,
         char_start=values[11],
@@ -868,23 +882,30 @@ def passage_pool(
         channels.append("vector")
     if not channels:
         return PassagePool(rows=[], summaries={})
-    # Each channel adds weight / (RRF_K + rank), left to right from 0 as _rrf does.
-    fused = "0::float8" + "".join(
-        f" + coalesce(%(weight_{name})s::float8 / (%(rrf_k)s + {name}.n), 0)" for name in channels
+    # Each channel's term weight / (RRF_K + rank), added left to right from 0 as _rrf adds them; one
+    # aggregate over the channels' rows, each id at most once per channel.
+    terms = [f"max(c.{name})" for name in channels]
+    fused = "0::float8" + "".join(f" + coalesce({term}, 0)" for term in terms)
+    rows_ = " UNION ALL ".join(
+        "SELECT id, "  # noqa: S608
+        + ", ".join(
+            f"%(weight_{name})s::float8 / (%(rrf_k)s + n)" if name == channel else "NULL::float8" for name in channels
+        )
+        + (", distance" if channel == "vector" else ", NULL::float8")
+        + f" FROM {channel}"
+        for channel in channels
     )
-    joins = "".join(f" LEFT JOIN {name} ON {name}.id = i.id" for name in channels)
-    ids = " UNION ".join(f"SELECT id FROM {name}" for name in channels)  # noqa: S608
-    distance = "vector.distance" if vector is not None else "NULL::float8"
     ctes.append(
-        f"fused AS (SELECT i.id, {fused} AS fused, {distance} AS distance FROM ({ids}) i{joins}"  # noqa: S608
-        " ORDER BY 2 DESC, 1 DESC LIMIT %(limit)s)"
+        f"fused AS (SELECT c.id, {fused} AS fused, max(c.distance) AS distance"  # noqa: S608
+        f" FROM ({rows_}) c({', '.join(['id', *channels, 'distance'])}) GROUP BY c.id ORDER BY 2 DESC, 1 DESC LIMIT %(limit)s)"
     )
     text_rank = (
         "ts_rank(p.search_vector, to_tsquery('english'::regconfig, %(tsquery)s), 32)" if tsquery else "0::float8"
     )
     # Reading a vector back costs more than the rest of the row: the channel's distance where it has one.
     similarity = (
-        "CASE WHEN f.distance IS NULL THEN COALESCE(1 - (p.embedding <=> (SELECT v FROM q)), 0) END"
+        "CASE WHEN p.id = ANY(ARRAY(SELECT id FROM fused WHERE distance IS NULL))"
+        " THEN COALESCE(1 - (p.embedding <=> (SELECT v FROM q)), 0) END"
         if vector is not None
         else "NULL::float8"
     )
@@ -899,15 +920,29 @@ def passage_pool(
         if count_terms
         else "'{}'::int[]"
     )
-    # A session's summary once, on one of its rows.
+    # The top's rows are read by key and scored where they are read: only the scores and the columns of
+    # a line go up to the joins (a passage's vector, text search vector and index terms, carried through
+    # them, cost the database more than the rest of the statement). Named as the passage's columns, so
+    # that PASSAGE_COLUMNS and PASSAGE_JOINS read it as `p`.
+    ctes.append(
+        f"top AS (SELECT {text_rank} AS text_rank, {similarity} AS similarity, {overlap_value} AS overlap,"  # noqa: S608
+        f" {term_counts} AS term_counts, cardinality(p.index_terms) AS terms_length, {_TOP_COLUMNS}"
+        " FROM episodic_passage p WHERE p.tenant_id = %(tenant)s AND p.id = ANY(ARRAY(SELECT id FROM fused)))"
+    )
+    # A session's summary once, on its first row of the top.
     summary = (
-        "CASE WHEN s.summary <> '' AND row_number() OVER (PARTITION BY p.session_id ORDER BY p.id) = 1"
+        "CASE WHEN s.summary <> '' AND p.id = ANY(ARRAY(SELECT min(id) FROM top GROUP BY session_id))"  # noqa: S608
         f" THEN s.summary END, {epoch_us_sql('s.started_at')}"
     )
     sql = (
-        f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, {text_rank}, {similarity}, {overlap_value},"  # noqa: S608
-        f" {term_counts}, cardinality(p.index_terms), {summary}, {PASSAGE_COLUMNS}"
-        f" FROM fused f JOIN episodic_passage p ON p.tenant_id = %(tenant)s AND p.id = f.id {PASSAGE_JOINS}"
+        f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, p.text_rank, p.similarity, p.overlap,"  # noqa: S608
+        f" p.term_counts, p.terms_length, {summary}, {PASSAGE_COLUMNS}"
+        " FROM fused f JOIN top p ON p.id = f.id"
+        # The top's episodes by key in one index scan (joined row by row, each probe evaluates the
+        # row-level security's tenant list again).
+        f" JOIN (SELECT {_EPISODE_COLUMNS} FROM episodic_episode e WHERE e.tenant_id = %(tenant)s"
+        " AND e.id = ANY(ARRAY(SELECT episode_id FROM top)) OFFSET 0) e ON e.id = p.episode_id"
+        " JOIN episodic_session s ON s.tenant_id = p.tenant_id AND s.id = p.session_id"
         " ORDER BY f.fused DESC, f.id DESC"
     )
     settings_ = vector_scan_settings(ef_search=pool, floor=HNSW_EF_SEARCH) if vector is not None else {}
@@ -915,27 +950,34 @@ def passage_pool(
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
         found = fetch_after_set_locals(settings_, sql, params)
     best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
+    # The score parts are rounded a column at a time (core.rounding: as round() rounds each).
+    fused_column = [values[0] for values in found]
+    text_column = rounded([float(values[2] or 0.0) for values in found], 6)
+    vector_column = rounded(
+        [_finite(1 - values[1] if values[1] is not None else (values[3] or 0.0)) for values in found],
+        6,
+    )
+    overlap_column = rounded([float(values[4] or 0.0) for values in found], 6)
+    fused_rounded = rounded(fused_column, 6)
+    scores = rounded([fused / best for fused in fused_column], 6)
     rows: list[ScoredPassageRow] = []
     session_summaries: dict[str, tuple[str, datetime]] = {}
-    for fused_score, channel_distance, text_value, similarity_value, overlap_found, counts, length, *rest in found:
-        session_summary, started_us, *columns = rest
-        row = _passage_row(columns)
-        if session_summary is not None:
-            session_summaries[row.session] = (session_summary, from_epoch_us(started_us))
-        vector_value = 1 - channel_distance if channel_distance is not None else (similarity_value or 0.0)
-        parts = {
-            "text": round(float(text_value or 0.0), 6),
-            "vector": round(_finite(vector_value), 6),
-            "overlap": round(float(overlap_found or 0.0), 6),
-            "fused": round(fused_score, 6),
-        }
-        stored = length is not None
+    for i, values in enumerate(found):
+        row = _passage_row(values[9:])
+        if values[7] is not None:
+            session_summaries[row.session] = (values[7], from_epoch_us(values[8]))
+        length = values[6]
         rows.append(
             ScoredPassageRow(
                 row=row,
-                score=round(fused_score / best, 6),
-                score_parts=parts,
-                term_counts=counts if stored else None,
+                score=scores[i],
+                score_parts={
+                    "text": text_column[i],
+                    "vector": vector_column[i],
+                    "overlap": overlap_column[i],
+                    "fused": fused_rounded[i],
+                },
+                term_counts=values[5] if length is not None else None,
                 terms_length=length,
             )
         )

@@ -104,8 +104,10 @@ def _pack(
             after[other.layer] -= line_cost[other.id]
         # Joining a layer's text to the others' costs a separator.
         opens_layer = item.layer not in after
-        if after.get(item.layer, 0) + cost > cap(item.layer, after) or (
-            sum(after.values()) + cost + (SEPARATOR_TOKENS if opens_layer and after else 0) > total
+        # The total first: once the budget is nearly full, most items fail it, and the layer's cap is
+        # a call that sums the other layers.
+        if sum(after.values()) + cost + (SEPARATOR_TOKENS if opens_layer and after else 0) > total or (
+            after.get(item.layer, 0) + cost > cap(item.layer, after)
         ):
             return False
         if evicted:

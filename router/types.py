@@ -19,7 +19,9 @@ class SourceDict(TypedDict):
     span: list[int] | None
 
 
-@dataclasses.dataclass(frozen=True)
+# Slotted, not frozen: a context request builds one for each of its ~400 candidates, and a frozen
+# dataclass sets each field through object.__setattr__.
+@dataclasses.dataclass(slots=True)
 class Source:
     episode_id: int
     external_id: str | None

@@ -12,11 +12,13 @@ from datetime import datetime
 import numpy as np
 
 from core.lines import said_line
+from core.rounding import rounded
 from core.tokens import count_tokens
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID
 from episodic.selectors import (
     EpisodeRow,
     PassageRow,
+    ScoredPassageRow,
     episode_rows_latest,
     passage_pool,
     passage_rows_neighbours,
@@ -43,18 +45,10 @@ from tenants.models import Tenant
 _MARKER_MARGIN = 8
 
 
-# Slotted, not frozen: a request builds up to 400 (see episodic.selectors.EpisodeRow).
-@dataclass(slots=True)
-class EpisodeHit:
-    """A ranked passage: the whole episode when it is one passage, else a part of it."""
-
-    row: PassageRow
-    score: float
-    score_parts: dict[str, float]
-    # The query's terms counted in the passage's stored index terms, and their number (router.rerank);
-    # None where they are not stored.
-    term_counts: list[int] | None = None
-    terms_length: int | None = None
+# A ranked passage (the whole episode when it is one passage, else a part of it), with its score, its
+# score parts and the query's terms counted in its stored index terms (router.rerank): the pool's rows
+# as the selector builds them, not copied (a request ranks up to 400).
+EpisodeHit = ScoredPassageRow
 
 
 def episode_source(row: EpisodeRow, *, quoted: bool = True) -> Source:
@@ -110,17 +104,7 @@ def episode_hits(
         extracted=extracted,
         count_terms=query_terms(query),
     )
-    hits = [
-        EpisodeHit(
-            row=s.row,
-            score=float(s.score),
-            score_parts=s.score_parts,
-            term_counts=s.term_counts,
-            terms_length=s.terms_length,
-        )
-        for s in pool.rows
-    ]
-    return EpisodeHits(hits=hits, summaries=pool.summaries)
+    return EpisodeHits(hits=pool.rows, summaries=pool.summaries)
 
 
 def named_speakers(query: str, roles: Iterable[str]) -> frozenset[str]:
@@ -320,7 +304,8 @@ def episode_candidates(
         else []
     )
     answers: list[tuple[float, PassageRow, Candidate]] = []
-    for hit in hits:
+    shown = rounded([relevance[hit.row.passage_id] for hit in hits], 6)
+    for hit, rel_shown in zip(hits, shown, strict=True):
         row = hit.row
         if row.passage_id in seen_passages or row.content_hash in seen_hashes:
             continue
@@ -333,7 +318,7 @@ def episode_candidates(
             section="Relevant history",
             value=rel**w.sharpness + 1e-6,
             score=hit.score,
-            parts={**hit.score_parts, "relevance": round(rel, 6), "passage": float(row.passage_id)},
+            parts={**hit.score_parts, "relevance": rel_shown, "passage": float(row.passage_id)},
         )
         out.append(item)
         if rel >= w.update_relevance:

@@ -4,12 +4,16 @@ and fresh statistics. The planner's choice is what is tested: nothing is switche
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import psycopg
 import pytest
 from django.contrib.postgres.search import SearchQuery
-from django.db import connection
+from django.db import connection, transaction
 
-from episodic.selectors import episode_list
+from core.embedding import EMBEDDING_DIM
+from episodic.selectors import episode_list, passage_pool
 from tenants.dbroles import owner_credentials
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import item
@@ -39,6 +43,7 @@ def _analyze() -> None:
     ) as conn:
         conn.execute("VACUUM ANALYZE episodic_episode")
         conn.execute("VACUUM ANALYZE episodic_session")
+        conn.execute("VACUUM ANALYZE episodic_passage")
 
 
 @pytest.fixture
@@ -71,3 +76,54 @@ def test_filters_use_their_indexes_under_row_level_security(tenant_a, populated)
     assert "episode_topics_gin" in topic_plan, topic_plan
     assert "episode_fts_gin" in text_plan, text_plan
     assert "episode_subject_time" in timeline_plan, timeline_plan
+
+
+_WIDE = re.compile(r"\b(embedding|search_vector|index_terms)\b")
+_RANKING = {"CTE q", "CTE s", "CTE text", "CTE overlap", "CTE vector", "CTE fused"}
+
+
+def _carriers(node: dict[str, Any]) -> list[str]:
+    """The nodes of a plan, outside the ranking (the channels and their fusion, which read them to
+    rank), that pass a passage's vector, text search vector or index terms up the plan: the joins, sorts,
+    hashes and windows above the scans (a scan reads them, and may hand its whole row on)."""
+    if node.get("Subplan Name") in _RANKING:
+        return []
+    found = []
+    if "Relation Name" not in node and any(_WIDE.search(out) for out in node.get("Output", [])):
+        found.append(f"{node['Node Type']}: {node['Output']}")
+    for child in node.get("Plans", []):
+        found += _carriers(child)
+    return found
+
+
+def test_the_pool_reads_a_passages_wide_columns_only_where_it_scores_it(tenant_a, populated) -> None:
+    """History's pool (one statement: channels, fusion, the top's scores and rows) computes each top
+    row's scores where it reads the passage, and passes only the scores and the columns a line needs
+    up the plan: carried through the joins, the sort and the window above, the vector (1.5 kB a row),
+    text search vector and index terms cost the database more than the statements the one replaced."""
+    statements: list[str] = []
+
+    def catch(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        if "fused" in sql:
+            # The PostgreSQL backend's operations bind parameters as the driver does (client-side).
+            statements.append(connection.ops.compose_sql(sql, params))  # type: ignore[attr-defined]
+        return execute(sql, params, many, context)
+
+    with tenant_scope(tenant_a), transaction.atomic():
+        with connection.execute_wrapper(catch):
+            pool = passage_pool(
+                tenant=tenant_a,
+                query="a note about Lisbon",
+                subject="alice",
+                limit=150,
+                query_embedding=[0.1] * EMBEDDING_DIM,
+                extracted=(["e7"], ["t3"]),
+                count_terms=["note", "lisbon"],
+            )
+        assert pool.rows
+        statement = statements[0][statements[0].index("WITH ") :]
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {statement}")
+            (plan,) = cursor.fetchone()
+    carriers = _carriers(plan[0]["Plan"])
+    assert carriers == [], carriers
