@@ -18,7 +18,8 @@ rolled back on its own when what it then serves falls below the formula's interv
 - Switch: a model serves when the interval of (model - formula) lies above 0 and the tenant allows
   learned values (TenantSettings.learned_value). The watch rolls it back when the items used per
   context it measures while serving fall below the formula's interval.
-- Trial: a model not shown worse (the interval's upper end at or above 0) goes on trial (router.trial):
+- Trial: a model not shown worse (the interval's upper end at or above 0, by inverse propensity or by
+  the doubly robust estimate, since the former cannot credit a departure) goes on trial (router.trial):
   served on a share of the requests, interleaved with the formula, each candidate logged with its chance
   under both. Its estimate on the trial's own traces (`trial_estimate`) needs no replay and gives every
   item either policy would serve a chance; `value_model_trial` decides on it.
@@ -414,9 +415,11 @@ def value_model_train(*, tenant: Tenant) -> ValueModel | None:
         f"difference {estimate.difference:+.3f}, 95% interval [{estimate.low:+.3f}, {estimate.high:+.3f}]"
     )
     row.save()
-    # Not shown worse: the estimate on the formula's logs cannot credit what they never served, so the
-    # model goes on trial, where its own choices are logged.
-    trial = not beats and estimate.high >= 0.0
+    # Not shown worse: the estimate on the formula's logs cannot credit what they never served, so a
+    # model that departs from them is placed low however good it is; unless the doubly robust estimate
+    # (which credits those items what the formula's ranking expects of them) places it below the formula
+    # too, it goes on trial, where its own choices are logged and the switch is decided without bias.
+    trial = not beats and (estimate.high >= 0.0 or (robust is not None and robust.high >= 0.0))
     allowed = tenant.config.learned_value and (beats or trial_share(tenant.config.trial_share) > 0)
     if beats and allowed:
         model_serve(tenant=tenant, model=row)
