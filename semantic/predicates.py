@@ -21,7 +21,7 @@ from pathlib import Path
 
 from core import lexicon
 from core.timestamps import MONTHS
-from semantic.values import value_spans, values_same
+from semantic.values import NUMBER_IN_WORDS, number_in_words, value_spans, values_same
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -75,15 +75,12 @@ _DAY = re.compile(rf"\b(?:{_WEEKDAY})s?\b|\b(?:{_MONTH})\b(?:\s+\d{{4}}\b)?", re
 _YEAR = re.compile(r"(?<![\w.])(?:19|20)\d\d(?![\w.])")
 # An identifier written with hyphens, digits or a sigil: "us-east-1", "#backend-team", "@ana".
 _IDENTIFIER = re.compile(r"(?<![\w#@-])(?:[#@][\w-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*-\d[\w-]*)(?![\w-])")
-_NUMBER_WORD = (
-    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
-    "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|a dozen|a couple of|half an?|an?"
-)
 _TIME_UNIT = "seconds?|minutes?|hours?|days?|weeks?|months?|years?"
-# A count in words: "three weeks", "five engineers"; "a" or "an" counts only a unit of time ("an hour").
-# Neither inside a compound written with hyphens ("one-on-one", "second-hand").
+# A count in words: "three weeks", "thirty-five engineers", "a dozen eggs"; "a" or "an" counts only a
+# unit of time ("an hour"). Neither inside a compound written with hyphens ("one-on-one", "second-hand").
+# A number of two words or of the teens and tens stands alone too ("I'm thirty-five", "turned forty").
 _COUNT_IN_WORDS = re.compile(
-    rf"(?<![\w-])(?:(?:{_NUMBER_WORD.replace('|half an?|an?', '')})(?:[ -](?P<unit>[a-z][a-z]+))|"
+    rf"(?<![\w-])(?:(?P<number>{NUMBER_IN_WORDS}|a dozen|a couple of)(?:[ -](?P<unit>[a-z][a-z]+))?|"
     rf"(?:half an?|an?) (?P<time>{_TIME_UNIT}))(?![\w-])",
     re.I,
 )
@@ -125,6 +122,12 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         if end > start and free(start, end):
             found.append(Typed(start, end, kind, text[start:end], unit))
 
+    # The subject's own name, however it is written ("user-4821" would read as an identifier), is no value
+    # and no part of one.
+    if subject:
+        for m in re.finditer(rf"(?<![\w-]){re.escape(subject)}(?![\w-])", text, re.I):
+            found.append(Typed(m.start(), m.end(), "subject", m.group(0)))
+
     for m in _IDENTIFIER.finditer(text):
         add(*m.span(), "name")
     for m in _TIME.finditer(text):
@@ -150,12 +153,14 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         add(start, end, kind)
     for counted in _COUNT_IN_WORDS.finditer(text):
         unit_word: str = counted.group("unit") or counted.group("time") or ""
-        if unit_word.lower() not in function_words:
+        if unit_word and unit_word.lower() not in function_words:
             add(*counted.span(), "count", _singular(unit_word))
+        elif (number := number_in_words(counted.group("number") or "")) is not None and number > 9:
+            add(*counted.span("number"), "count")
     for start, end, numbered in names:
         if not numbered:
             add(start, end, "name")
-    return _joined(text, sorted(found, key=lambda t: t.start))
+    return _joined(text, sorted((t for t in found if t.kind != "subject"), key=lambda t: t.start))
 
 
 def _joined(text: str, spans: list[Typed]) -> list[Typed]:
