@@ -44,6 +44,11 @@ SIMILAR_PLAIN = 0.88
 # predicate only when their own meanings are this near (MiniLM cosine of the values alone):
 # docs/consolidation.md gives the pairs it was set on.
 SIMILAR_TERMS = 0.40
+# ... and this near when both are said with the same verb other than a copula ("eats vegan", "eats
+# pescatarian": 0.32; "works remote", "works hybrid": 0.34): the verb says which dimension they are of,
+# where "is" says none ("tidy" and "small": 0.21; "cheap" and "noisy": 0.31, said of a flat with "is").
+SIMILAR_TERMS_SAME_VERB = 0.30
+_COPULA = re.compile(r"\b(?:is|are|am|was|were|be|been|being|become|became|becomes|get|gets|got|seems?|feels?)\b", re.I)
 MAX_TERM_WORDS = 3
 
 
@@ -103,6 +108,11 @@ def _singular(word: str) -> str:
     if low.endswith("s") and not low.endswith("ss") and len(low) > 3:
         return low[:-1]
     return low
+
+
+def identifier(text: str) -> re.Match[str] | None:
+    """`text` is one identifier written with hyphens, digits or a sigil ("us-east-1", "#backend-team")."""
+    return _IDENTIFIER.fullmatch(text)
 
 
 def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
@@ -468,8 +478,18 @@ def judge(
     old_typed, new_typed = deciding_kind(old_value), deciding_kind(new_value)
     if old_typed is None or new_typed is None or not same_kind(old_typed, new_typed):
         return Verdict(False, "values of different kinds")
-    if new_typed.kind == "term" and (values_similarity is None or values_similarity < SIMILAR_TERMS):
-        return Verdict(False, "states of different meanings")
+    if new_typed.kind == "term":
+        old_frame = frame(old_statement, subject=subject, value=old_value)
+        new_frame = frame(new_statement, subject=subject, value=new_value)
+        same_verb = (
+            content_words(old_frame, subject=subject) == content_words(new_frame, subject=subject)
+            and bool(content_words(new_frame, subject=subject))
+            and not _COPULA.search(old_frame)
+            and not _COPULA.search(new_frame)
+        )
+        floor = SIMILAR_TERMS_SAME_VERB if same_verb else SIMILAR_TERMS
+        if values_similarity is None or values_similarity < floor:
+            return Verdict(False, "states of different meanings")
     if values_same(old_value, new_value):
         return Verdict(False, "the same value")
     if adds(new_statement):

@@ -84,7 +84,12 @@ class Statement:
 def _pipeline() -> Language:
     import spacy
 
-    return spacy.load(MODEL, exclude=["ner"])
+    nlp = spacy.load(MODEL, exclude=["ner"])
+    # An identifier written with hyphens and digits ("us-east-2", "eu-central-1") is one word: split at
+    # its hyphens, "us" read as the speaker and "in us" as a circumstance to drop.
+    default = nlp.tokenizer.token_match
+    nlp.tokenizer.token_match = lambda text: predicates.identifier(text) or (default(text) if default else None)
+    return nlp
 
 
 def parse(text: str) -> Doc:
