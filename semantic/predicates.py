@@ -416,7 +416,14 @@ def hedges(text: str) -> bool:
 def for_one_occasion(text: str) -> bool:
     """The text tells an exception for one occasion ("this week only", "just this once")."""
     said = _section("change.txt", "one occasion")
-    return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
+    if re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I):
+        return True
+    # "Tomorrow the standup is at 11": one coming occasion, unless said as where a change starts.
+    since = lexicon.alternation(_section("change.txt", "from then on"))
+    for m in re.finditer(rf"\b(?:{lexicon.alternation(_section('change.txt', 'one day'))})\b", text, re.I):
+        if not re.search(rf"\b(?:{since})\s+$", text[: m.start()], re.I):
+            return True
+    return False
 
 
 def adds(text: str) -> bool:
@@ -527,5 +534,17 @@ def judge(
     # One frame says all the other does and a circumstance more ("... has 9 engineers after the
     # hiring round"): the same predicate, read as near as a change asks.
     if old_words and new_words:
+        # ... but a word more before the value names another thing ("the marketing team uses ..."
+        # after "our team uses ..."), not a circumstance.
+        longer = frame(new_statement, subject=subject, value=new_value)
+        if old_words > new_words:
+            longer = frame(old_statement, subject=subject, value=old_value)
+        head = [
+            next(iter(content_words(w, subject=subject)), "")
+            for w in (longer[: longer.find(MASK)] if MASK in longer else longer).split()
+        ]
+        shared = [i for i, w in enumerate(head) if w in old_words & new_words]
+        if shared and any(w and w not in old_words & new_words for w in head[: shared[-1]]):
+            return Verdict(False, "a word more names another thing")
         return Verdict(similarity >= SIMILAR_WITH_CHANGE, f"one frame holds the other's words, at {similarity:.2f}")
     return Verdict(similarity >= SIMILAR_PLAIN, f"said plainly, frames at {similarity:.2f}")
