@@ -402,6 +402,12 @@ def tells_the_past(text: str) -> bool:
     return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
 
 
+def says_now(text: str) -> bool:
+    """The text says what holds now ("now", "these days", "currently": the adverbs of change.txt)."""
+    said = _section("change.txt", "adverbs")
+    return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
+
+
 def denies(text: str) -> bool:
     """The text denies ("not", "never", "didn't")."""
     return bool(re.search(r"\b(?:not|never|no|none|\w+n['’]t)\b", text, re.I))
@@ -505,6 +511,8 @@ def judge(
         return Verdict(False, "a hypothesis")
     if for_one_occasion(new_statement):
         return Verdict(False, "an exception for one occasion")
+    if tells_the_past(new_statement) and not says_now(new_statement):
+        return Verdict(False, "the past")
     if someone_elses(new_statement, subject=subject):
         return Verdict(False, "someone else's value")
     old_words = content_words(frame(old_statement, subject=subject, value=old_value), subject=subject)

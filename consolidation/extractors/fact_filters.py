@@ -31,6 +31,7 @@ from semantic.predicates import (
     current_value,
     for_one_occasion,
     hedges,
+    says_now,
     tells_the_past,
     value_kind,
 )
@@ -150,7 +151,7 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
     if attribute not in EVENT_ATTRIBUTES and (
         for_one_occasion(sentence)
         or (hedges(sentence) and not hedges(statement))
-        or (tells_the_past(sentence) and not tells_the_past(statement))
+        or (tells_the_past(sentence) and not tells_the_past(statement) and not says_now(sentence))
     ):
         return False
     # A typed value ("May 19", "Envoy", "9:15") is no clause: the tests of a clause's words do not apply.
