@@ -21,7 +21,7 @@ from pathlib import Path
 
 from core import lexicon
 from core.timestamps import MONTHS
-from semantic.values import value_spans, values_same
+from semantic.values import NUMBER_IN_WORDS, number_in_words, value_spans, values_same
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -44,6 +44,11 @@ SIMILAR_PLAIN = 0.88
 # predicate only when their own meanings are this near (MiniLM cosine of the values alone):
 # docs/consolidation.md gives the pairs it was set on.
 SIMILAR_TERMS = 0.40
+# ... and this near when both are said with the same verb other than a copula ("eats vegan", "eats
+# pescatarian": 0.32; "works remote", "works hybrid": 0.34): the verb says which dimension they are of,
+# where "is" says none ("tidy" and "small": 0.21; "cheap" and "noisy": 0.31, said of a flat with "is").
+SIMILAR_TERMS_SAME_VERB = 0.30
+_COPULA = re.compile(r"\b(?:is|are|am|was|were|be|been|being|become|became|becomes|get|gets|got|seems?|feels?)\b", re.I)
 MAX_TERM_WORDS = 3
 
 
@@ -75,15 +80,12 @@ _DAY = re.compile(rf"\b(?:{_WEEKDAY})s?\b|\b(?:{_MONTH})\b(?:\s+\d{{4}}\b)?", re
 _YEAR = re.compile(r"(?<![\w.])(?:19|20)\d\d(?![\w.])")
 # An identifier written with hyphens, digits or a sigil: "us-east-1", "#backend-team", "@ana".
 _IDENTIFIER = re.compile(r"(?<![\w#@-])(?:[#@][\w-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*-\d[\w-]*)(?![\w-])")
-_NUMBER_WORD = (
-    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
-    "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|a dozen|a couple of|half an?|an?"
-)
 _TIME_UNIT = "seconds?|minutes?|hours?|days?|weeks?|months?|years?"
-# A count in words: "three weeks", "five engineers"; "a" or "an" counts only a unit of time ("an hour").
-# Neither inside a compound written with hyphens ("one-on-one", "second-hand").
+# A count in words: "three weeks", "thirty-five engineers", "a dozen eggs"; "a" or "an" counts only a
+# unit of time ("an hour"). Neither inside a compound written with hyphens ("one-on-one", "second-hand").
+# A number of two words or of the teens and tens stands alone too ("I'm thirty-five", "turned forty").
 _COUNT_IN_WORDS = re.compile(
-    rf"(?<![\w-])(?:(?:{_NUMBER_WORD.replace('|half an?|an?', '')})(?:[ -](?P<unit>[a-z][a-z]+))|"
+    rf"(?<![\w-])(?:(?P<number>{NUMBER_IN_WORDS}|a dozen|a couple of)(?:[ -](?P<unit>[a-z][a-z]+))?|"
     rf"(?:half an?|an?) (?P<time>{_TIME_UNIT}))(?![\w-])",
     re.I,
 )
@@ -108,6 +110,11 @@ def _singular(word: str) -> str:
     return low
 
 
+def identifier(text: str) -> re.Match[str] | None:
+    """`text` is one identifier written with hyphens, digits or a sigil ("us-east-1", "#backend-team")."""
+    return _IDENTIFIER.fullmatch(text)
+
+
 def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
     """The typed values of `text`, in order. The subject's own name is no value, nor is a name that
     only says whose or which thing it is ("Ana's", "our API gateway", "my Trek bike": the value is what
@@ -124,6 +131,12 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         end -= len(chunk) - len(chunk.rstrip(" \t.,;:"))
         if end > start and free(start, end):
             found.append(Typed(start, end, kind, text[start:end], unit))
+
+    # The subject's own name, however it is written ("user-4821" would read as an identifier), is no value
+    # and no part of one.
+    if subject:
+        for m in re.finditer(rf"(?<![\w-]){re.escape(subject)}(?![\w-])", text, re.I):
+            found.append(Typed(m.start(), m.end(), "subject", m.group(0)))
 
     for m in _IDENTIFIER.finditer(text):
         add(*m.span(), "name")
@@ -150,12 +163,14 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         add(start, end, kind)
     for counted in _COUNT_IN_WORDS.finditer(text):
         unit_word: str = counted.group("unit") or counted.group("time") or ""
-        if unit_word.lower() not in function_words:
+        if unit_word and unit_word.lower() not in function_words:
             add(*counted.span(), "count", _singular(unit_word))
+        elif (number := number_in_words(counted.group("number") or "")) is not None and number > 9:
+            add(*counted.span("number"), "count")
     for start, end, numbered in names:
         if not numbered:
             add(start, end, "name")
-    return _joined(text, sorted(found, key=lambda t: t.start))
+    return _joined(text, sorted((t for t in found if t.kind != "subject"), key=lambda t: t.start))
 
 
 def _joined(text: str, spans: list[Typed]) -> list[Typed]:
@@ -387,6 +402,12 @@ def tells_the_past(text: str) -> bool:
     return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
 
 
+def says_now(text: str) -> bool:
+    """The text says what holds now ("now", "these days", "currently": the adverbs of change.txt)."""
+    said = _section("change.txt", "adverbs")
+    return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
+
+
 def denies(text: str) -> bool:
     """The text denies ("not", "never", "didn't")."""
     return bool(re.search(r"\b(?:not|never|no|none|\w+n['’]t)\b", text, re.I))
@@ -401,7 +422,14 @@ def hedges(text: str) -> bool:
 def for_one_occasion(text: str) -> bool:
     """The text tells an exception for one occasion ("this week only", "just this once")."""
     said = _section("change.txt", "one occasion")
-    return bool(re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I))
+    if re.search(rf"\b(?:{lexicon.alternation(said)})\b", text, re.I):
+        return True
+    # "Tomorrow the standup is at 11": one coming occasion, unless said as where a change starts.
+    since = lexicon.alternation(_section("change.txt", "from then on"))
+    for m in re.finditer(rf"\b(?:{lexicon.alternation(_section('change.txt', 'one day'))})\b", text, re.I):
+        if not re.search(rf"\b(?:{since})\s+$", text[: m.start()], re.I):
+            return True
+    return False
 
 
 def adds(text: str) -> bool:
@@ -463,8 +491,18 @@ def judge(
     old_typed, new_typed = deciding_kind(old_value), deciding_kind(new_value)
     if old_typed is None or new_typed is None or not same_kind(old_typed, new_typed):
         return Verdict(False, "values of different kinds")
-    if new_typed.kind == "term" and (values_similarity is None or values_similarity < SIMILAR_TERMS):
-        return Verdict(False, "states of different meanings")
+    if new_typed.kind == "term":
+        old_frame = frame(old_statement, subject=subject, value=old_value)
+        new_frame = frame(new_statement, subject=subject, value=new_value)
+        same_verb = (
+            content_words(old_frame, subject=subject) == content_words(new_frame, subject=subject)
+            and bool(content_words(new_frame, subject=subject))
+            and not _COPULA.search(old_frame)
+            and not _COPULA.search(new_frame)
+        )
+        floor = SIMILAR_TERMS_SAME_VERB if same_verb else SIMILAR_TERMS
+        if values_similarity is None or values_similarity < floor:
+            return Verdict(False, "states of different meanings")
     if values_same(old_value, new_value):
         return Verdict(False, "the same value")
     if adds(new_statement):
@@ -473,6 +511,8 @@ def judge(
         return Verdict(False, "a hypothesis")
     if for_one_occasion(new_statement):
         return Verdict(False, "an exception for one occasion")
+    if tells_the_past(new_statement) and not says_now(new_statement):
+        return Verdict(False, "the past")
     if someone_elses(new_statement, subject=subject):
         return Verdict(False, "someone else's value")
     old_words = content_words(frame(old_statement, subject=subject, value=old_value), subject=subject)
@@ -502,5 +542,17 @@ def judge(
     # One frame says all the other does and a circumstance more ("... has 9 engineers after the
     # hiring round"): the same predicate, read as near as a change asks.
     if old_words and new_words:
+        # ... but a word more before the value names another thing ("the marketing team uses ..."
+        # after "our team uses ..."), not a circumstance.
+        longer = frame(new_statement, subject=subject, value=new_value)
+        if old_words > new_words:
+            longer = frame(old_statement, subject=subject, value=old_value)
+        head = [
+            next(iter(content_words(w, subject=subject)), "")
+            for w in (longer[: longer.find(MASK)] if MASK in longer else longer).split()
+        ]
+        shared = [i for i, w in enumerate(head) if w in old_words & new_words]
+        if shared and any(w and w not in old_words & new_words for w in head[: shared[-1]]):
+            return Verdict(False, "a word more names another thing")
         return Verdict(similarity >= SIMILAR_WITH_CHANGE, f"one frame holds the other's words, at {similarity:.2f}")
     return Verdict(similarity >= SIMILAR_PLAIN, f"said plainly, frames at {similarity:.2f}")

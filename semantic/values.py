@@ -32,6 +32,33 @@ _NUMBER_WORDS = {
         "sixteen seventeen eighteen nineteen twenty".split()
     )
 }
+_TENS_WORDS = {
+    word: 10 * index for index, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)
+}
+# A number written in words: "thirty-four" and "twenty one" are one number, not a count of "four"s.
+NUMBER_IN_WORDS = (
+    rf"(?:{'|'.join(_TENS_WORDS)})(?:[- ](?:{'|'.join(list(_NUMBER_WORDS)[1:10])})(?![\w-]))?"
+    rf"|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))}"
+)
+_TENS_IN_WORDS = re.compile(
+    rf"(?<![\w-])(?P<tens>{'|'.join(_TENS_WORDS)})(?:[- ](?P<ones>{'|'.join(list(_NUMBER_WORDS)[1:10])}))?(?![\w-])",
+    re.I,
+)
+
+
+def number_in_words(text: str) -> int | None:
+    """The number `text` writes in words ("thirty-four": 34, "twelve": 12), or None."""
+    word = text.strip().casefold()
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word]
+    m = _TENS_IN_WORDS.fullmatch(word)
+    if m is None:
+        return None
+    return _TENS_WORDS[m.group("tens").casefold()] + (
+        _NUMBER_WORDS[m.group("ones").casefold()] if m.group("ones") else 0
+    )
+
+
 _ORDINAL_WORDS = {
     word: index
     for index, word in enumerate(
@@ -174,7 +201,7 @@ def _typed(kind: str, m: re.Match[str]) -> Token | None:
 
 def value_tokens(value: str) -> list[Token]:
     """The value as (kind, canonical) tokens in their order: typed ones, then ("word", w) for the rest."""
-    text = unicodedata.normalize("NFKC", value)
+    text = _TENS_IN_WORDS.sub(lambda m: str(number_in_words(m.group(0))), unicodedata.normalize("NFKC", value))
     found: list[tuple[int, int, Token]] = []
     taken: list[tuple[int, int]] = []
     for kind, pattern in _PATTERNS:

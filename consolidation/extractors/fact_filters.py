@@ -24,9 +24,19 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from core import lexicon as core_lexicon
 from semantic.models import Cardinality, FactCategory
-from semantic.predicates import current_value, value_kind
+from semantic.predicates import (
+    EVENT_ATTRIBUTES,
+    current_value,
+    for_one_occasion,
+    hedges,
+    says_now,
+    tells_the_past,
+    value_kind,
+)
 
+from . import lexicon
 from .first_person import Disclosure, resolve_dates, third_person
 
 _OPINION = re.compile(
@@ -36,6 +46,14 @@ _OPINION = re.compile(
     r"interesting|helpful|useful|like|better|worse|easier|cleaner)|makes? (?:\w+ )?sense|made (?:\w+ )?sense|"
     r"(?:will|would|should|could|might|can|'ll) (?:\w+ )?help|helps? (?:a lot|me|us)|same page|go with|"
     r"on board with|fine with|ok with|okay with)\b",
+    re.IGNORECASE,
+)
+_SPEECH = core_lexicon.alternation(lexicon.sections("clause_verbs.txt").get("speech", ()))
+# Reported speech: a verb of saying that governs a clause ("jokes that my ...", "says I'm ...") or a
+# quotation on either side of it ("'I live in Narnia,' I joked").
+_REPORTED = re.compile(
+    rf"\b(?:{_SPEECH})\b,?\s+(?:\w+\s+){{0,2}}?(?:that\b|(?:i|i'm|i've|we|we're|my|our|me|us)\b)"
+    rf"|[\"”]\s*,?\s*(?:\w+\s+){{1,2}}?(?:{_SPEECH})\b|\b(?:{_SPEECH})\b\s*,?\s*[\"“]",
     re.IGNORECASE,
 )
 _TIME_NOUN = (
@@ -123,9 +141,18 @@ def value_is_complete(attribute: str, value: str) -> bool:
 def statement_is_durable(*, attribute: str, value: str, statement: str, sentence: str, speaker: str) -> bool:
     """False for an opinion, an agreement, a statement leaning on the conversation, a passing
     activity, or a statement where the speaker's pronouns did not resolve to one person."""
-    if _OPINION.search(sentence) or _INCLUSIVE_WE.search(sentence):
+    if _OPINION.search(sentence) or _INCLUSIVE_WE.search(sentence) or _REPORTED.search(sentence):
         return False
     if len(re.findall(rf"(?<!\w){re.escape(speaker)}(?!\w)", statement)) > 1:
+        return False
+    # A state read out of a sentence that says it holds for one occasion, or that the statement's
+    # reduction took a hypothesis or the past away from ("considered Zoho but stayed with ...", "back
+    # then ..."): the sentence states no value held now.
+    if attribute not in EVENT_ATTRIBUTES and (
+        for_one_occasion(sentence)
+        or (hedges(sentence) and not hedges(statement))
+        or (tells_the_past(sentence) and not tells_the_past(statement) and not says_now(sentence))
+    ):
         return False
     # A typed value ("May 19", "Envoy", "9:15") is no clause: the tests of a clause's words do not apply.
     if attribute in _CLAUSE_ATTRIBUTES and value_kind(value) is None:

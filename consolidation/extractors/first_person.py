@@ -86,7 +86,7 @@ _CONTRACTION = {"'m": "is", "'ve": "has", "'d": "would", "'ll": "will", "'re": "
 _ADVERB = frozenset(
     "really just also still always never recently finally actually definitely totally absolutely "
     "usually often sometimes even already currently truly honestly both all each kind sort of now only mostly "
-    "mainly rarely barely hardly normally generally typically".split()
+    "mainly rarely barely hardly normally generally typically almost nearly".split()
 )
 
 

@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from semantic import predicates
 
@@ -84,7 +84,13 @@ class Statement:
 def _pipeline() -> Language:
     import spacy
 
-    return spacy.load(MODEL, exclude=["ner"])
+    nlp = spacy.load(MODEL, exclude=["ner"])
+    # An identifier written with hyphens and digits ("us-east-2", "eu-central-1") is one word: split at
+    # its hyphens, "us" read as the speaker and "in us" as a circumstance to drop.
+    tokenizer: Any = nlp.tokenizer
+    default = tokenizer.token_match
+    tokenizer.token_match = lambda text: predicates.identifier(text) or (default(text) if default else None)
+    return nlp
 
 
 def parse(text: str) -> Doc:

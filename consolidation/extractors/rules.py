@@ -271,6 +271,13 @@ def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], li
     return build
 
 
+def _migrated(m: re.Match[str], subject: str) -> list[Found]:
+    """The statement keeps what was moved ("moved their servers to ..."): it is the predicate."""
+    what = re.sub(r"^(?:our|my)\b", "their", m.group("what") or "", flags=re.IGNORECASE)
+    said = f"{m.group('verb').lower()} {what}".strip()
+    return _uses(0.85, f"{{s}} {said} to {{v}}.")(m, subject)
+
+
 # What a place is not: a name with a version ("PostgreSQL 16", "Python 3.12", "v2"), or a phrase whose
 # head noun is a product's or a technology's ("the Enterprise plan", "a new framework").
 _VERSIONED = re.compile(r"(?:^|\s)v?\d+(?:\.\d+)*(?:\s+lts)?$|\bv?\d+\.\d+", re.IGNORECASE)
@@ -883,10 +890,10 @@ RULES: list[Rule] = [
     (
         "migrated",
         _p(
-            r"\b(?:i|we)(?:'ve| have)? (?:just |recently |finally )?(?:migrated|moved|switched|upgraded|changed)"
-            r"(?: (?:over|everything|our \w+|the \w+))?(?: from (?:[^.,;!?]|\.(?=\d))+?)? to " + _V + _END
+            r"\b(?:i|we)(?:'ve| have)? (?:just |recently |finally )?(?P<verb>migrated|moved|switched|upgraded|changed)"
+            r"(?: (?:over|everything|(?P<what>our \w+|the \w+)))?(?: from (?:[^.,;!?]|\.(?=\d))+?)? to " + _V + _END
         ),
-        _uses(0.85, "{s} migrated to {v}."),
+        _migrated,
     ),
     (
         "our_thing",

@@ -101,3 +101,35 @@ def test_values_of_one_type(old: str, new: str, kind_matches: bool) -> None:
     a, b = predicates.value_kind(old), predicates.value_kind(new)
     assert a is not None and b is not None
     assert predicates.same_kind(a, b) is kind_matches
+
+
+# fmt: off
+NUMBERS_IN_WORDS = [
+    # a number of two words is one number, with or without its unit
+    ("Priya is sixty-three.", "sixty-three", ""),
+    ("Our rowing club has twenty-four rowers.", "twenty-four rowers", "rower"),
+    ("The drive took ninety minutes.", "ninety minutes", "minute"),
+    ("Priya turned fifty on Friday.", "fifty", ""),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "value", "unit"), NUMBERS_IN_WORDS, ids=[t for t, _, _ in NUMBERS_IN_WORDS])
+def test_a_number_written_in_words_is_one_count(text: str, value: str, unit: str) -> None:
+    counts = [t for t in predicates.typed_spans(text, subject="Priya") if t.kind == "count"]
+    assert [(t.text, t.unit) for t in counts] == [(value, unit)]
+
+
+def test_numbers_in_words_are_the_same_values_as_digits_and_differ_from_each_other() -> None:
+    from semantic.values import values_same
+
+    assert values_same("sixty-three", "63")
+    assert not values_same("sixty-three", "sixty-four")
+    assert predicates.same_kind(predicates.value_kind("sixty-three"), predicates.value_kind("sixty-four"))
+
+
+@pytest.mark.parametrize("subject", ["user-4821", "acct_77-b2", "Priya"])
+def test_the_subjects_own_name_is_no_value_however_it_is_written(subject: str) -> None:
+    statement = f"{subject}'s rowing club meets on Thursdays."
+    held = predicates.current_value(statement, subject=subject)
+    assert held is not None and held.text == "Thursdays"
