@@ -63,6 +63,23 @@ def _backend_ns(schedstat: Path) -> int:
     return int(schedstat.read_text().split()[0])
 
 
+def _run_batches(batches: list[str], schedstat: Path) -> int:
+    """Send `batches` as the router sent them, in one transaction, reading every result; the backend's CPU
+    (ns) it took."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        before = _backend_ns(schedstat)
+        for batch in batches:
+            cursor.execute(batch)
+            while True:
+                if cursor.description is not None:
+                    cursor.fetchall()
+                if not cursor.nextset():
+                    break
+        return _backend_ns(schedstat) - before
+
+
 def compare(args: argparse.Namespace) -> None:
     """The batches of several --dump files sent again on one connection, the files taking turns
     question by question for `--repeat` rounds: per file, the backend's CPU for each question
@@ -71,7 +88,7 @@ def compare(args: argparse.Namespace) -> None:
     import django
 
     django.setup()
-    from django.db import connection, transaction
+    from django.db import connection
 
     from tenants.models import Tenant
     from tenants.scope import tenant_scope
@@ -94,16 +111,7 @@ def compare(args: argparse.Namespace) -> None:
         for _ in range(args.repeat):
             for question in range(count):
                 for name, questions_ in dumps.items():
-                    with transaction.atomic(), connection.cursor() as cursor:
-                        before = _backend_ns(schedstat)
-                        for batch in questions_[question]:
-                            cursor.execute(batch)
-                            while True:
-                                if cursor.description is not None:
-                                    cursor.fetchall()
-                                if not cursor.nextset():
-                                    break
-                        spent[name][question].append((_backend_ns(schedstat) - before) / 1e6)
+                    spent[name][question].append(_run_batches(questions_[question], schedstat) / 1e6)
     print(
         f"{count} questions, {args.repeat} rounds, the backend's CPU per question (median of the rounds), "
         f"summed (reference loop {reference_loop_ms():.1f} ms; loaded machine):"
@@ -225,16 +233,7 @@ def main() -> None:
             # The backend's CPU for the batches as the router sent them (parse, plan, execute, send).
             backend_ns = 0
             for _ in range(args.repeat):
-                with transaction.atomic(), connection.cursor() as cursor:
-                    before = int(schedstat.read_text().split()[0])
-                    for batch in batches:
-                        cursor.execute(batch)
-                        while True:
-                            if cursor.description is not None:
-                                cursor.fetchall()
-                            if not cursor.nextset():
-                                break
-                    backend_ns += int(schedstat.read_text().split()[0]) - before
+                backend_ns += _run_batches(batches, schedstat)
         results.append((best_planning, best_execution, backend_ns / args.repeat / 1e6))
     planning = statistics.median(r[0] for r in results)
     execution = statistics.median(r[1] for r in results)

@@ -32,6 +32,11 @@ class Said:
     new: str
     question: str
 
+    @classmethod
+    def current(cls, kind: str, first: str, then: str, old: str, new: str) -> Said:
+        """A pair whose question asks for the current `kind`."""
+        return cls(kind, first, then, old, new, question=f"What is the current {kind}?")
+
 
 @dataclass(frozen=True)
 class Written:

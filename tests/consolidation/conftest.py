@@ -29,6 +29,12 @@ def _rule_extractor(settings: Any) -> Iterator[None]:
     get_extractor.cache_clear()
 
 
+@pytest.fixture
+def parse_reader(settings: Any) -> None:
+    """The parse reader on (off by default: config/settings/base.py, ENGRAM["PARSE_READER"])."""
+    settings.ENGRAM = {**settings.ENGRAM, "PARSE_READER": True}
+
+
 def make_session(tenant: Tenant, external_id: str, subject: str = "u1", *, ended: bool = False) -> Session:
     with tenant_scope(tenant):
         session, _ = Session.objects.get_or_create(

@@ -7,19 +7,13 @@ evaluation/ (tests/consolidation/test_cases_are_not_templates.py checks it)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
 from consolidation.extractors import reading
 from consolidation.extractors.rules import extract_with_disclosures
 
-
-@pytest.fixture(autouse=True)
-def _parse_reader_on(settings: Any) -> None:
-    """The reader is off by default (config/settings/base.py, ENGRAM["PARSE_READER"]): these tests are its own."""
-    settings.ENGRAM = {**settings.ENGRAM, "PARSE_READER": True}
-
+pytestmark = pytest.mark.usefixtures("parse_reader")
 
 SAID_AT = datetime(2026, 10, 14, 9, 30, tzinfo=UTC)
 

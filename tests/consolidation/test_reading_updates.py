@@ -7,58 +7,45 @@ each kind of change; none is a template of evaluation/ (test_cases_are_not_templ
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from bench.update_pairs import Said, kind_id, mentions, probe_said
 
-
-@pytest.fixture(autouse=True)
-def _parse_reader_on(settings: Any) -> None:
-    """The reader is off by default (config/settings/base.py, ENGRAM["PARSE_READER"]): these tests are its own."""
-    settings.ENGRAM = {**settings.ENGRAM, "PARSE_READER": True}
-
-
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm")]
-
-
-def _said(kind: str, first: str, then: str, old: str, new: str) -> Said:
-    return Said(kind, first, then, old, new, question=f"What is the current {kind}?")
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm", "parse_reader")]
 
 
 # fmt: off
 UPDATES = (
-    _said("age", "Morning! Quick context: I'm 58 and training for my first triathlon.",
+    Said.current("age", "Morning! Quick context: I'm 58 and training for my first triathlon.",
           "Birthday weekend, so I'm 59 now. Anyway, back to the plan.", "58", "59"),
-    _said("swim length", "My swim practice runs 90 minutes, three times a week.",
+    Said.current("swim length", "My swim practice runs 90 minutes, three times a week.",
           "Coach cut my swim practice to 60 minutes.", "90 minutes", "60 minutes"),
-    _said("backup time", "Our nightly backup kicks off at 1:45 and usually ends by three.",
+    Said.current("backup time", "Our nightly backup kicks off at 1:45 and usually ends by three.",
           "We shifted the nightly backup to 4:10 so it stops clashing with the batch jobs.", "1:45", "4:10"),
-    _said("class fee", "My pottery class costs $220 per term, which is steep.",
+    Said.current("class fee", "My pottery class costs $220 per term, which is steep.",
           "Good news, my pottery class is down to $180 per term.", "$220", "$180"),
-    _said("family car", "Our family car is a 2011 Volvo V70, still going strong.",
+    Said.current("family car", "Our family car is a 2011 Volvo V70, still going strong.",
           "We finally replaced the Volvo with a Skoda Enyaq.", "Volvo V70", "Skoda Enyaq"),
-    _said("billing", "We run our billing on Chargebee right now.",
+    Said.current("billing", "We run our billing on Chargebee right now.",
           "Our billing moved from Chargebee to Paddle last month.", "Chargebee", "Paddle"),
-    _said("landlady", "Ines Duarte is my landlady, she is very relaxed about repairs.",
+    Said.current("landlady", "Ines Duarte is my landlady, she is very relaxed about repairs.",
           "The flat was sold, and Bruna Melo became my landlady.", "Ines Duarte", "Bruna Melo"),
-    _said("state of a permit", "My building permit is pending at the council.",
+    Said.current("state of a permit", "My building permit is pending at the council.",
           "Finally, my building permit got approved this morning.", "pending", "approved"),
 )
 
 NOT_UPDATES = (
-    _said("a condition", "My swim practice runs 90 minutes, three times a week.",
+    Said.current("a condition", "My swim practice runs 90 minutes, three times a week.",
           "If my swim practice ran 60 minutes, I could fit in a run.", "90 minutes", "60 minutes"),
-    _said("a modal", "We run our billing on Chargebee right now.",
+    Said.current("a modal", "We run our billing on Chargebee right now.",
           "We could move our billing to Paddle next year.", "Chargebee", "Paddle"),
-    _said("someone else's", "My pottery class costs $220 per term, which is steep.",
+    Said.current("someone else's", "My pottery class costs $220 per term, which is steep.",
           "My nephew's judo class costs $95 per term.", "$220", "$95"),
-    _said("a negation", "My building permit is pending at the council.",
+    Said.current("a negation", "My building permit is pending at the council.",
           "My building permit has not been approved yet.", "pending", "approved"),
-    _said("an attitude", "Our family car is a 2011 Volvo V70, still going strong.",
+    Said.current("an attitude", "Our family car is a 2011 Volvo V70, still going strong.",
           "I keep wondering whether a Skoda Enyaq would suit us better.", "Volvo V70", "Skoda Enyaq"),
-    _said("the past", "I'm 58 and training for my first triathlon.",
+    Said.current("the past", "I'm 58 and training for my first triathlon.",
           "I was 41 when I ran my first marathon.", "58", "41"),
 )
 # fmt: on

@@ -10,65 +10,53 @@ evaluation/ (test_cases_are_not_templates.py checks it)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from bench.update_pairs import Said, kind_id, mentions, probe_said
 
-
-@pytest.fixture(autouse=True)
-def _parse_reader_on(settings: Any) -> None:
-    settings.ENGRAM = {**settings.ENGRAM, "PARSE_READER": True}
-
-
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm")]
-
-
-def _said(kind: str, first: str, then: str, old: str, new: str) -> Said:
-    return Said(kind, first, then, old, new, question=f"What is the current {kind}?")
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm", "parse_reader")]
 
 
 # fmt: off
 UPDATES = (
-    _said("one-on-one", "My weekly one-on-one is on Mondays at 10am.",
+    Said.current("one-on-one", "My weekly one-on-one is on Mondays at 10am.",
           "My weekly one-on-one got moved to Wednesdays at 2pm.", "Mondays", "Wednesdays"),
-    _said("running watch", "I track my runs with a Garmin Forerunner 245.",
+    Said.current("running watch", "I track my runs with a Garmin Forerunner 245.",
           "I replaced my Garmin with a Coros Pace 3.", "Garmin Forerunner 245", "Coros Pace 3"),
-    _said("car", "Our only car is a second-hand Honda Civic.", "I traded the Civic in for a Mazda 3.", "Honda Civic", "Mazda 3"),
-    _said("team size", "My team has 6 engineers.",
+    Said.current("car", "Our only car is a second-hand Honda Civic.", "I traded the Civic in for a Mazda 3.", "Honda Civic", "Mazda 3"),
+    Said.current("team size", "My team has 6 engineers.",
           "My team has 9 engineers after the hiring round.", "6 engineers", "9 engineers"),
-    _said("diet", "I'm vegetarian.", "I've gone fully vegan.", "vegetarian", "vegan"),
-    _said("sleep", "I usually sleep 7 hours a night.",
+    Said.current("diet", "I'm vegetarian.", "I've gone fully vegan.", "vegetarian", "vegan"),
+    Said.current("sleep", "I usually sleep 7 hours a night.",
           "These days I only sleep 5 hours a night.", "7 hours", "5 hours"),
-    _said("children", "I have two kids.",
+    Said.current("children", "I have two kids.",
           "We had a baby in May, so now I have three kids.", "two kids", "three kids"),
-    _said("working hours", "I work 40 hours a week.", "I cut back to 32 hours a week.", "40 hours", "32 hours"),
-    _said("reading group", "My reading group has 9 members.",
+    Said.current("working hours", "I work 40 hours a week.", "I cut back to 32 hours a week.", "40 hours", "32 hours"),
+    Said.current("reading group", "My reading group has 9 members.",
           "My reading group grew to 12 members.", "9 members", "12 members"),
-    _said("chickens", "We have 3 chickens.", "We have 2 chickens since the fox came.", "3 chickens", "2 chickens"),
-    _said("invoices", "We keep our invoices in QuickBooks.", "Our invoices live in Xero now.", "QuickBooks", "Xero"),
+    Said.current("chickens", "We have 3 chickens.", "We have 2 chickens since the fox came.", "3 chickens", "2 chickens"),
+    Said.current("invoices", "We keep our invoices in QuickBooks.", "Our invoices live in Xero now.", "QuickBooks", "Xero"),
 )
 
 NOT_UPDATES = (
-    _said("an addition", "We keep our invoices in QuickBooks.",
+    Said.current("an addition", "We keep our invoices in QuickBooks.",
           "We also keep receipts in Dropbox.", "QuickBooks", "Dropbox"),
-    _said("someone else's", "My daily walk takes 30 minutes.",
+    Said.current("someone else's", "My daily walk takes 30 minutes.",
           "My husband's walk takes an hour.", "30 minutes", "an hour"),
-    _said("a roommate's", "I pay $650 a month in rent.",
+    Said.current("a roommate's", "I pay $650 a month in rent.",
           "My roommate pays $700 a month in rent.", "$650", "$700"),
-    _said("a son's age", "I'm 45.", "My son turned 12 yesterday.", "45", "12"),
-    _said("a count of another thing", "We have 3 chickens.", "We have 2 goats too.", "3 chickens", "2 goats"),
-    _said("a question", "My team has 6 engineers.", "Should my team have 8 engineers?", "6 engineers", "8 engineers"),
-    _said("a hypothesis", "We live in Utrecht, near the station.",
+    Said.current("a son's age", "I'm 45.", "My son turned 12 yesterday.", "45", "12"),
+    Said.current("a count of another thing", "We have 3 chickens.", "We have 2 goats too.", "3 chickens", "2 goats"),
+    Said.current("a question", "My team has 6 engineers.", "Should my team have 8 engineers?", "6 engineers", "8 engineers"),
+    Said.current("a hypothesis", "We live in Utrecht, near the station.",
           "If we moved to Haarlem, the commute would be shorter.", "Utrecht", "Haarlem"),
-    _said("another thing", "My reading group has 9 members.",
+    Said.current("another thing", "My reading group has 9 members.",
           "My chess club has 20 members.", "9 members", "20 members"),
-    _said("another duration", "My daily walk takes 30 minutes.",
+    Said.current("another duration", "My daily walk takes 30 minutes.",
           "My lunch break lasts 45 minutes.", "30 minutes", "45 minutes"),
-    _said("considered", "Our only car is a second-hand Honda Civic.",
+    Said.current("considered", "Our only car is a second-hand Honda Civic.",
           "I test-drove a Tesla but decided to keep my car.", "Honda Civic", "Tesla"),
-    _said("one occasion", "My weekly one-on-one is on Mondays.",
+    Said.current("one occasion", "My weekly one-on-one is on Mondays.",
           "This week only, the one-on-one is on Tuesday.", "Mondays", "Tuesday"),
 )
 # fmt: on
