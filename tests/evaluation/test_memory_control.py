@@ -94,3 +94,36 @@ def test_the_summary_gives_the_trial_estimate_and_checks_its_sign_where_there_wa
     assert "1.200 vs 1.000 (+0.200 [+0.050, +0.350], 120 contexts)" in row
     # The estimate on the formula's logs tied; the trial's, which decided, has the measured sign.
     assert row.endswith("| yes |")
+
+
+def _result(set_name: str, conversations: list[str]) -> dict[str, Any]:
+    """A memory_control_eval result as the command writes it, with no run and no curve."""
+    return {
+        "set": set_name,
+        "command": "bench/memory_control.py",
+        "conversations": conversations,
+        "halves": {"first": "conversations 0-0", "second": "conversations 1-1"},
+        "questions": {"first": 3, "second": 4},
+        "feedback_budgets": [1000],
+        "exploration": 0.2,
+        "trial_part": 0.5,
+        "trial_share": 0.2,
+        "thresholds": {"VALUE_MODEL_MIN_CONTEXTS": 30},
+        "write_path": {"consolidation": True, "sessions": 2, "sessions_written": 2, "episodes_posted": 9,
+                       "sessions_ended": 2, "write_seconds": 1.0, "drain_seconds": 1.0, "episodes": 9, "facts": 1,
+                       "summaries": 2, "open_sessions": 0, "consolidation_backlog": 0, "embedding_backlog": 0,
+                       "runs_failed": 0},  # fmt: skip
+        "chart": "",
+    }
+
+
+def test_the_report_names_the_set_it_measured() -> None:
+    from evaluation.management.commands.memory_control_eval import markdown
+
+    techchat = markdown(_result("techchat", ["tech-00", "tech-01"]), [], [], [1000])
+    assert techchat.startswith("# Memory control on Technical set:")
+    # Two generated conversations are the technical set as asked, not a sample of LoCoMo's ten.
+    assert "LoCoMo" not in techchat
+    locomo = markdown(_result("locomo", ["conv-26", "conv-30"]), [], [], [1000])
+    assert locomo.startswith("# Memory control on LoCoMo:")
+    assert "**A 2-conversation sample** (LoCoMo conv-26, conv-30" in locomo

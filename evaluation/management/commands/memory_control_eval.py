@@ -551,7 +551,8 @@ def markdown(
         "by the grounded rule (a verbatim excerpt of an evidence turn, or a line restating it: "
         "evaluation/grounding.py), through `POST /v1/context/{trace_id}/feedback`; every question of the half, "
         "adversarial ones included, at each feedback budget.",
-        "- Measured: the answerable questions (categories 1-4) of the other half, exploration off; the formula "
+        "- Measured: the answerable questions of the other half (those of the overall figure: LoCoMo's categories "
+        "1-4; the technical set's questions but those over many sessions), exploration off; the formula "
         "with the tenant's `learned_value` off, the model with it on. Scored as `manage.py memory_eval` scores "
         "(evaluation.recall.Tally): grounded and plain recall_all, answer containment, and the used items "
         "the agent would have marked (what the estimate predicts).",
