@@ -109,10 +109,22 @@ def _result(set_name: str, conversations: list[str]) -> dict[str, Any]:
         "trial_part": 0.5,
         "trial_share": 0.2,
         "thresholds": {"VALUE_MODEL_MIN_CONTEXTS": 30},
-        "write_path": {"consolidation": True, "sessions": 2, "sessions_written": 2, "episodes_posted": 9,
-                       "sessions_ended": 2, "write_seconds": 1.0, "drain_seconds": 1.0, "episodes": 9, "facts": 1,
-                       "summaries": 2, "open_sessions": 0, "consolidation_backlog": 0, "embedding_backlog": 0,
-                       "runs_failed": 0},  # fmt: skip
+        "write_path": {
+            "consolidation": True,
+            "sessions": 2,
+            "sessions_written": 2,
+            "episodes_posted": 9,
+            "sessions_ended": 2,
+            "write_seconds": 1.0,
+            "drain_seconds": 1.0,
+            "episodes": 9,
+            "facts": 1,
+            "summaries": 2,
+            "open_sessions": 0,
+            "consolidation_backlog": 0,
+            "embedding_backlog": 0,
+            "runs_failed": 0,
+        },  # fmt: skip
         "chart": "",
     }
 
@@ -123,7 +135,7 @@ def test_the_report_names_the_set_it_measured() -> None:
     techchat = markdown(_result("techchat", ["tech-00", "tech-01"]), [], [], [1000])
     assert techchat.startswith("# Memory control on Technical set:")
     # Two generated conversations are the technical set as asked, not a sample of LoCoMo's ten.
-    assert "LoCoMo" not in techchat
+    assert "conversation sample" not in techchat and "(LoCoMo tech-00" not in techchat
     locomo = markdown(_result("locomo", ["conv-26", "conv-30"]), [], [], [1000])
     assert locomo.startswith("# Memory control on LoCoMo:")
     assert "**A 2-conversation sample** (LoCoMo conv-26, conv-30" in locomo
