@@ -72,6 +72,21 @@ def eraser_role(role: str | None = None) -> str:
     return f"{role or app_role()}_eraser"
 
 
+def create_nologin_role(name: str, *, unable: str) -> str:
+    """The statement that creates the role `name` (NOLOGIN, no superuser, no RLS bypass, no inheritance)
+    unless it exists. Roles belong to the cluster, not to a database: two databases migrated at once (the
+    test suite's workers, two deployments on one server) may both find it missing and both create it,
+    and the second then fails on the roles' unique index (unique_violation), not with duplicate_object.
+    Without CREATEROLE it says `unable` in a notice instead of failing the migration."""
+    return f"""DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{name}') THEN
+                CREATE ROLE "{name}" NOLOGIN NOSUPERUSER NOBYPASSRLS NOINHERIT;
+            END IF;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+                  WHEN insufficient_privilege THEN RAISE NOTICE 'cannot create role {name}: {unable}';
+        END $$"""  # noqa: S608 (the role name comes from our own settings)
+
+
 def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
     """Episodes are append-only in the database by privilege: the application role may insert them and
     fill in their embedding, nothing more; erasure and archiving, in the worker, switch (SET LOCAL ROLE)
@@ -79,15 +94,7 @@ def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
     roles it carries to every node. Creating the role needs CREATEROLE; an owner without it leaves the
     guard off (with a notice) rather than failing the migration."""
     eraser = eraser_role(role)
-    cursor.execute(
-        f"""DO $$ BEGIN
-            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{eraser}') THEN
-                CREATE ROLE "{eraser}" NOLOGIN NOSUPERUSER NOBYPASSRLS NOINHERIT;
-            END IF;
-        EXCEPTION WHEN duplicate_object THEN NULL;
-                  WHEN insufficient_privilege THEN RAISE NOTICE 'cannot create role {eraser}: episodes stay writable';
-        END $$"""  # noqa: S608 (the role name comes from our own settings)
-    )
+    cursor.execute(create_nologin_role(eraser, unable="episodes stay writable"))
     cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [eraser])
     if cursor.fetchone() is None:
         return

@@ -102,3 +102,54 @@ def test_erasure_requested_through_the_web_runs_only_as_the_worker(
     assert detail["counts"]["episodes"] == 1
     exported = api.get(f"/v1/subjects/{SUBJECT}/export").json()["locations"]
     assert all(rows == [] for rows in exported.values()), exported
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_migrations_creating_the_eraser_role_at_once_both_succeed() -> None:
+    """Roles belong to the cluster: two databases migrated at once (the suite's workers on a fresh server)
+    both find the role missing and both create it; the second waits on the first's uncommitted row and
+    then fails on the roles' unique index unless the statement expects that."""
+    import threading
+    import uuid
+
+    from tenants.dbroles import create_nologin_role
+
+    owner = _owner_params(settings.DATABASE_OWNER_URL)
+    role = f"engram_race_{uuid.uuid4().hex[:8]}"
+    statement = create_nologin_role(role, unable="test")
+    errors_seen: list[BaseException] = []
+    first = psycopg.connect(**owner)
+    try:
+        first.execute(statement)  # created, not yet committed: the second blocks on its row
+
+        def second() -> None:
+            try:
+                with psycopg.connect(**owner, autocommit=True) as conn:
+                    conn.execute(statement)
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                errors_seen.append(exc)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        thread.join(timeout=1.0)
+        assert thread.is_alive(), "the second creation did not wait for the first"
+        first.commit()
+        thread.join(timeout=10.0)
+        assert not thread.is_alive() and errors_seen == []
+    finally:
+        first.close()
+        with psycopg.connect(**owner, autocommit=True) as conn:
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def _owner_params(url: str) -> dict[str, Any]:
+    import environ
+
+    cfg = environ.Env.db_url_config(url)
+    return {
+        "host": cfg["HOST"],
+        "port": cfg["PORT"],
+        "dbname": cfg["NAME"],
+        "user": cfg["USER"],
+        "password": cfg["PASSWORD"],
+    }
