@@ -52,7 +52,11 @@ SETS = {
     "locomo-long": "locomo-long-eval",
     "locomo-dense": "locomo-dense",
 }
-DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
+# Beside the checkout, or beside a parent of it (a worktree elsewhere).
+DATASET = next(
+    (p / "shared/datasets/locomo/locomo10.json" for p in ROOT.parents if (p / "shared/datasets/locomo").is_dir()),
+    ROOT.parent / "shared/datasets/locomo/locomo10.json",
+)
 TICKS = os.sysconf("SC_CLK_TCK")
 
 

@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from context_cpu_http import DATASET  # noqa: E402
 from context_latency import ROOT, _env, _with_db, prepare  # noqa: E402
 
-DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
 SLUG = "locomo-dense"
 TABLES = ("episodic_session", "episodic_episode", "episodic_passage", "semantic_fact", "semantic_factsource")
 
