@@ -83,7 +83,9 @@ def worker(args: argparse.Namespace) -> None:
 
         tenant = Tenant.objects.get(slug=SETS[args.set])
         subjects = dense_subjects(args.db) if args.set == "locomo-dense" else None
+        path = list(sys.path)
         pairs = questions(args.set, 0, subjects)
+        sys.path[:] = path  # questions() puts this checkout first; the version's modules come from --root
 
         def request(i: int) -> ContextRequest:
             subject, query = pairs[i % len(pairs)]
