@@ -78,8 +78,24 @@ def worker(args: argparse.Namespace) -> None:
     from tenants.models import Tenant
     from tenants.scope import tenant_scope
 
-    tenant = Tenant.objects.get(slug="bench-big")
-    request = request_maker(args)
+    if args.set:
+        from context_cpu_http import SETS, dense_subjects, questions
+
+        tenant = Tenant.objects.get(slug=SETS[args.set])
+        subjects = dense_subjects(args.db) if args.set == "locomo-dense" else None
+        path = list(sys.path)
+        pairs = questions(args.set, 0, subjects)
+        sys.path[:] = path  # questions() puts this checkout first; the version's modules come from --root
+
+        def request(i: int) -> ContextRequest:
+            subject, query = pairs[i % len(pairs)]
+            budget = args.max_tokens
+            return ContextRequest(
+                subject=subject, query=query, max_tokens=budget, budgets={"reserve": 0, "episodic": budget}
+            )
+    else:
+        tenant = Tenant.objects.get(slug="bench-big")
+        request = request_maker(args)
 
     def run(body: ContextRequest) -> None:
         with tenant_scope(tenant):
@@ -87,7 +103,8 @@ def worker(args: argparse.Namespace) -> None:
 
     for i in range(20):  # the model loaded, connections open, helper threads started
         run(request(-1 - i))
-    bodies = [request(i) for i in range(args.requests)]
+    bodies_offset = args.offset
+    bodies = [request(bodies_offset + i) for i in range(args.requests)]
     if not args.new_query:
         for body in bodies:
             embed_one(body.query)
@@ -115,12 +132,15 @@ def measure(args: argparse.Namespace, before: Path, after: Path) -> list[dict[st
         "--sessions-per-subject", str(args.sessions_per_subject), "--small-episodes", str(args.small_episodes),
         "--small-facts", str(args.small_facts), "--requests", str(args.requests),
         "--max-tokens", str(args.max_tokens), *(["--new-query"] if args.new_query else []),
+        *(["--set", args.set] if args.set else []),
     ]  # fmt: skip
     rounds = []
+    worker_command = [sys.executable, __file__, "--worker", "--root"]
     for index in range(args.rounds):
         procs = {
             name: subprocess.Popen(
-                [sys.executable, __file__, "--worker", "--root", str(root), *common],
+                # Each round asks the next questions of the set (the same for both versions).
+                [*worker_command, str(root), *common, "--offset", str(index * args.requests)],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,
@@ -155,9 +175,15 @@ def report(args: argparse.Namespace, rounds: list[dict[str, dict[str, float]]], 
         "# CPU per context request, two versions at once",
         "",
         f"Produced by `{command}` on {datetime.now(UTC):%Y-%m-%d}, 2 CPU cores. Before: `{before}`; after: "
-        f"`{args.after or 'this checkout'}`. Data of bench/context_latency.py: {args.episodes:,} episodes and "
-        f"{args.facts:,} facts over {args.subjects} subjects in a database of {args.tenants} tenants; max_tokens "
-        f"{args.max_tokens}; {args.requests} requests a round, "
+        f"`{args.after or 'this checkout'}`. "
+        + (
+            f"Tenant of set `{args.set}` in `{args.db}`, the set's questions (bench/context_cpu_http.py), the next "
+            f"{args.requests} each round; budgets {{reserve: 0, episodic: {args.max_tokens}}}, "
+            if args.set
+            else f"Data of bench/context_latency.py: {args.episodes:,} episodes and "
+            f"{args.facts:,} facts over {args.subjects} subjects in a database of {args.tenants} tenants; max_tokens "
+            f"{args.max_tokens}; {args.requests} requests a round, "
+        )
         + ("the query embedded on the request path." if args.new_query else "the query's vector cached first.")
         + " Both versions run at the same time, one process each (module docstring).",
         "",
@@ -189,6 +215,13 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=4000)
     parser.add_argument("--new-query", action="store_true", help="embed each query on the request path")
     parser.add_argument("--output", default=str(ROOT / "docs" / "benchmarks" / "context_cpu_ab.md"))
+    parser.add_argument(
+        "--set",
+        default="",
+        help="an evaluation's tenant instead of bench/context_latency.py's data: the set's questions "
+        "(bench/context_cpu_http.py's sets), budgets {reserve: 0, episodic: --max-tokens}",
+    )
+    parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -197,7 +230,8 @@ def main() -> None:
         return
     if not args.before:
         parser.error("--before REV is required")
-    _check_data(args)
+    if not args.set:
+        _check_data(args)
     command = ("bench/context_cpu_ab.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])).strip()
     before = _worktree(args.before)
     after = Path(args.after).resolve() if args.after else ROOT

@@ -46,8 +46,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from context_latency import ROOT, _env, _with_db, serve  # noqa: E402
 
-SETS = {"locomo": "locomo-eval", "techchat": "techchat-eval", "locomo-long": "locomo-long-eval"}
-DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
+SETS = {
+    "locomo": "locomo-eval",
+    "techchat": "techchat-eval",
+    "locomo-long": "locomo-long-eval",
+    "locomo-dense": "locomo-dense",
+}
+# Beside the checkout, or beside a parent of it (a worktree elsewhere).
+DATASET = next(
+    (p / "shared/datasets/locomo/locomo10.json" for p in ROOT.parents if (p / "shared/datasets/locomo").is_dir()),
+    ROOT.parent / "shared/datasets/locomo/locomo10.json",
+)
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -56,9 +65,30 @@ def reference_loop_ms() -> float:
     return min(timeit.repeat("sum(i*i for i in range(1000000))", number=1, repeat=5)) * 1000
 
 
-def questions(name: str, first: int = 0) -> list[tuple[str, str]]:
+def _dense_record(db: str) -> dict[str, Any]:
+    import psycopg
+
+    with psycopg.connect(_with_db(_env("DATABASE_OWNER_URL"), db), autocommit=True) as conn:
+        row = conn.execute("SELECT settings FROM tenants_tenant WHERE slug = %s", [SETS["locomo-dense"]]).fetchone()
+    assert row is not None
+    return {k: v for k, v in row[0]["dense"].items() if k != "subjects"}
+
+
+def dense_subjects(db: str) -> list[str]:
+    """The subjects bench/dense_locomo.py built in `db` ("<sample_id>.k<k>")."""
+    import psycopg
+
+    with psycopg.connect(_with_db(_env("DATABASE_OWNER_URL"), db), autocommit=True) as conn:
+        row = conn.execute("SELECT settings FROM tenants_tenant WHERE slug = %s", [SETS["locomo-dense"]]).fetchone()
+    if row is None or "subjects" not in row[0].get("dense", {}):
+        sys.exit(f"No finished dense tenant in {db}: run bench/dense_locomo.py --db {db} first.")
+    return list(row[0]["dense"]["subjects"])
+
+
+def questions(name: str, first: int = 0, subjects: list[str] | None = None) -> list[tuple[str, str]]:
     """(subject, question) pairs of the set, in a fixed shuffled order; with `first`, only those of the
-    set's first conversations (a tenant written with bench/locomo.py --conversations K)."""
+    set's first conversations (a tenant written with bench/locomo.py --conversations K). On the dense
+    tenant each question is asked of one of the `subjects` built on its conversation, drawn at random."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
     import django
@@ -75,6 +105,12 @@ def questions(name: str, first: int = 0) -> list[tuple[str, str]]:
             conversations = build_long(conversations, min_tokens=400, max_tokens=800)
     pairs = [(q.sample_id, q.text) for conv in conversations for q in conv.questions]
     random.Random(7).shuffle(pairs)
+    if name == "locomo-dense":
+        built_on: dict[str, list[str]] = {}
+        for subject in subjects or []:
+            built_on.setdefault(subject.rpartition(".k")[0], []).append(subject)
+        draw = random.Random(11)
+        pairs = [(draw.choice(built_on[sid]), q) for sid, q in pairs if sid in built_on]
     if first:
         written = {conv.sample_id for conv in conversations[:first]}
         pairs = [pair for pair in pairs if pair[0] in written]
@@ -172,7 +208,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import httpx
 
     slug = SETS[args.set]
-    pairs = questions(args.set, args.conversations)
+    pairs = questions(args.set, args.conversations, dense_subjects(args.db) if args.set == "locomo-dense" else None)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     needed = args.warmup + len(args.budgets) * (args.requests + args.concurrent_requests)
     if len(pairs) < needed:
@@ -249,6 +285,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "workers": args.workers,
         "threads": args.threads,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "dense": _dense_record(args.db) if args.set == "locomo-dense" else None,
     }
 
 
@@ -273,15 +310,32 @@ def _row(
     }
 
 
+def _tenant_sentence(result: dict[str, Any]) -> str:
+    if result["set"] != "locomo-dense":
+        return (
+            f"Tenant `{result['tenant']}` of the scratch database `{result['db']}`, as its evaluation left it (every "
+            "session written through the API, ended and consolidated). "
+        )
+    shape = result["dense"]["shape"]
+    return (
+        f"Tenant `{result['tenant']}` of the scratch database `{result['db']}`, built by bench/dense_locomo.py "
+        f"(evaluation.dense): {shape['subjects']} subjects of {shape['passages']:,} passages and {shape['facts']:,} "
+        f"facts each ({result['dense']['written']['passages']:,} passages, {result['dense']['written']['facts']:,} "
+        "facts), LoCoMo's texts with the write path's columns and the product's embeddings, every index the "
+        "product has; subject `<sample_id>.k<k>` is conversation k mod 10 after the others as its earlier "
+        "history, and a question is asked of a subject built on its conversation. "
+    )
+
+
 def report(result: dict[str, Any], command: str) -> str:
     lines = [
         f"# Service CPU per context request over HTTP: {result['set']}",
         "",
         f"Produced by `{command}` on {result['date']}.",
         "",
-        f"Tenant `{result['tenant']}` of the scratch database `{result['db']}`, as its evaluation left it (every "
-        "session written through the API, ended and consolidated). gunicorn on 127.0.0.1, "
-        f"{result['workers']} workers x {result['threads']} threads, application role; each request is one of the "
+        _tenant_sentence(result),
+        f"gunicorn on 127.0.0.1, {result['workers']} workers x {result['threads']} threads, application role; "
+        "each request is one of the "
         "set's questions for its conversation's subject, `budgets: {reserve: 0, episodic: B}`. CPU: the gunicorn "
         "processes (all threads) and the database's client backends, from /proc, divided by the requests; "
         "CPU p50 is the median over sequential requests of each one's CPU (every thread's schedstat, read before "

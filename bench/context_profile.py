@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from context_cpu_http import SETS, questions, reference_loop_ms  # noqa: E402
+from context_cpu_http import SETS, api_key, questions, reference_loop_ms  # noqa: E402
 from context_latency import ROOT, _db_env  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
@@ -50,9 +50,15 @@ def main() -> None:
         help="only the questions of the set's first K conversations (bench/locomo.py --conversations K)",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the timed requests")
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="the whole Django request (middleware, authentication, view, rendering) through django.test.Client "
+        "instead of context_build alone",
+    )
     parser.add_argument("--dump", default="", help="with --profile: write the pstats file here")
     args = parser.parse_args()
-    os.environ.update(_db_env(args.db))
+    os.environ.update({**_db_env(args.db), "DJANGO_DEBUG": "false", "LOG_LEVEL": "WARNING"})
     pairs = questions(args.set, args.conversations)[: args.warmup + args.requests]
 
     from core.embedding import embed_one
@@ -69,6 +75,21 @@ def main() -> None:
         )
         with tenant_scope(tenant):
             context_build(tenant=tenant, request=request)
+
+    if args.whole:
+        from django.test import Client
+
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {api_key(args.db, SETS[args.set])}", HTTP_HOST="127.0.0.1")
+
+        def ask(pair: tuple[str, str]) -> None:
+            body = {
+                "subject": pair[0],
+                "query": pair[1],
+                "max_tokens": args.budget,
+                "budgets": {"reserve": 0, "episodic": args.budget},
+            }
+            response = client.post("/v1/context", body, content_type="application/json")
+            assert response.status_code == 200, response.content[:300]
 
     for _, query in pairs:
         embed_one(query)

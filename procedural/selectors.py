@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from django.db.models import Count, FloatField, Q, QuerySet, TextField, Value
-from django.db.models.functions import Cast
+from django.db import connection
+from django.db.models import Count, Q, QuerySet
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from core.embedding import embed_one
@@ -80,6 +81,14 @@ def procedure_events(*, tenant: Tenant, lineage: uuid.UUID) -> list[ProcedureEve
     return list(ProcedureEvent.objects.filter(lineage=lineage).order_by("created_at", "id"))
 
 
+_MATCH_SQL = """
+SELECT id, agent, confidence, trigger::text, trigger_text <> '', trigger_embedding <=> %s::vector
+FROM procedural_procedure
+WHERE tenant_id = %s AND is_current AND status = %s AND agent = ANY(%s)
+ORDER BY id
+"""
+
+
 def procedure_match(
     *,
     tenant: Tenant,
@@ -107,20 +116,12 @@ def procedure_match(
     )
     agents = ["", agent] if agent else [""]
     semantic = bool(message.strip())
-    qs = (
-        Procedure.objects.filter(is_current=True, status=ProcedureStatus.ACTIVE, agent__in=agents)
-        .annotate(
-            trigger_json=Cast("trigger", TextField()),
-            has_text=~Q(trigger_text=""),
-            distance=(
-                CosineDistance("trigger_embedding", query_embedding)
-                if semantic and query_embedding is not None
-                else Value(None, output_field=FloatField())
-            ),
-        )
-        .order_by("id")
-    )
-    rows = list(qs.values_list("id", "agent", "confidence", "trigger_json", "has_text", "distance"))
+    vector = Vector(query_embedding).to_text() if semantic and query_embedding is not None else None
+    # Plain SQL, not the ORM: it is read on every context request, and building the query (a cast, a
+    # vector expression) cost more than running it, most often to find no procedure at all.
+    with connection.cursor() as cursor:
+        cursor.execute(_MATCH_SQL, [vector, tenant.id, ProcedureStatus.ACTIVE, agents])
+        rows = cursor.fetchall()
     similarities = {pk: 1.0 - float(d) for pk, *_, d in rows if d is not None}
     if semantic and query_embedding is None and any(row[4] for row in rows):
         similarities = _similarities(tenant=tenant, ids=[row[0] for row in rows if row[4]], message=message)

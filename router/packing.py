@@ -94,7 +94,8 @@ def _pack(
         if item.section not in open_sections:
             cost += section_cost[item.section]
         if item.group_header and (item.section, item.group) not in open_groups:
-            group_cost.setdefault(item.group_header, count_tokens(group_header(item.group_header, fmt)) + 1)
+            if item.group_header not in group_cost:
+                group_cost[item.group_header] = count_tokens(group_header(item.group_header, fmt)) + 1
             cost += group_cost[item.group_header]
         # Replacing the chosen items it covers (and that cover it), it takes their place: their lines give
         # back their tokens (a header they opened stays counted).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core.db import set_locals_with_next_statement
 from core.errors import Conflict, ValidationProblem
+from core.rounding import rounded
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
 from router.exploration import explore
@@ -71,16 +72,42 @@ def considered_dict(item: Candidate, *, propensity: float, now: datetime) -> dic
     """A candidate left out, as its trace keeps it: what a policy learns from (its value, cost, score
     parts and features, and its chance of having been served), without the text and sources, which its
     id leads back to: about 40% smaller than the item."""
-    return {
-        "id": item.id,
-        "type": item.type,
-        "tokens": line_tokens(item),
-        "score": round(item.score, 6),
-        "value": round(item.value, 6),
-        "score_parts": {k: round(float(v), 6) for k, v in sorted(item.score_parts.items())},
-        **logged_fields(item, now=now),
-        "propensity": round(propensity, 6),
-    }
+    return considered_dicts([item], propensity={item.id: propensity}, now=now)[0]
+
+
+def considered_dicts(
+    items: Sequence[Candidate], *, propensity: Mapping[str, float], now: datetime
+) -> list[dict[str, Any]]:
+    """considered_dict of each item (its chance of having been served from `propensity`, 0 when absent),
+    the numbers rounded a column at a time (core.rounding.rounded, the same to the bit as round(): a
+    trace keeps MAX_CONSIDERED_IN_TRACE of them, about ten numbers each)."""
+    parts = [sorted(item.score_parts.items()) for item in items]
+    numbers = iter(
+        rounded(
+            [
+                x
+                for item, ordered in zip(items, parts, strict=True)
+                for x in (item.score, item.value, propensity.get(item.id, 0.0), *(float(v) for _, v in ordered))
+            ],
+            6,
+        )
+    )
+    out = []
+    for item, ordered in zip(items, parts, strict=True):
+        score, value, chance = next(numbers), next(numbers), next(numbers)
+        out.append(
+            {
+                "id": item.id,
+                "type": item.type,
+                "tokens": line_tokens(item),
+                "score": score,
+                "value": value,
+                "score_parts": {k: next(numbers) for k, _ in ordered},
+                **logged_fields(item, now=now),
+                "propensity": chance,
+            }
+        )
+    return out
 
 
 def _bookkeeping_commit() -> AbstractContextManager[None]:
@@ -204,7 +231,8 @@ def trace_items_record(
     """The items of a trace: those offered as the answer showed them, and the best of those left out,
     each with its chance of having been served (and during a trial, under each policy)."""
     considered_items = [
-        considered_dict(c, propensity=propensity.get(c.id, 0.0), now=now) | _chances(c, by_policy) for c in considered
+        row | _chances(c, by_policy)
+        for c, row in zip(considered, considered_dicts(considered, propensity=propensity, now=now), strict=True)
     ]
     with _bookkeeping_commit():
         ContextTrace.objects.filter(id=trace_id).update(offered=offered, considered=considered_items)

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.lru import byte_lru_cache
 from router.candidates.common import (
     HeuristicWeights,
     clip,
@@ -42,11 +43,17 @@ def names_attribute(words: frozenset[str], attribute: str) -> bool:
     return any(part in words for part in attribute.casefold().replace("-", "_").split("_") if len(part) > 2)
 
 
+# The test is a pure function of the value (regular expressions over its words) and cost more than the
+# rest of a request's fact candidates together: each value is tested once per process, not once per
+# request that reads it.
+_value_is_fragment = byte_lru_cache(4 * 1024 * 1024)(fact_value_is_fragment)
+
+
 def served_fact(value: str, origin: str) -> bool:
     """Whether a fact may be served: one extracted with a fragment for its value ("13)", "want") is not,
     whenever it was extracted (extraction has rejected such values since; see semantic.validation).
     A value a client or operator wrote is served as written."""
-    return origin != FactOrigin.EXTRACTED or not fact_value_is_fragment(value)
+    return origin != FactOrigin.EXTRACTED or not _value_is_fragment(value)
 
 
 def facts_as_of(request: ContextRequest, frame: Timeframe | None) -> datetime | None:

@@ -256,3 +256,13 @@ def test_a_passage_stores_its_rendered_line_its_tokens_and_index_terms_and_the_b
     out = StringIO()
     call_command("backfill_passage_lines", tenant=tenant_a.slug, stdout=out)
     assert "every passage has its line" in out.getvalue()
+
+
+def test_the_entity_and_topic_indexes_of_passages_name_the_subject(db: None) -> None:
+    """The router's overlap channel reads one subject's passages that carry the query's entities or
+    topics: an index without the subject made it read every passage of the subject to find them."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'episodic_passage'")
+        definitions = [row[0] for row in cursor.fetchall()]
+    for column in ("entities", "topics"):
+        assert any(d.endswith(f"USING gin (tenant_id, subject, {column})") for d in definitions), definitions

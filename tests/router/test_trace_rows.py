@@ -1,0 +1,53 @@
+"""A trace's rows of the candidates left out: their numbers rounded a column at a time, as round() rounds them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from router.features import logged_fields
+from router.services import considered_dict, considered_dicts
+from router.types import Candidate
+
+NOW = datetime(2024, 3, 1, 12, tzinfo=UTC)
+# Halves in decimal that are not halves in binary, values past the fast path's range, negatives.
+AWKWARD = [2.675, 1.0000005, 0.0000005, -0.1234565, 3.0e9 + 0.5, 1e-12, 0.3333335, 7.0, -2.5e-7, 123456.7890125]
+
+
+def _items() -> list[Candidate]:
+    return [
+        Candidate(
+            id=f"episode:{i}",
+            type="episode",
+            layer="episodic",
+            section="Relevant history",
+            text="user: a line",
+            value=value,
+            score=AWKWARD[-1 - i],
+            score_parts={"vector": AWKWARD[(i + 3) % len(AWKWARD)], "text": value / 3, "b": 2.5e-7 * i},
+            occurred_at=NOW - timedelta(days=1.37 * i),
+            line_tokens=5 + i,
+            requires=frozenset({"x"}) if i % 3 == 0 else frozenset(),
+        )
+        for i, value in enumerate(AWKWARD)
+    ]
+
+
+def test_left_out_items_are_traced_with_their_numbers_rounded_as_round_does() -> None:
+    items = _items()
+    chance = {"episode:0": 0.0000005, "episode:4": 2.675, "episode:9": 1.0000005}
+    expected = [
+        {
+            "id": c.id,
+            "type": c.type,
+            "tokens": c.line_tokens,
+            "score": round(c.score, 6),
+            "value": round(c.value, 6),
+            "score_parts": {k: round(float(v), 6) for k, v in sorted(c.score_parts.items())},
+            **logged_fields(c, now=NOW),
+            "propensity": round(chance.get(c.id, 0.0), 6),
+        }
+        for c in items
+    ]
+    assert considered_dicts(items, propensity=chance, now=NOW) == expected
+    assert [considered_dict(c, propensity=chance.get(c.id, 0.0), now=NOW) for c in items] == expected
+    assert [list(row["score_parts"]) for row in expected] == [["b", "text", "vector"]] * len(items)
