@@ -60,7 +60,7 @@ FIRST_BLOCK = 50
 USE_PENALTY = 0.1
 # sqrt(VALUE_MODEL_MIN_TRIAL x VALUE_MODEL_MAX_TRIAL) at their defaults: the confidence sequence is
 # within 5% of its narrowest from 200 to 2,000 contexts.
-SEQUENCE_TUNED_AT = 630.0
+SEQUENCE_TUNED_AT = 632.0
 
 
 def _setting(name: str) -> int:
