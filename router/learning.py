@@ -22,7 +22,9 @@ rolled back on its own when what it then serves falls below the formula's interv
   the doubly robust estimate, since the former cannot credit a departure) goes on trial (router.trial):
   served on a share of the requests, interleaved with the formula, each candidate logged with its chance
   under both. Its estimate on the trial's own traces (`trial_estimate`) needs no replay and gives every
-  item either policy would serve a chance; `value_model_trial` decides on it.
+  item either policy would serve a chance; doubly robust, with a predicted use fitted on the trial's
+  earlier contexts only. `value_model_trial` decides on its confidence sequence, valid however often
+  the job looks.
 """
 
 from __future__ import annotations
