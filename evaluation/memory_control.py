@@ -248,6 +248,27 @@ def _estimate_cell(estimate: Mapping[str, Any]) -> str:
     )
 
 
+def _trial_cell(trial: Mapping[str, Any]) -> str:
+    """The trial's estimate, with the confidence sequence that decides and the inverse-propensity figure
+    beside it, where the trial logged them."""
+    if "sequence_low" not in trial:
+        return _estimate_cell(trial)
+    ips = trial.get("inverse_propensity") or {}
+    return (
+        f"{_f(trial.get('model'))} vs {_f(trial.get('formula'))} ({_f(trial.get('difference'), sign=True)} "
+        f"[{_f(trial.get('low'), sign=True)}, {_f(trial.get('high'), sign=True)}], sequence "
+        f"[{_f(trial.get('sequence_low'), sign=True)}, {_f(trial.get('sequence_high'), sign=True)}], "
+        f"{trial.get('contexts')} contexts"
+        + (
+            f"; inverse propensity {_f(ips.get('difference'), sign=True)} [{_f(ips.get('low'), sign=True)}, "
+            f"{_f(ips.get('high'), sign=True)}]"
+            if ips
+            else ""
+        )
+        + ")"
+    )
+
+
 def model_label(mode: str) -> str:
     return {"served": "learned (served)", "forced": "learned (forced)", "none": "learned (no model)"}[mode]
 
@@ -290,7 +311,7 @@ def summary_table(runs: Sequence[HalfRun], budgets: Sequence[int]) -> list[str]:
         if deciding and first is not None:
             right = "yes" if np.sign(deciding.get("difference", 0.0)) == np.sign(first.difference) else "no"
         version = f"v{run.model['version']} ({run.model['state']})" if run.model else "none"
-        trial_cell = _estimate_cell(trial) if "difference" in trial else "–"
+        trial_cell = _trial_cell(trial) if "difference" in trial else "–"
         lines.append(
             f"| {run.trained_on} → {run.measured_on} | {version}, measured {model_label(run.mode)} | "
             f"{_estimate_cell(est)} | {trial_cell} | " + " | ".join(cells) + f" | {right} |"

@@ -215,7 +215,8 @@ class ValueModelAdmin(TenantOwnedAdmin):
         if not t or "low" not in t:
             return f"{t['contexts']} contexts" if t else "-"
         difference = t["model"] - t["formula"]
-        return f"{difference:+.2f} ({t['low']:+.2f} to {t['high']:+.2f}), {t['contexts']} contexts"
+        sequence = f"; sequence {t['sequence_low']:+.2f} to {t['sequence_high']:+.2f}" if "sequence_low" in t else ""
+        return f"{difference:+.2f} ({t['low']:+.2f} to {t['high']:+.2f}{sequence}), {t['contexts']} contexts"
 
     @admin.display(description="measured serving")
     def measured_short(self, obj: ValueModel) -> str:
@@ -243,7 +244,9 @@ class ValueModelAdmin(TenantOwnedAdmin):
     def switch_on(self, request: HttpRequest, queryset: QuerySet[ValueModel]) -> None:
         done = 0
         for model in queryset.exclude(state=ValueModelState.SERVING):
-            if max(float(model.estimate.get("low", 0.0)), float(model.trial.get("low", 0.0))) <= 0.0:
+            # The trial's confidence sequence where it logged one (what the job decides on), else its interval.
+            trial_low = float(model.trial.get("sequence_low", model.trial.get("low", 0.0)))
+            if max(float(model.estimate.get("low", 0.0)), trial_low) <= 0.0:
                 messages.warning(request, f"v{model.version}: neither its estimate nor its trial beat the formula.")
                 continue
             with tenant_scope(model.tenant_id):

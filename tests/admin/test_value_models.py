@@ -53,3 +53,18 @@ def test_a_model_whose_trial_beat_the_formula_can_be_switched_on(op_client, tena
     assert model.state == ValueModelState.SERVING
     tenant_a.refresh_from_db()
     assert tenant_a.serving_value_model == model.id and tenant_a.trial_value_model is None
+
+
+def test_a_trial_whose_confidence_sequence_does_not_clear_the_formula_is_not_switched_on(op_client, tenant_a) -> None:
+    """One look's interval above 0 is not enough where the trial logged its confidence sequence, which the
+    job decides on: the hourly checks would otherwise switch on more often than the interval says."""
+    model = _on_trial(tenant_a)
+    with tenant_scope(tenant_a):
+        model.trial = {**model.trial, "sequence_low": -0.05, "sequence_high": 0.37}
+        model.save(update_fields=["trial"])
+    page = op_client.get("/admin/router/valuemodel/").content.decode()
+    assert "+0.16 (+0.03 to +0.29; sequence -0.05 to +0.37), 180 contexts" in page
+    op_client.post("/admin/router/valuemodel/", {"action": "switch_on", "_selected_action": [str(model.id)]})
+    with tenant_scope(tenant_a):
+        model.refresh_from_db()
+    assert model.state == ValueModelState.TRIAL

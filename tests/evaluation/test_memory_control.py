@@ -96,6 +96,26 @@ def test_the_summary_gives_the_trial_estimate_and_checks_its_sign_where_there_wa
     assert row.endswith("| yes |")
 
 
+def test_the_summary_gives_the_trials_confidence_sequence_and_its_inverse_propensity_figure() -> None:
+    run = HalfRun(trained_on="conv-a", measured_on="conv-b", mode="forced")
+    ips = {"model": 1.1, "formula": 1.0, "difference": 0.1, "low": -0.1, "high": 0.3, "contexts": 120}
+    run.model = {
+        "version": 1,
+        "state": "trained",
+        "estimate": {"model": 1.0, "formula": 1.0, "difference": 0.0, "low": -0.02, "high": 0.02, "contexts": 90},
+        "trial": {
+            "model": 1.2, "formula": 1.0, "difference": 0.2, "low": 0.05, "high": 0.35, "contexts": 120,
+            "sequence_low": -0.01, "sequence_high": 0.41, "inverse_propensity": ips,
+        },
+    }  # fmt: skip
+    run.outcomes = {("model", 1000): [_o(True)] * 3 + [_o(False)], ("formula", 1000): [_o(True)] * 2 + [_o(False)] * 2}
+    _, _, row = summary_table([run], [1000])
+    assert (
+        "+0.200 [+0.050, +0.350], sequence [-0.010, +0.410], 120 contexts; inverse propensity +0.100 [-0.100, +0.300]"
+        in row
+    )
+
+
 def _result(set_name: str, conversations: list[str]) -> dict[str, Any]:
     """A memory_control_eval result as the command writes it, with no run and no curve."""
     return {

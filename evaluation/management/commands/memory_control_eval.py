@@ -472,8 +472,9 @@ def markdown(
             f"were asked with feedback while a model not shown worse was on trial (router.trial: the model's "
             f"context served on a share {result['trial_share']} of the requests, interleaved with the formula's, "
             "every candidate logged with both policies' chances), and the same job then decided on the trial; "
-            "trial estimate: used items per context on the trial's contexts, model against formula, with its "
-            "interval. "
+            "trial estimate: used items per context on the trial's contexts, model against formula, doubly "
+            "robust, with one look's 95% interval and the confidence sequence the job decides on (valid however "
+            "often it looks), and the inverse-propensity figure beside it. "
             if 0 < result["trial_part"] < 1
             else ""
         )
