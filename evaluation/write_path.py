@@ -82,6 +82,10 @@ def worker_in_process() -> Iterator[None]:
         conf.task_always_eager, conf.task_eager_propagates = before
 
 
+class SetMismatch(RuntimeError):
+    """A reused tenant was written from another version of the set than the one to be asked."""
+
+
 def conversations_write(
     *,
     tenant: Tenant,
@@ -91,7 +95,8 @@ def conversations_write(
 ) -> WriteReport:
     """Write every session through the API and end it (unless `consolidate` is False), then drain the
     consolidation and embedding backlogs. A session already ended is skipped, and episodes already
-    stored are not posted again, so an interrupted run resumes."""
+    stored are not posted again, so an interrupted run resumes. A turn id already stored with other text
+    raises SetMismatch: the questions would be scored against turns the tenant does not hold."""
     report = WriteReport(consolidation=consolidate, sessions=len(sessions))
     issued = api_key_create(tenant=tenant, name="memory_eval write path", scopes=("read", "write"))
     client = APIClient()
@@ -128,13 +133,21 @@ def _session_write(
 ) -> None:
     with tenant_scope(tenant):
         stored = Session.objects.filter(external_id=session).first()
-        if stored is not None and stored.status != SessionStatus.OPEN:
-            return
         known = (
-            set(Episode.objects.filter(session=stored).values_list("external_id", flat=True))
+            dict(Episode.objects.filter(session=stored).exclude(external_id="").values_list("external_id", "content"))
             if stored is not None
-            else set()
+            else {}
         )
+    changed = [
+        i["external_id"] for i in items if i.get("external_id") in known and known[i["external_id"]] != i["content"]
+    ]
+    if changed:
+        raise SetMismatch(
+            f"The tenant holds another version of the set: session {session!r} has other text under "
+            f"{len(changed)} of its turn ids (first {changed[0]!r}). Write this version to a fresh database."
+        )
+    if stored is not None and stored.status != SessionStatus.OPEN:
+        return
     missing = [i for i in items if not i.get("external_id") or i["external_id"] not in known]
     batch = settings.ENGRAM["MAX_BATCH"]
     for start in range(0, len(missing), batch):

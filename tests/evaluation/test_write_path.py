@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from consolidation.models import ConsolidationRun, RunStatus
 from consolidation.services import SUMMARY_EXTERNAL_ID, backlog_size
@@ -91,3 +91,13 @@ def test_without_consolidation_the_sessions_stay_open_and_the_report_says_so(tmp
         assert not ConsolidationRun.objects.for_tenant(tenant).exists()
     assert result["write_path"]["consolidation"] is False
     assert "without consolidation" in report.read_text()
+
+
+def test_reuse_refuses_a_tenant_written_from_another_version_of_the_set(tmp_path: Path) -> None:
+    # The technical set is generated from what is installed, so one environment can generate another
+    # text under the same turn ids; asking it of a tenant written from the first version scored questions
+    # against turns the tenant never held (grounded recall 0.16 instead of 0.7), and said nothing.
+    _run(tmp_path, "wp-reuse", "--no-consolidation")
+    _run(tmp_path, "wp-reuse", "--no-consolidation", "--reuse")  # the same set: asked again
+    with pytest.raises(CommandError, match=r"another version of the set"):
+        _run(tmp_path, "wp-reuse", "--no-consolidation", "--reuse", "--seed", "19")

@@ -64,7 +64,7 @@ from evaluation.recall import (
     report_markdown,
     shared_dataset,
 )
-from evaluation.write_path import conversations_write, sessions_of
+from evaluation.write_path import SetMismatch, conversations_write, sessions_of
 from router.parts import packer_parts
 from router.rendering import LINE_PREFIX
 from tenants.models import ApiKey, Tenant
@@ -218,10 +218,13 @@ class Command(BaseCommand):
         else:
             sessions = sessions_of(episode_items(conversations))
         # The sessions of the conversations asked about first: a smaller run writes only what it asks.
-        report = conversations_write(
-            tenant=tenant, sessions=sessions, consolidate=not options["no_consolidation"],
-            progress=lambda m: self.stderr.write(m),
-        )  # fmt: skip
+        try:
+            report = conversations_write(
+                tenant=tenant, sessions=sessions, consolidate=not options["no_consolidation"],
+                progress=lambda m: self.stderr.write(m),
+            )  # fmt: skip
+        except SetMismatch as exc:
+            raise CommandError(str(exc)) from exc
         self.write_report = report
         self.stderr.write(
             f"write path ({'sessions ended, consolidated' if report.consolidation else 'NO CONSOLIDATION'}): "
