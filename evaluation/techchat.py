@@ -405,9 +405,15 @@ def _snippets(label: str, path: Path) -> list[Snippet]:
 
 
 def _readmes() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    # Only the distributions the set names: every installed one would make the set depend on the path
+    # it is run with (the project's own README and its client's, found through "." or PYTHONPATH, made
+    # two versions of the set under the same turn ids in one checkout).
     out = []
-    dists = sorted(importlib.metadata.distributions(), key=lambda d: (d.metadata["Name"] or "").lower())
-    for dist in dists:
+    for name in sorted(DISTRIBUTIONS, key=str.lower):
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
         body = dist.metadata.get_payload() or dist.metadata.get("Description") or ""  # type: ignore[attr-defined]
         paragraphs = tuple(p.strip() for p in str(body).split("\n\n") if 120 <= len(p.strip()) <= 1500)
         if len(paragraphs) >= 4:

@@ -102,3 +102,18 @@ def test_questions_over_many_sessions_need_one_statement_of_each_of_at_least_fou
             assert not planted & {e.external_id for e in q.evidence}
             assert all(sum(e.label in t.text for t in conv.turns) == 1 for e in q.evidence)
     assert len(kinds) >= 2
+
+
+def test_the_set_does_not_depend_on_what_else_is_on_the_path(tmp_path, monkeypatch) -> None:
+    # The project's own README and its client's, found through "." or PYTHONPATH, were read into the set:
+    # the same checkout generated two versions of it under the same turn ids, depending on how it was run.
+    before = techchat._readmes()
+    paragraph = "A paragraph of a package nobody named, long enough to be read into the set's corpus. " * 3
+    info = tmp_path / "stranger-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: stranger\nVersion: 1.0\n\n" + "\n\n".join([paragraph] * 5) + "\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "stranger" in {d.metadata["Name"] for d in importlib.metadata.distributions()}
+    assert techchat._readmes() == before
