@@ -286,6 +286,8 @@ def term_kind(value: str) -> Typed | None:
         return None
     if all(w.lower() in function_words() for w in words):
         return None
+    if _COPULA.match(text):  # "is engaged now" is a clause that holds a state, not the state
+        return None
     return Typed(0, len(text), "term", text)
 
 

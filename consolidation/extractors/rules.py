@@ -785,7 +785,7 @@ RULES: list[Rule] = [
         # nurse to pharmacist": the title's head must be an occupation's (OCCUPATIONS).
         "occupation",
         _p(
-            r"(?:\bi(?:'m| am)(?: now| currently)? (?:a|an)|\bi (?:now )?work as (?:a|an)?|"
+            r"(?:\bi(?:'m| am)(?: now| currently)? (?:a|an)\b|\bi (?:now )?work as (?:a|an)?|"
             r"\bmy (?:new |current )?(?:job title|job|title|role|position) is(?: now)? (?:a |an )?|"
             r"\b(?:changed careers|switched careers|moved) from [^,.;]{1,40}? to (?:a |an |being (?:a |an )?)?|"
             r"\bpromoted to (?:a |an )?)\s*" + _TITLE + _TITLE_END

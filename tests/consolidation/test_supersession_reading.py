@@ -1,0 +1,51 @@
+"""Statements of change the extractor did not read (issue 42, deciding3): the later statement names the
+new value, but no fact came of it, so the old value stayed active alone. Through the public API with the
+real MiniLM and the parse reader on; the sentences are this file's own, none a template of evaluation/
+(test_cases_are_not_templates.py checks it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bench.update_pairs import Said, kind_id, probe_said
+from consolidation.extractors.rules import extract_with_disclosures
+
+pytestmark = pytest.mark.usefixtures("parse_reader")
+
+SAID_AT = datetime(2026, 11, 3, 18, 0, tzinfo=UTC)
+SUBJECT = "member-5067"
+
+
+# fmt: off
+# "now" at the end of a state says the state holds now, not that the speaker is doing something at
+# the moment: the state is a fact, and it replaces the earlier one.
+STATES_NOW = (
+    Said.current("engaged now", "I'm single.", "I'm engaged now.", "single", "engaged"),
+    Said.current("instead of, now", "I drink black coffee after lunch.",
+                 "I drink green tea after lunch instead of coffee now.", "black coffee", "green tea"),
+)
+# ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
+MOMENT_NOW = (
+    "I'm finally free now.",
+    "I'm ready now.",
+    "I'm at the dentist now.",
+    "I have to run now.",
+    "I'm wide awake now.",
+    "I'm charging my phone now.",
+)
+# fmt: on
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", STATES_NOW, ids=kind_id)
+def test_a_state_said_with_now_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()
+
+
+@pytest.mark.parametrize("sentence", MOMENT_NOW)
+def test_what_holds_only_at_the_moment_is_no_fact(sentence: str) -> None:
+    assert extract_with_disclosures(sentence, SUBJECT, SAID_AT) == []
