@@ -264,6 +264,13 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
     held = [t for t in typed_spans(text, subject=subject) if (t.start, t.end) not in left]
     while len(held) > 1 and held[-1].kind == "date" and _CIRCUMSTANCE.search(text[: held[-1].start]):
         held = held[:-1]
+    if len(held) > 1 and _change_words().search(text):
+        # A change says its new value after "to" ("pushed back a week, to April 9"; "cut by 15 minutes to
+        # 45 minutes"): the other values measure the change.
+        new = lexicon.alternation(_section("change.txt", "before the new value"))
+        marked = [t for t in held if re.search(rf"\b(?:{new})\s+(?:the\s+|a\s+|an\s+)?$", text[: t.start], re.I)]
+        if marked:
+            return marked[0]
     return held[0] if held else None
 
 

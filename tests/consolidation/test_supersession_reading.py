@@ -26,6 +26,15 @@ STATES_NOW = (
     Said.current("instead of, now", "I drink black coffee after lunch.",
                  "I drink green tea after lunch instead of coffee now.", "black coffee", "green tea"),
 )
+# A count's unit is a noun: a word of grammar after a number ("64 last Thursday", "64 over the holidays")
+# is no unit, so the count stays comparable with "63 years old". And a change says its new value after
+# "to": "pushed back a week, to April 9" holds April 9, not the week.
+COUNTS_AND_CHANGES = (
+    Said.current("an age with a circumstance", "I'm 63 years old.", "I turned 64 last Thursday.", "63", "64"),
+    Said.current("an age over a holiday", "I'm 27 years old.", "I turned 28 over the holidays.", "27", "28"),
+    Said.current("a new date after a shift", "The grant proposal is due on April 2.",
+                 "The grant proposal deadline got pushed back a week, to April 9.", "April 2", "April 9"),
+)
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
     "I'm finally free now.",
@@ -49,3 +58,11 @@ def test_a_state_said_with_now_replaces_the_old_one(api_a, end_session, pair: Sa
 @pytest.mark.parametrize("sentence", MOMENT_NOW)
 def test_what_holds_only_at_the_moment_is_no_fact(sentence: str) -> None:
     assert extract_with_disclosures(sentence, SUBJECT, SAID_AT) == []
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", COUNTS_AND_CHANGES, ids=kind_id)
+def test_a_count_or_a_date_said_with_a_circumstance_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()

@@ -78,6 +78,11 @@ def test_no_value_from_locomo_is_a_clause_around_a_typed_value() -> None:
         ("Jo turned 29 in February.", "29", []),
         ("Jo's sister Maren lives in Bergen.", "Bergen", []),
         ("Jo's team grew to 14 engineers.", "14 engineers", []),
+        # a word of grammar after a number is no unit; a change holds the value said after "to"
+        ("Jo turned 64 over the holidays.", "64", []),
+        ("Jo turned 64 last Thursday.", "64", []),
+        ("Jo's grant deadline got pushed back a week, to April 9.", "April 9", []),
+        ("Jo cut the meeting by 15 minutes to 45 minutes.", "45 minutes", []),
     ],
 )
 def test_the_grammar_says_which_value_is_held_and_which_was_left(statement: str, held: str, left: list[str]) -> None:
