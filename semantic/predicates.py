@@ -142,15 +142,18 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         add(*m.span(), "name")
     for m in _TIME.finditer(text):
         add(*m.span(), "time")
+    for start, end, kind in value_spans(text):  # before numbered names: "1 October 2026" is no "42 Baker Street"
+        if kind == "date":
+            add(start, end, "date")
     names = list(_names(text, subject, function_words))
     for start, end, numbered in names:
         if numbered:
             add(start, end, "name")
-    for start, end, kind in value_spans(text):
-        if kind == "date" or (kind == "number" and _YEAR.fullmatch(text[start:end])):
-            add(start, end, "date")
-    for m in _DAY.finditer(text):
+    for m in _DAY.finditer(text):  # before a bare year: "September 2026" is one date
         add(*m.span(), "date")
+    for start, end, kind in value_spans(text):
+        if kind == "number" and _YEAR.fullmatch(text[start:end]):
+            add(start, end, "date")
     for start, end, kind in value_spans(text):
         if kind == "number":
             unit = _UNIT.match(text, end)
@@ -359,11 +362,35 @@ _WHEN = re.compile(
 MASK = "something"
 
 
+# What stands before a date that only says when ("in September 2026", "the weekend before 1 October
+# 2026", as the extractors resolve "last weekend").
+_WHEN_BEFORE = re.compile(
+    r"\s+(?:(?:the\s+)?(?:day|week|weekend|month|year|morning|afternoon|evening|night)\s+(?:before|after|of)"
+    r"|(?:earlier|later|early|late)\s+in|on|in|around|at|since|during|last|this)?\s*$",
+    re.I,
+)
+
+
+def _undated(statement: str, spans: list[Typed], value: str) -> tuple[str, list[Typed]]:
+    """The statement without the dates at its end that are not its value, with what says they are when."""
+    while spans and spans[-1].kind == "date" and not values_same(spans[-1].text, value):
+        last = spans[-1]
+        if statement[last.end :].strip(" .!;,") or (value and value.strip(" .") in last.text):
+            break
+        before = _WHEN_BEFORE.search(statement[: last.start])
+        cut = before.start() if before is not None else last.start
+        statement, spans = statement[:cut].rstrip(" ,") + statement[last.end :], spans[:-1]
+    return statement, spans
+
+
 def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     """The statement with its typed values masked and the grammar of change taken out; a state said
-    with a word or two (`term_kind`) is masked too when it is the fact's `value`."""
-    text = statement
+    with a word or two (`term_kind`) is masked too when it is the fact's `value`; a date at its end that
+    is not its value only says when, and is left out."""
     spans = typed_spans(statement, subject=subject)
+    if value:
+        statement, spans = _undated(statement, spans, value)
+    text = statement
     if value and term_kind(value) is not None:
         said = re.search(rf"(?<![\w-]){re.escape(value.strip(' .'))}(?![\w-])", statement, re.I)
         if said is not None and not any(said.start() < t.end and t.start < said.end() for t in spans):

@@ -138,3 +138,21 @@ def test_the_subjects_own_name_is_no_value_however_it_is_written(subject: str) -
     statement = f"{subject}'s rowing club meets on Thursdays."
     held = predicates.current_value(statement, subject=subject)
     assert held is not None and held.text == "Thursdays"
+
+
+# fmt: off
+DATED = [
+    # when a change happened is no part of what it says: the statement's dates, resolved against when it
+    # was said, stand at its end as circumstances, and the frame is the frame without them; a date that
+    # is the value stays masked in its place
+    ("Jo moved the archive to Zenodo in September 2026.", "Zenodo", "Jo the archive something."),
+    ("Jo turned 61 the weekend before 1 October 2026.", "61", "Jo something."),
+    ("Jo got a Brompton around 17 September 2026.", "Brompton", "Jo got a something."),
+    ("Jo's recital is on 4 May 2027.", "4 May 2027", "Jo's recital is on something."),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("statement", "value", "expected"), DATED, ids=[s for s, _, _ in DATED])
+def test_a_date_that_only_says_when_is_no_part_of_the_frame(statement: str, value: str, expected: str) -> None:
+    assert predicates.frame(statement, subject="Jo", value=value) == expected
