@@ -343,6 +343,14 @@ def same_kind(a: Typed, b: Typed) -> bool:
 
 
 @functools.cache
+def _new_thing() -> re.Pattern[str]:
+    """ "my new ...", "our new ...", "Ana's new ...": the adjective (change.txt, [after a possessive]) in
+    lower case, since "New York" is a name."""
+    adjectives = lexicon.alternation(_section("change.txt", "after a possessive"))
+    return re.compile(rf"(\b(?:my|our|their|[\w-]+['’]s))\s+(?:{adjectives})\b")
+
+
+@functools.cache
 def _change_words() -> re.Pattern[str]:
     """The verbs of change in any person ("cut", "cuts"; "switch", "switches": a statement is told of
     the speaker in the third person) and the adverbs of change."""
@@ -400,7 +408,7 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     markers = _section("change.txt", "before the old value")
     old = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
     text = re.sub(rf"\b(?:{old})\s+(?:the |our |my |their )?{MASK}\b", " ", text, flags=re.I)
-    text = _change_words().sub(" ", text)
+    text = _change_words().sub(" ", _new_thing().sub(r"\1", text))
     text = re.sub(rf"\b(?:with|to|into)\s+(?={MASK}\b)", "", text, flags=re.I)
     text = _WHEN.sub("", text)
     text = re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text, flags=re.I)
@@ -424,7 +432,11 @@ def content_words(text: str, *, subject: str = "") -> frozenset[str]:
 
 def says_change(text: str, *, subject: str = "") -> bool:
     """The statement tells a change: a verb or adverb of change, or a value it marks as left."""
-    return bool(_change_words().search(text)) or bool(left_values(text, subject=subject))
+    return (
+        bool(_change_words().search(text))
+        or bool(_new_thing().search(text))
+        or bool(left_values(text, subject=subject))
+    )
 
 
 def function_words() -> frozenset[str]:
@@ -479,12 +491,16 @@ OTHER_PEOPLE = _words("other_people.txt")
 PEOPLE = OTHER_PEOPLE | _words("people.txt")
 
 
-def someone_elses(text: str, *, subject: str = "") -> bool:
+def someone_elses(text: str, *, subject: str = "", value: str = "") -> bool:
     """The statement is about someone other than its subject: "her", "his", a person named by a noun
     for other people ("Ana's colleague keeps her notes in ..."), another name's possessive ("Priya's
-    team uses ..."), or a person of theirs as its subject ("Ana's roommate pays ...")."""
+    team uses ..."), or a person of theirs as its subject ("Ana's roommate pays ..."). Not when the
+    value is who that person of theirs is ("Dana Kim became Ana's manager", "Ana's boss is Dana
+    Kim"): that is the subject's own relation."""
     if re.search(r"\b(?:he|she|his|her|him)\b", text, re.I):
         return True
+    if value and _names_a_person_of_theirs(text, subject=subject, value=value):
+        return False
     for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
         if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
             return True
@@ -492,6 +508,21 @@ def someone_elses(text: str, *, subject: str = "") -> bool:
         return True
     owner = rf"(?:{re.escape(subject)}['’]s|my|our)" if subject else r"(?:my|our)"
     return bool(re.match(rf"\s*{owner}\s+(?:[\w-]+\s+)?(?:{lexicon.alternation(PEOPLE)})\b", text, re.I))
+
+
+_BECOMES = r"(?:is|was|became|becomes|has become|is now|has been)"
+
+
+def _names_a_person_of_theirs(text: str, *, subject: str, value: str) -> bool:
+    """The statement says who a person of the subject's is: `value` on one side of a copula, the person
+    ("my manager", "Ana's business partner") on the other, and nothing more."""
+    owner = rf"(?:{re.escape(subject)}['’]s|my|our)" if subject else r"(?:my|our)"
+    person = rf"{owner}\s+(?:new\s+)?(?:[\w-]+\s+)?(?:{lexicon.alternation(PEOPLE)})"
+    said = re.escape(value.strip(" ."))
+    return bool(
+        re.fullmatch(rf"\s*(?:now\s+)?{said}\s+(?:now\s+)?{_BECOMES}\s+(?:now\s+)?{person}\s*[.!]?\s*", text, re.I)
+        or re.fullmatch(rf"\s*{person}\s+{_BECOMES}\s+(?:now\s+)?{said}\s*[.!]?\s*", text, re.I)
+    )
 
 
 def names_left(statement: str, value: str, *, subject: str = "") -> bool:
@@ -537,7 +568,14 @@ def judge(
             and not _COPULA.search(new_frame)
         )
         floor = SIMILAR_TERMS_SAME_VERB if same_verb else SIMILAR_TERMS
-        if values_similarity is None or values_similarity < floor:
+        # The same frame, and the later statement tells a change ("my new favourite cheese is halloumi",
+        # "the loft conversion is complete now"): the speaker says this value replaced the other, however
+        # far apart the two words' meanings are (gouda and halloumi: 0.33; underway and complete: 0.30).
+        old_said = content_words(old_frame, subject=subject)
+        told = old_said == content_words(new_frame, subject=subject) and bool(old_said)
+        if told and says_change(new_statement, subject=subject):
+            pass
+        elif values_similarity is None or values_similarity < floor:
             return Verdict(False, "states of different meanings")
     if values_same(old_value, new_value):
         return Verdict(False, "the same value")
@@ -549,7 +587,7 @@ def judge(
         return Verdict(False, "an exception for one occasion")
     if tells_the_past(new_statement) and not says_now(new_statement):
         return Verdict(False, "the past")
-    if someone_elses(new_statement, subject=subject):
+    if someone_elses(new_statement, subject=subject, value=new_value):
         return Verdict(False, "someone else's value")
     old_words = content_words(frame(old_statement, subject=subject, value=old_value), subject=subject)
     new_words = content_words(frame(new_statement, subject=subject, value=new_value), subject=subject)

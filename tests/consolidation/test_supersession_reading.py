@@ -23,6 +23,8 @@ SUBJECT = "member-5067"
 # the moment: the state is a fact, and it replaces the earlier one.
 STATES_NOW = (
     Said.current("engaged now", "I'm single.", "I'm engaged now.", "single", "engaged"),
+    Said.current("a thing's state now", "The loft conversion is underway.", "The loft conversion is complete now.",
+                 "underway", "complete"),
     Said.current("instead of, now", "I drink black coffee after lunch.",
                  "I drink green tea after lunch instead of coffee now.", "black coffee", "green tea"),
 )
@@ -34,6 +36,14 @@ COUNTS_AND_CHANGES = (
     Said.current("an age over a holiday", "I'm 27 years old.", "I turned 28 over the holidays.", "27", "28"),
     Said.current("a new date after a shift", "The grant proposal is due on April 2.",
                  "The grant proposal deadline got pushed back a week, to April 9.", "April 2", "April 9"),
+)
+# A person of the subject's named as the value ("X became my physio") is the subject's own relation, not
+# someone else's value; and "my new ..." tells a change as "now" does.
+RELATIONS_AND_NEW = (
+    Said.current("a person became mine", "My business partner is Oren Blum.", "Lior Katz became my business partner.",
+                 "Oren Blum", "Lior Katz"),
+    Said.current("my new favourite", "My favourite cheese is gouda.", "My new favourite cheese is halloumi.",
+                 "gouda", "halloumi"),
 )
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
@@ -64,5 +74,13 @@ def test_what_holds_only_at_the_moment_is_no_fact(sentence: str) -> None:
 @pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("pair", COUNTS_AND_CHANGES, ids=kind_id)
 def test_a_count_or_a_date_said_with_a_circumstance_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", RELATIONS_AND_NEW, ids=kind_id)
+def test_a_person_of_ones_own_or_a_new_favourite_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
