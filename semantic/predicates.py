@@ -391,6 +391,20 @@ def _undated(statement: str, spans: list[Typed], value: str) -> tuple[str, list[
     return statement, spans
 
 
+# A noun and a preposition before a name say which thing the statement is about ("my flight to Tokyo",
+# "the meeting with Dana"), when the name comes before the statement's value.
+_WHICH_THING = re.compile(r"\b[a-z][\w-]*\s+(?:to|for|with|at|of|in|on)\s+(?:the\s+)?$")
+
+
+def _without_which_thing(statement: str, spans: list[Typed], value: str) -> list[Typed]:
+    """The spans to mask: not a name before the value that says which thing it is ("my flight to Tokyo
+    is on March 3" is about the flight to Tokyo, not about a flight to somewhere)."""
+    at = next((t.start for t in spans if values_same(t.text, value) or t.text == value.strip(" .")), None)
+    if at is None:
+        return spans
+    return [t for t in spans if not (t.start < at and t.kind == "name" and _WHICH_THING.search(statement[: t.start]))]
+
+
 def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     """The statement with its typed values masked and the grammar of change taken out; a state said
     with a word or two (`term_kind`) is masked too when it is the fact's `value`; a date at its end that
@@ -403,6 +417,8 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
         said = re.search(rf"(?<![\w-]){re.escape(value.strip(' .'))}(?![\w-])", statement, re.I)
         if said is not None and not any(said.start() < t.end and t.start < said.end() for t in spans):
             spans = sorted([*spans, Typed(said.start(), said.end(), "term", said.group(0))], key=lambda t: t.start)
+    if value:
+        spans = _without_which_thing(statement, spans, value)
     for t in reversed(spans):
         text = text[: t.start] + MASK + text[t.end :]
     markers = _section("change.txt", "before the old value")

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
+from bench.update_pairs import Said, kind_id, mentions, probe_said
 from consolidation.extractors.rules import extract_with_disclosures
 
 pytestmark = pytest.mark.usefixtures("parse_reader")
@@ -44,6 +44,15 @@ RELATIONS_AND_NEW = (
                  "Oren Blum", "Lior Katz"),
     Said.current("my new favourite", "My favourite cheese is gouda.", "My new favourite cheese is halloumi.",
                  "gouda", "halloumi"),
+)
+# What names the thing stays in its statement: "my rent for the studio" is another thing than "my rent
+# for the garage" (a prepositional phrase of the subject's noun is no circumstance of the verb).
+OTHER_THINGS = (
+    Said.current("another ferry", "My ferry to Naxos leaves on June 4.", "My ferry to Paros leaves on June 9.",
+                 "June 4", "June 9"),
+    Said.current("another rent", "My rent for the studio is $900.", "My rent for the garage is $150.", "$900", "$150"),
+    Said.current("another flight", "My flight to Tokyo is on March 3.", "My flight to Seoul is on March 10.",
+                 "March 3", "March 10"),
 )
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
@@ -84,3 +93,11 @@ def test_a_count_or_a_date_said_with_a_circumstance_replaces_the_old_one(api_a, 
 def test_a_person_of_ones_own_or_a_new_favourite_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", OTHER_THINGS, ids=kind_id)
+def test_a_value_of_another_thing_leaves_the_old_one(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert any(mentions(v, pair.old) >= 0 for v in outcome.active), outcome.describe()
