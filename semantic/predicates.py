@@ -432,6 +432,20 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
 
 
 _ADVERB = re.compile(r"[a-z]{2,}(?<![ip])ly")
+# British and American spellings of one word: "colour" and "color", "favourite" and "favorite",
+# "organise" and "organize", "centre" and "center".
+_SPELLINGS = (
+    (re.compile(r"(?<=[a-z]{2})our(?=ite|ed|ing|s)?$|(?<=[a-z]{2})our(?=ite)"), "or"),
+    (re.compile(r"(?<=[a-z]{3})is(?=e|ed|es|ing|ation)"), "iz"),
+    (re.compile(r"(?<=[a-z]{3})tre$"), "ter"),
+)
+
+
+def one_spelling(word: str) -> str:
+    """The word in one spelling of its British and American ones (a key, not always a word: "color")."""
+    for pattern, written in _SPELLINGS:
+        word = pattern.sub(written, word)
+    return word
 
 
 def content_words(text: str, *, subject: str = "") -> frozenset[str]:
@@ -440,7 +454,7 @@ def content_words(text: str, *, subject: str = "") -> frozenset[str]:
     own = {subject.lower(), f"{subject.lower()}'s", f"{subject.lower()}’s"}
     # Adverbs say how or how often ("usually", "only", "fully"), not what about.
     return frozenset(
-        _singular(w.removesuffix("'s").removesuffix("’s"))
+        one_spelling(_singular(w.removesuffix("'s").removesuffix("’s")))
         for w in re.findall(r"[a-z][a-z'’-]+", text.lower())
         if w not in function_words and w not in own and w != MASK and len(w) > 2 and not _ADVERB.fullmatch(w)
     )

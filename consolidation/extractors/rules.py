@@ -299,7 +299,8 @@ def _moved_to(m: re.Match[str], subject: str) -> list[Found]:
     value = _clean_value(m.group("v"), max_words=4)
     if not value or _not_a_place(value):
         return []
-    return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} lives in {value}.")]
+    # The statement keeps the move: it tells the change ("moved to 3 Harbour Row" after "my address is ...").
+    return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} moved to {value}.")]
 
 
 def _a_time_or_count(value: str) -> bool:
@@ -385,7 +386,10 @@ def _our_thing(m: re.Match[str], subject: str) -> list[Found]:
 
 
 def _favourite(m: re.Match[str], subject: str) -> list[Found]:
-    what = re.sub(r"[^a-z0-9]+", "_", m.group("what").lower()).strip("_")
+    # "colour" and "color" are one slot.
+    what = "_".join(
+        predicates.one_spelling(w) for w in re.sub(r"[^a-z0-9]+", "_", m.group("what").lower()).split("_") if w
+    )
     value = _clean_value(m.group("v"), max_words=6)
     if not value or not what:
         return []

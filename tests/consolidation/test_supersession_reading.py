@@ -54,6 +54,14 @@ OTHER_THINGS = (
     Said.current("another flight", "My flight to Tokyo is on March 3.", "My flight to Seoul is on March 10.",
                  "March 3", "March 10"),
 )
+# A word spelt the British or the American way is one word ("colour", "color"), and a move keeps its
+# verb in the statement ("moved to ..." tells the change "lives in ..." does not).
+SPELLINGS_AND_MOVES = (
+    Said.current("two spellings", "My favourite colour is teal.", "These days my favorite color is mustard.",
+                 "teal", "mustard"),
+    Said.current("moved to an address", "My address is 14 Quay Street.", "I moved to 3 Harbour Row.",
+                 "14 Quay Street", "3 Harbour Row"),
+)
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
     "I'm finally free now.",
@@ -101,3 +109,11 @@ def test_a_person_of_ones_own_or_a_new_favourite_replaces_the_old_one(api_a, end
 def test_a_value_of_another_thing_leaves_the_old_one(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert any(mentions(v, pair.old) >= 0 for v in outcome.active), outcome.describe()
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", SPELLINGS_AND_MOVES, ids=kind_id)
+def test_another_spelling_or_a_move_replaces_the_old_value(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()
