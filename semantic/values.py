@@ -237,13 +237,20 @@ def values_same(a: str, b: str) -> bool:
     return a.strip() == b.strip() or value_tokens(a) == value_tokens(b)
 
 
+# A value of at most this many words is a name or a name and its head noun ("Tuesdays", "Georgian food"),
+# not a sentence: its first word's capital is the name's.
+NAMED_WORDS = 2
+
+
 def _names(value: str) -> Counter[str]:
-    """Proper names: words written with a capital, except a first word that is only sentence-case."""
+    """Proper names: words written with a capital, except a first word that is only sentence-case in a
+    value longer than NAMED_WORDS words."""
     words = _WORD.findall(unicodedata.normalize("NFKC", value))
+    sentence = len(words) > NAMED_WORDS
     return Counter(
         w.casefold()
         for i, w in enumerate(words)
-        if any(ch.isupper() for ch in w) and not (i == 0 and w[0].isupper() and w[1:].islower())
+        if any(ch.isupper() for ch in w) and not (sentence and i == 0 and w[0].isupper() and w[1:].islower())
     )
 
 

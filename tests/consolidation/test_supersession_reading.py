@@ -62,6 +62,11 @@ SPELLINGS_AND_MOVES = (
     Said.current("moved to an address", "My address is 14 Quay Street.", "I moved to 3 Harbour Row.",
                  "14 Quay Street", "3 Harbour Row"),
 )
+# A value of one capitalised word is a name, not a sentence's first word: "rowing on Thursdays now" is
+# another value than "rowing on Tuesdays", not a near-duplicate of its statement that confirms it.
+NAMES_ALONE = (
+    Said.current("another day", "I go rowing on Tuesdays.", "I go rowing on Thursdays now.", "Tuesdays", "Thursdays"),
+)
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
     "I'm finally free now.",
@@ -115,5 +120,13 @@ def test_a_value_of_another_thing_leaves_the_old_one(api_a, end_session, pair: S
 @pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("pair", SPELLINGS_AND_MOVES, ids=kind_id)
 def test_another_spelling_or_a_move_replaces_the_old_value(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", NAMES_ALONE, ids=kind_id)
+def test_a_name_said_alone_is_a_value_of_its_own(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
