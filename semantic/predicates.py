@@ -545,7 +545,11 @@ _BECOMES = r"(?:is|was|became|becomes|has become|is now|has been)"
 
 def _names_a_person_of_theirs(text: str, *, subject: str, value: str) -> bool:
     """The statement says who a person of the subject's is: `value` on one side of a copula, the person
-    ("my manager", "Ana's business partner") on the other, and nothing more."""
+    ("my manager", "Ana's business partner") on the other, and nothing more; the value a name ("my
+    nephew is twenty-one" is the nephew's age)."""
+    named = value_kind(value)
+    if named is None or named.kind != "name":
+        return False
     owner = rf"(?:{re.escape(subject)}['’]s|my|our)" if subject else r"(?:my|our)"
     person = rf"{owner}\s+(?:new\s+)?(?:[\w-]+\s+)?(?:{lexicon.alternation(PEOPLE)})"
     said = re.escape(value.strip(" ."))

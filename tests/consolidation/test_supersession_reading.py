@@ -67,6 +67,12 @@ SPELLINGS_AND_MOVES = (
 NAMES_ALONE = (
     Said.current("another day", "I go rowing on Tuesdays.", "I go rowing on Thursdays now.", "Tuesdays", "Thursdays"),
 )
+# A label and its value ("Weekly mileage: 45 km now.") say what the thing is, as "my weekly mileage is ..."
+# does; a lead-in before a clause ("Quick update: ...") is no label.
+LABELLED = (
+    Said.current("a label and its value", "My weekly mileage is 30 km.", "Weekly mileage: 45 km now.", "30 km", "45 km"),
+    Said.current("a new label", "My locker number is 112.", "New locker number: 87.", "112", "87"),
+)
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
     "I'm finally free now.",
@@ -130,3 +136,16 @@ def test_another_spelling_or_a_move_replaces_the_old_value(api_a, end_session, p
 def test_a_name_said_alone_is_a_value_of_its_own(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", LABELLED, ids=kind_id)
+def test_a_label_and_its_value_replace_the_old_one(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()
+
+
+def test_a_lead_in_is_no_label() -> None:
+    facts = extract_with_disclosures("Quick update: I might move to Oslo.", SUBJECT, SAID_AT)
+    assert not any("Oslo" in f.value for f in facts), facts
