@@ -1118,6 +1118,20 @@ _SLOT_NAMES = {
 }
 
 
+# "our reporting database is ...", "my gaming laptop runs ...": a word before the thing's noun, then its verb.
+_OWN_THING = re.compile(
+    r"^(?:my|our)\s+(?P<before>(?:[a-z][\w-]*\s+){1,2})[a-z][\w-]*\s+(?:is|are|runs?|uses?|has)\b", re.I
+)
+_DEFAULT_THINGS = lexicon.words("default_things.txt")
+
+
+def _another_thing(clause: str) -> bool:
+    """The clause is said of a thing of the speaker's that a word before its noun names as another one
+    than the thing they mean by the noun alone (data/default_things.txt lists the words that do not)."""
+    m = _OWN_THING.match(clause)
+    return m is not None and any(w.lower() not in _DEFAULT_THINGS for w in m.group("before").split())
+
+
 def tool_slots(sentence: str, speaker: str) -> list[Found]:
     """The single-valued slots (database, cloud, OS, CI, editor, orchestration) that the speaker's own
     first-person statement fills with a known tool, however the sentence is built; where it names an
@@ -1125,7 +1139,7 @@ def tool_slots(sentence: str, speaker: str) -> list[Found]:
     one and a question fill nothing."""
     clause = _LEAD_IN.sub("", sentence.strip())
     own = _OWN_START.match(clause) or _OWN_SYSTEMS.match(clause)
-    if not own or _QUESTION_OR_HYPOTHETICAL.search(clause):
+    if not own or _QUESTION_OR_HYPOTHETICAL.search(clause) or _another_thing(clause):
         return []
     by_slot: dict[str, list[re.Match[str]]] = {}
     for m in _TOOL_MENTION.finditer(clause):

@@ -53,6 +53,12 @@ OTHER_THINGS = (
     Said.current("another rent", "My rent for the studio is $900.", "My rent for the garage is $150.", "$900", "$150"),
     Said.current("another flight", "My flight to Tokyo is on March 3.", "My flight to Seoul is on March 10.",
                  "March 3", "March 10"),
+    # a known tool said of a thing a word more names fills no slot of the speaker's: the reporting
+    # database and the gaming laptop are other things than the database and the laptop
+    Said.current("another database", "We keep everything in PostgreSQL 16.", "Our reporting database is MySQL 8.4.",
+                 "PostgreSQL 16", "MySQL 8.4"),
+    Said.current("another laptop", "My desktop runs Fedora 40.", "My gaming laptop runs Windows 11.",
+                 "Fedora 40", "Windows 11"),
 )
 # A word spelt the British or the American way is one word ("colour", "color"), and a move keeps its
 # verb in the statement ("moved to ..." tells the change "lives in ..." does not).
