@@ -81,6 +81,17 @@ _YEAR = re.compile(r"(?<![\w.])(?:19|20)\d\d(?![\w.])")
 # An identifier written with hyphens, digits or a sigil: "us-east-1", "#backend-team", "@ana".
 _IDENTIFIER = re.compile(r"(?<![\w#@-])(?:[#@][\w-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*-\d[\w-]*)(?![\w-])")
 _TIME_UNIT = "seconds?|minutes?|hours?|days?|weeks?|months?|years?"
+# How often: "twice a week", "3 times per month", "every other day", "every two weeks", "fortnightly".
+_PERIOD = r"(?:day|week|fortnight|month|quarter|year|weekday|weekend|morning|evening|night)"
+_FREQUENCY = re.compile(
+    rf"(?<![\w-])(?:(?:once|twice|thrice|(?:\d+|{NUMBER_IN_WORDS}|a few|several|a couple of)\s+times)\s+"
+    rf"(?:a|an|per|each|every)\s+{_PERIOD}"
+    rf"|every\s+(?:other\s+|second\s+|third\s+|(?:\d+|{NUMBER_IN_WORDS})\s+)?{_PERIOD}s?"
+    # "weekly" as an adverb; before a noun ("my weekly one-on-one") it says which thing, not how often
+    r"|(?:bi-?)?(?:daily|weekly|monthly|quarterly|yearly|annually|fortnightly|nightly|hourly)"
+    r"(?!\s+(?!(?:now|again|instead|too|and|or|but|so|since|until|from|at|on|in|with|for)\b)[a-z]))(?![\w-])",
+    re.I,
+)
 # A count in words: "three weeks", "thirty-five engineers", "a dozen eggs"; "a" or "an" counts only a
 # unit of time ("an hour"). Neither inside a compound written with hyphens ("one-on-one", "second-hand").
 # A number of two words or of the teens and tens stands alone too ("I'm thirty-five", "turned forty").
@@ -142,6 +153,8 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         add(*m.span(), "name")
     for m in _TIME.finditer(text):
         add(*m.span(), "time")
+    for m in _FREQUENCY.finditer(text):  # before counts: "twice a week" is no count of weeks
+        add(*m.span(), "frequency")
     for start, end, kind in value_spans(text):  # before numbered names: "1 October 2026" is no "42 Baker Street"
         if kind == "date":
             add(start, end, "date")

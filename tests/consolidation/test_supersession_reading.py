@@ -79,6 +79,10 @@ LABELLED = (
     Said.current("a label and its value", "My weekly mileage is 30 km.", "Weekly mileage: 45 km now.", "30 km", "45 km"),
     Said.current("a new label", "My locker number is 112.", "New locker number: 87.", "112", "87"),
 )
+# How often is one value ("twice a week"), not a count of times and a circumstance ("a week").
+HOW_OFTEN = (
+    Said.current("how often", "I swim twice a week.", "I swim four times a week now.", "twice a week", "four times a week"),
+)
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
     "I'm finally free now.",
@@ -155,3 +159,11 @@ def test_a_label_and_its_value_replace_the_old_one(api_a, end_session, pair: Sai
 def test_a_lead_in_is_no_label() -> None:
     facts = extract_with_disclosures("Quick update: I might move to Oslo.", SUBJECT, SAID_AT)
     assert not any("Oslo" in f.value for f in facts), facts
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", HOW_OFTEN, ids=kind_id)
+def test_a_new_frequency_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()

@@ -156,3 +156,22 @@ DATED = [
 @pytest.mark.parametrize(("statement", "value", "expected"), DATED, ids=[s for s, _, _ in DATED])
 def test_a_date_that_only_says_when_is_no_part_of_the_frame(statement: str, value: str, expected: str) -> None:
     assert predicates.frame(statement, subject="Jo", value=value) == expected
+
+
+# fmt: off
+FREQUENCIES = [
+    # how often is one value: the count, "a"/"per" and the unit of time, or "every" and the unit
+    ("Jo swims twice a week.", "twice a week"),
+    ("Jo's book club meets every other month.", "every other month"),
+    ("Jo backs up the photos fortnightly.", "fortnightly"),
+    ("Jo visits the allotment 3 times per week.", "3 times per week"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "value"), FREQUENCIES, ids=[t for t, _ in FREQUENCIES])
+def test_how_often_is_one_value(text: str, value: str) -> None:
+    held = predicates.current_value(text, subject="Jo")
+    assert held is not None and held.text == value
+    a, b = predicates.value_kind("twice a week"), predicates.value_kind("every other month")
+    assert a is not None and b is not None and predicates.same_kind(a, b)
