@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 from semantic import predicates
 
+from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
@@ -126,13 +127,16 @@ _LABELLED = re.compile(r"^(?:(?:my|our|the)\s+)?(?P<label>[A-Za-z][a-z-]+(?:\s+[
 _LABEL_TAIL = re.compile(r"^(?:,?\s*(?:now|currently|again|these days|as of \w+(?: \w+)?|since \w+(?: \w+)?))?$", re.I)
 
 
+_LEAD_INS = lexicon.words("lead_ins.txt")
+
+
 def _labelled(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
     """(value, statement) for a label and its value said as a line of its own."""
     m = _LABELLED.match(sentence.strip().rstrip(".!"))
     if m is None or "?" in sentence:
         return []
     label, rest = m.group("label"), m.group("rest")
-    if any(w.lower() in predicates.function_words() for w in label.split()):
+    if any(w.lower() in predicates.function_words() for w in label.split()) or label.lower() in _LEAD_INS:
         return []
     spans = predicates.typed_spans(rest, subject=speaker)
     if not spans or spans[0].start != 0 or not _LABEL_TAIL.match(rest[spans[0].end :].strip()):

@@ -156,9 +156,10 @@ def test_a_label_and_its_value_replace_the_old_one(api_a, end_session, pair: Sai
     assert outcome.updated, outcome.describe()
 
 
-def test_a_lead_in_is_no_label() -> None:
-    facts = extract_with_disclosures("Quick update: I might move to Oslo.", SUBJECT, SAID_AT)
-    assert not any("Oslo" in f.value for f in facts), facts
+@pytest.mark.parametrize("sentence", ["Quick update: I might move to Oslo.", "Heads up: 14."])
+def test_a_lead_in_is_no_label(sentence: str) -> None:
+    facts = extract_with_disclosures(sentence, SUBJECT, SAID_AT)
+    assert not any(f.attribute == "about" and ("Oslo" in f.value or f.value == "14") for f in facts), facts
 
 
 @pytest.mark.django_db
