@@ -83,6 +83,12 @@ LABELLED = (
 HOW_OFTEN = (
     Said.current("how often", "I swim twice a week.", "I swim four times a week now.", "twice a week", "four times a week"),
 )
+# A state said with a word or two is a value: "the kitchen renovation is finished" is no near-duplicate of
+# "... is in progress" that confirms it.
+SHORT_STATES = (
+    Said.current("a state", "The kitchen renovation is in progress.", "The kitchen renovation is finished.",
+                 "progress", "finished"),
+)
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
     "I'm finally free now.",
@@ -166,5 +172,13 @@ def test_a_lead_in_is_no_label(sentence: str) -> None:
 @pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("pair", HOW_OFTEN, ids=kind_id)
 def test_a_new_frequency_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", SHORT_STATES, ids=kind_id)
+def test_a_new_state_is_no_near_duplicate_of_the_old(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
