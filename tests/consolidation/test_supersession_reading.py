@@ -89,6 +89,13 @@ SHORT_STATES = (
     Said.current("a state", "The kitchen renovation is in progress.", "The kitchen renovation is finished.",
                  "progress", "finished"),
 )
+# A named thing's state said as what happened to it ("was cancelled", "got approved") is its state now,
+# as "is cancelled" is: both are the thing's status, and the later replaces the earlier.
+STATES_BY_PARTICIPLE = (
+    Said.current("a state said as done", "The Kestrel product is in testing.", "The Kestrel product was cancelled.",
+                 "in testing", "cancelled"),
+    Said.current("a state got", "The Wren app is in review.", "The Wren app got approved.", "in review", "approved"),
+)
 # ... while a state of the moment, an obligation or an activity of the moment said with "now" is none.
 MOMENT_NOW = (
     "I'm finally free now.",
@@ -180,5 +187,18 @@ def test_a_new_frequency_replaces_the_old_one(api_a, end_session, pair: Said) ->
 @pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("pair", SHORT_STATES, ids=kind_id)
 def test_a_new_state_is_no_near_duplicate_of_the_old(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, SUBJECT, end_session)
+    assert outcome.updated, outcome.describe()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the status rule files a named thing's state under the thing, the parse a later state told otherwise "
+    "under the speaker: the two are never compared (docs/consolidation.md, r11)",
+)
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", STATES_BY_PARTICIPLE, ids=kind_id)
+def test_a_state_said_as_what_happened_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
