@@ -81,6 +81,17 @@ _YEAR = re.compile(r"(?<![\w.])(?:19|20)\d\d(?![\w.])")
 # An identifier written with hyphens, digits or a sigil: "us-east-1", "#backend-team", "@ana".
 _IDENTIFIER = re.compile(r"(?<![\w#@-])(?:[#@][\w-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*-\d[\w-]*)(?![\w-])")
 _TIME_UNIT = "seconds?|minutes?|hours?|days?|weeks?|months?|years?"
+# How often: "twice a week", "3 times per month", "every other day", "every two weeks", "fortnightly".
+_PERIOD = r"(?:day|week|fortnight|month|quarter|year|weekday|weekend|morning|evening|night)"
+_FREQUENCY = re.compile(
+    rf"(?<![\w-])(?:(?:once|twice|thrice|(?:\d+|{NUMBER_IN_WORDS}|a few|several|a couple of)\s+times)\s+"
+    rf"(?:a|an|per|each|every)\s+{_PERIOD}"
+    rf"|every\s+(?:other\s+|second\s+|third\s+|(?:\d+|{NUMBER_IN_WORDS})\s+)?{_PERIOD}s?"
+    # "weekly" as an adverb; before a noun ("my weekly one-on-one") it says which thing, not how often
+    r"|(?:bi-?)?(?:daily|weekly|monthly|quarterly|yearly|annually|fortnightly|nightly|hourly)"
+    r"(?!\s+(?!(?:now|again|instead|too|and|or|but|so|since|until|from|at|on|in|with|for)\b)[a-z]))(?![\w-])",
+    re.I,
+)
 # A count in words: "three weeks", "thirty-five engineers", "a dozen eggs"; "a" or "an" counts only a
 # unit of time ("an hour"). Neither inside a compound written with hyphens ("one-on-one", "second-hand").
 # A number of two words or of the teens and tens stands alone too ("I'm thirty-five", "turned forty").
@@ -142,15 +153,20 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         add(*m.span(), "name")
     for m in _TIME.finditer(text):
         add(*m.span(), "time")
+    for m in _FREQUENCY.finditer(text):  # before counts: "twice a week" is no count of weeks
+        add(*m.span(), "frequency")
+    for start, end, kind in value_spans(text):  # before numbered names: "1 October 2026" is no "42 Baker Street"
+        if kind == "date":
+            add(start, end, "date")
     names = list(_names(text, subject, function_words))
     for start, end, numbered in names:
         if numbered:
             add(start, end, "name")
-    for start, end, kind in value_spans(text):
-        if kind == "date" or (kind == "number" and _YEAR.fullmatch(text[start:end])):
-            add(start, end, "date")
-    for m in _DAY.finditer(text):
+    for m in _DAY.finditer(text):  # before a bare year: "September 2026" is one date
         add(*m.span(), "date")
+    for start, end, kind in value_spans(text):
+        if kind == "number" and _YEAR.fullmatch(text[start:end]):
+            add(start, end, "date")
     for start, end, kind in value_spans(text):
         if kind == "number":
             unit = _UNIT.match(text, end)
@@ -264,6 +280,13 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
     held = [t for t in typed_spans(text, subject=subject) if (t.start, t.end) not in left]
     while len(held) > 1 and held[-1].kind == "date" and _CIRCUMSTANCE.search(text[: held[-1].start]):
         held = held[:-1]
+    if len(held) > 1 and _change_words().search(text):
+        # A change says its new value after "to" ("pushed back a week, to April 9"; "cut by 15 minutes to
+        # 45 minutes"): the other values measure the change.
+        new = lexicon.alternation(_section("change.txt", "before the new value"))
+        marked = [t for t in held if re.search(rf"\b(?:{new})\s+(?:the\s+|a\s+|an\s+)?$", text[: t.start], re.I)]
+        if marked:
+            return marked[0]
     return held[0] if held else None
 
 
@@ -285,6 +308,8 @@ def term_kind(value: str) -> Typed | None:
     if not 1 <= len(words) <= MAX_TERM_WORDS or not re.fullmatch(r"[a-z][a-z'’ -]*", text) or typed_spans(text):
         return None
     if all(w.lower() in function_words() for w in words):
+        return None
+    if _COPULA.match(text):  # "is engaged now" is a clause that holds a state, not the state
         return None
     return Typed(0, len(text), "term", text)
 
@@ -331,6 +356,14 @@ def same_kind(a: Typed, b: Typed) -> bool:
 
 
 @functools.cache
+def _new_thing() -> re.Pattern[str]:
+    """ "my new ...", "our new ...", "Ana's new ...": the adjective (change.txt, [after a possessive]) in
+    lower case, since "New York" is a name."""
+    adjectives = lexicon.alternation(_section("change.txt", "after a possessive"))
+    return re.compile(rf"(\b(?:my|our|their|[\w-]+['’]s))\s+(?:{adjectives})\b")
+
+
+@functools.cache
 def _change_words() -> re.Pattern[str]:
     """The verbs of change in any person ("cut", "cuts"; "switch", "switches": a statement is told of
     the speaker in the third person) and the adverbs of change."""
@@ -350,21 +383,61 @@ _WHEN = re.compile(
 MASK = "something"
 
 
+# What stands before a date that only says when ("in September 2026", "the weekend before 1 October
+# 2026", as the extractors resolve "last weekend").
+_WHEN_BEFORE = re.compile(
+    r"\s+(?:(?:the\s+)?(?:day|week|weekend|month|year|morning|afternoon|evening|night)\s+(?:before|after|of)"
+    r"|(?:earlier|later|early|late)\s+in|on|in|around|at|since|during|last|this)?\s*$",
+    re.I,
+)
+
+
+def _undated(statement: str, spans: list[Typed], value: str) -> tuple[str, list[Typed]]:
+    """The statement without the dates at its end that are not its value, with what says they are when."""
+    while spans and spans[-1].kind == "date" and not values_same(spans[-1].text, value):
+        last = spans[-1]
+        if statement[last.end :].strip(" .!;,") or (value and value.strip(" .") in last.text):
+            break
+        before = _WHEN_BEFORE.search(statement[: last.start])
+        cut = before.start() if before is not None else last.start
+        statement, spans = statement[:cut].rstrip(" ,") + statement[last.end :], spans[:-1]
+    return statement, spans
+
+
+# A noun and a preposition before a name say which thing the statement is about ("my flight to Tokyo",
+# "the meeting with Dana"), when the name comes before the statement's value.
+_WHICH_THING = re.compile(r"\b[a-z][\w-]*\s+(?:to|for|with|at|of|in|on)\s+(?:the\s+)?$")
+
+
+def _without_which_thing(statement: str, spans: list[Typed], value: str) -> list[Typed]:
+    """The spans to mask: not a name before the value that says which thing it is ("my flight to Tokyo
+    is on March 3" is about the flight to Tokyo, not about a flight to somewhere)."""
+    at = next((t.start for t in spans if values_same(t.text, value) or t.text == value.strip(" .")), None)
+    if at is None:
+        return spans
+    return [t for t in spans if not (t.start < at and t.kind == "name" and _WHICH_THING.search(statement[: t.start]))]
+
+
 def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     """The statement with its typed values masked and the grammar of change taken out; a state said
-    with a word or two (`term_kind`) is masked too when it is the fact's `value`."""
-    text = statement
+    with a word or two (`term_kind`) is masked too when it is the fact's `value`; a date at its end that
+    is not its value only says when, and is left out."""
     spans = typed_spans(statement, subject=subject)
+    if value:
+        statement, spans = _undated(statement, spans, value)
+    text = statement
     if value and term_kind(value) is not None:
         said = re.search(rf"(?<![\w-]){re.escape(value.strip(' .'))}(?![\w-])", statement, re.I)
         if said is not None and not any(said.start() < t.end and t.start < said.end() for t in spans):
             spans = sorted([*spans, Typed(said.start(), said.end(), "term", said.group(0))], key=lambda t: t.start)
+    if value:
+        spans = _without_which_thing(statement, spans, value)
     for t in reversed(spans):
         text = text[: t.start] + MASK + text[t.end :]
     markers = _section("change.txt", "before the old value")
     old = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
     text = re.sub(rf"\b(?:{old})\s+(?:the |our |my |their )?{MASK}\b", " ", text, flags=re.I)
-    text = _change_words().sub(" ", text)
+    text = _change_words().sub(" ", _new_thing().sub(r"\1", text))
     text = re.sub(rf"\b(?:with|to|into)\s+(?={MASK}\b)", "", text, flags=re.I)
     text = _WHEN.sub("", text)
     text = re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text, flags=re.I)
@@ -372,6 +445,20 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
 
 
 _ADVERB = re.compile(r"[a-z]{2,}(?<![ip])ly")
+# British and American spellings of one word: "colour" and "color", "favourite" and "favorite",
+# "organise" and "organize", "centre" and "center".
+_SPELLINGS = (
+    (re.compile(r"(?<=[a-z]{2})our(?=ite|ed|ing|s)?$|(?<=[a-z]{2})our(?=ite)"), "or"),
+    (re.compile(r"(?<=[a-z]{3})is(?=e|ed|es|ing|ation)"), "iz"),
+    (re.compile(r"(?<=[a-z]{3})tre$"), "ter"),
+)
+
+
+def one_spelling(word: str) -> str:
+    """The word in one spelling of its British and American ones (a key, not always a word: "color")."""
+    for pattern, written in _SPELLINGS:
+        word = pattern.sub(written, word)
+    return word
 
 
 def content_words(text: str, *, subject: str = "") -> frozenset[str]:
@@ -380,7 +467,7 @@ def content_words(text: str, *, subject: str = "") -> frozenset[str]:
     own = {subject.lower(), f"{subject.lower()}'s", f"{subject.lower()}’s"}
     # Adverbs say how or how often ("usually", "only", "fully"), not what about.
     return frozenset(
-        _singular(w.removesuffix("'s").removesuffix("’s"))
+        one_spelling(_singular(w.removesuffix("'s").removesuffix("’s")))
         for w in re.findall(r"[a-z][a-z'’-]+", text.lower())
         if w not in function_words and w not in own and w != MASK and len(w) > 2 and not _ADVERB.fullmatch(w)
     )
@@ -388,7 +475,11 @@ def content_words(text: str, *, subject: str = "") -> frozenset[str]:
 
 def says_change(text: str, *, subject: str = "") -> bool:
     """The statement tells a change: a verb or adverb of change, or a value it marks as left."""
-    return bool(_change_words().search(text)) or bool(left_values(text, subject=subject))
+    return (
+        bool(_change_words().search(text))
+        or bool(_new_thing().search(text))
+        or bool(left_values(text, subject=subject))
+    )
 
 
 def function_words() -> frozenset[str]:
@@ -443,12 +534,16 @@ OTHER_PEOPLE = _words("other_people.txt")
 PEOPLE = OTHER_PEOPLE | _words("people.txt")
 
 
-def someone_elses(text: str, *, subject: str = "") -> bool:
+def someone_elses(text: str, *, subject: str = "", value: str = "") -> bool:
     """The statement is about someone other than its subject: "her", "his", a person named by a noun
     for other people ("Ana's colleague keeps her notes in ..."), another name's possessive ("Priya's
-    team uses ..."), or a person of theirs as its subject ("Ana's roommate pays ...")."""
+    team uses ..."), or a person of theirs as its subject ("Ana's roommate pays ..."). Not when the
+    value is who that person of theirs is ("Dana Kim became Ana's manager", "Ana's boss is Dana
+    Kim"): that is the subject's own relation."""
     if re.search(r"\b(?:he|she|his|her|him)\b", text, re.I):
         return True
+    if value and _names_a_person_of_theirs(text, subject=subject, value=value):
+        return False
     for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
         if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
             return True
@@ -456,6 +551,25 @@ def someone_elses(text: str, *, subject: str = "") -> bool:
         return True
     owner = rf"(?:{re.escape(subject)}['’]s|my|our)" if subject else r"(?:my|our)"
     return bool(re.match(rf"\s*{owner}\s+(?:[\w-]+\s+)?(?:{lexicon.alternation(PEOPLE)})\b", text, re.I))
+
+
+_BECOMES = r"(?:is|was|became|becomes|has become|is now|has been)"
+
+
+def _names_a_person_of_theirs(text: str, *, subject: str, value: str) -> bool:
+    """The statement says who a person of the subject's is: `value` on one side of a copula, the person
+    ("my manager", "Ana's business partner") on the other, and nothing more; the value a name ("my
+    nephew is twenty-one" is the nephew's age)."""
+    named = value_kind(value)
+    if named is None or named.kind != "name":
+        return False
+    owner = rf"(?:{re.escape(subject)}['’]s|my|our)" if subject else r"(?:my|our)"
+    person = rf"{owner}\s+(?:new\s+)?(?:[\w-]+\s+)?(?:{lexicon.alternation(PEOPLE)})"
+    said = re.escape(value.strip(" ."))
+    return bool(
+        re.fullmatch(rf"\s*(?:now\s+)?{said}\s+(?:now\s+)?{_BECOMES}\s+(?:now\s+)?{person}\s*[.!]?\s*", text, re.I)
+        or re.fullmatch(rf"\s*{person}\s+{_BECOMES}\s+(?:now\s+)?{said}\s*[.!]?\s*", text, re.I)
+    )
 
 
 def names_left(statement: str, value: str, *, subject: str = "") -> bool:
@@ -501,7 +615,14 @@ def judge(
             and not _COPULA.search(new_frame)
         )
         floor = SIMILAR_TERMS_SAME_VERB if same_verb else SIMILAR_TERMS
-        if values_similarity is None or values_similarity < floor:
+        # The same frame, and the later statement tells a change ("my new favourite cheese is halloumi",
+        # "the loft conversion is complete now"): the speaker says this value replaced the other, however
+        # far apart the two words' meanings are (gouda and halloumi: 0.33; underway and complete: 0.30).
+        old_said = content_words(old_frame, subject=subject)
+        told = old_said == content_words(new_frame, subject=subject) and bool(old_said)
+        if told and says_change(new_statement, subject=subject):
+            pass
+        elif values_similarity is None or values_similarity < floor:
             return Verdict(False, "states of different meanings")
     if values_same(old_value, new_value):
         return Verdict(False, "the same value")
@@ -513,7 +634,7 @@ def judge(
         return Verdict(False, "an exception for one occasion")
     if tells_the_past(new_statement) and not says_now(new_statement):
         return Verdict(False, "the past")
-    if someone_elses(new_statement, subject=subject):
+    if someone_elses(new_statement, subject=subject, value=new_value):
         return Verdict(False, "someone else's value")
     old_words = content_words(frame(old_statement, subject=subject, value=old_value), subject=subject)
     new_words = content_words(frame(new_statement, subject=subject, value=new_value), subject=subject)

@@ -237,13 +237,22 @@ def values_same(a: str, b: str) -> bool:
     return a.strip() == b.strip() or value_tokens(a) == value_tokens(b)
 
 
+# Values of at most this many words are states or names, not clauses that may paraphrase each other.
+SHORT_WORDS = 3
+# A value of at most this many words is a name or a name and its head noun ("Tuesdays", "Georgian food"),
+# not a sentence: its first word's capital is the name's.
+NAMED_WORDS = 2
+
+
 def _names(value: str) -> Counter[str]:
-    """Proper names: words written with a capital, except a first word that is only sentence-case."""
+    """Proper names: words written with a capital, except a first word that is only sentence-case in a
+    value longer than NAMED_WORDS words."""
     words = _WORD.findall(unicodedata.normalize("NFKC", value))
+    sentence = len(words) > NAMED_WORDS
     return Counter(
         w.casefold()
         for i, w in enumerate(words)
-        if any(ch.isupper() for ch in w) and not (i == 0 and w[0].isupper() and w[1:].islower())
+        if any(ch.isupper() for ch in w) and not (sentence and i == 0 and w[0].isupper() and w[1:].islower())
     )
 
 
@@ -254,7 +263,13 @@ def values_conflict(a: str, b: str) -> bool:
         return False
     typed_a = Counter(t for t in value_tokens(a) if t[0] != "word")
     typed_b = Counter(t for t in value_tokens(b) if t[0] != "word")
-    return typed_a != typed_b or _names(a) != _names(b)
+    if typed_a != typed_b or _names(a) != _names(b):
+        return True
+    # Two states said with a word or two and no word in common ("in progress", "finished"): two values.
+    words_a = {t for t in value_tokens(a) if t[0] == "word"}
+    words_b = {t for t in value_tokens(b) if t[0] == "word"}
+    short = 0 < len(words_a) <= SHORT_WORDS and 0 < len(words_b) <= SHORT_WORDS
+    return short and not words_a & words_b
 
 
 def value_spans(text: str) -> list[tuple[int, int, str]]:

@@ -103,6 +103,18 @@ _GENERIC_WE = re.compile(
 _IMMEDIATE = re.compile(
     r"\b(?:right now|now|right away|in a (?:minute|moment|sec|second)|first)\s*[.!]?$", re.IGNORECASE
 )
+_MOMENT = core_lexicon.alternation(lexicon.sections("moment.txt").get("of the moment", ()))
+# A state said with "now" that holds now, not a step of the moment: a copula with its complement ("is
+# engaged now", "'s loft conversion is complete now"), or a habit in the present ("drinks green tea
+# instead of coffee now"). Not a progressive ("is charging my phone now"), an obligation or a wish ("has
+# to run now"), a state of the moment ("is ready now": data/moment.txt) or a place of the moment named
+# without a name ("is at the dentist now").
+_STATE_NOW = re.compile(
+    r"^(?:(?:[a-z][\w'-]*\s+){0,3}?(?:is|are|am)\s+(?:(?:so|very|really|just|all|pretty|quite|wide|finally|"
+    rf"\w+ly)\s+)*+(?!\w+ing\b|(?:{_MOMENT})\b|at (?:the|a|an|my|our)\b)"
+    r"|(?!(?:has|have|had|needs|wants|gets|goes|got|is)\b)[a-z]+s\s+(?!to\s+[a-z]+\s+now\b))",
+    re.IGNORECASE,
+)
 # Values
 _VALUE_LEAD = re.compile(
     r"^(?:['`’\"(\[-]|like\b|something\b|some kind|kind of|sort of|such as|similar|e\.g\.|etc\b|"
@@ -158,7 +170,11 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
     if attribute in _CLAUSE_ATTRIBUTES and value_kind(value) is None:
         # "now" at the end of a state with a typed value tells the change ("uses Bitwarden now"), not
         # an action of the moment ("heading out now").
-        immediate = _IMMEDIATE.search(value) and current_value(value, subject=speaker) is None
+        immediate = (
+            _IMMEDIATE.search(value)
+            and current_value(value, subject=speaker) is None
+            and not (_STATE_NOW.match(value) and re.search(r"\bnow\s*[.!]?$", value, re.IGNORECASE))
+        )
         if _DEICTIC.search(value) or _DELIBERATION.search(value) or immediate:
             return False
         if _MOOD.match(value) or _TRANSIENT.search(value) or _VAGUE.search(value):

@@ -54,13 +54,16 @@ MAX_VALUE_WORDS = 4
 
 def _said_of(head: Token, tokens: list[Token], value: str) -> str:
     """The clause without the circumstances that do not hold its value ("at the council", "this
-    morning", "last month"): what the statement says of the thing, and nothing else."""
+    morning", "last month"): what the statement says of the thing, and nothing else. A phrase that
+    says which thing it is ("my rent for the studio", "my flight to Tokyo": a preposition of a noun) is
+    no circumstance."""
     low = value.lower()
     dropped = {
         t.i
         for c in tokens
         if c is not head
         and c.dep_ in {"npadvmod", "prep", "tmod"}
+        and not (c.dep_ == "prep" and c.head.pos_ in {"NOUN", "PROPN"} and c.head.dep_ in {"nsubj", "nsubjpass"})
         and low not in "".join(x.text_with_ws for x in c.subtree).lower()
         for t in c.subtree
     }

@@ -299,7 +299,8 @@ def _moved_to(m: re.Match[str], subject: str) -> list[Found]:
     value = _clean_value(m.group("v"), max_words=4)
     if not value or _not_a_place(value):
         return []
-    return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} lives in {value}.")]
+    # The statement keeps the move: it tells the change ("moved to 3 Harbour Row" after "my address is ...").
+    return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} moved to {value}.")]
 
 
 def _a_time_or_count(value: str) -> bool:
@@ -385,7 +386,10 @@ def _our_thing(m: re.Match[str], subject: str) -> list[Found]:
 
 
 def _favourite(m: re.Match[str], subject: str) -> list[Found]:
-    what = re.sub(r"[^a-z0-9]+", "_", m.group("what").lower()).strip("_")
+    # "colour" and "color" are one slot.
+    what = "_".join(
+        predicates.one_spelling(w) for w in re.sub(r"[^a-z0-9]+", "_", m.group("what").lower()).split("_") if w
+    )
     value = _clean_value(m.group("v"), max_words=6)
     if not value or not what:
         return []
@@ -785,7 +789,7 @@ RULES: list[Rule] = [
         # nurse to pharmacist": the title's head must be an occupation's (OCCUPATIONS).
         "occupation",
         _p(
-            r"(?:\bi(?:'m| am)(?: now| currently)? (?:a|an)|\bi (?:now )?work as (?:a|an)?|"
+            r"(?:\bi(?:'m| am)(?: now| currently)? (?:a|an)\b|\bi (?:now )?work as (?:a|an)?|"
             r"\bmy (?:new |current )?(?:job title|job|title|role|position) is(?: now)? (?:a |an )?|"
             r"\b(?:changed careers|switched careers|moved) from [^,.;]{1,40}? to (?:a |an |being (?:a |an )?)?|"
             r"\bpromoted to (?:a |an )?)\s*" + _TITLE + _TITLE_END
@@ -1114,6 +1118,20 @@ _SLOT_NAMES = {
 }
 
 
+# "our reporting database is ...", "my gaming laptop runs ...": a word before the thing's noun, then its verb.
+_OWN_THING = re.compile(
+    r"^(?:my|our)\s+(?P<before>(?:[a-z][\w-]*\s+){1,2})[a-z][\w-]*\s+(?:is|are|runs?|uses?|has)\b", re.I
+)
+_DEFAULT_THINGS = lexicon.words("default_things.txt")
+
+
+def _another_thing(clause: str) -> bool:
+    """The clause is said of a thing of the speaker's that a word before its noun names as another one
+    than the thing they mean by the noun alone (data/default_things.txt lists the words that do not)."""
+    m = _OWN_THING.match(clause)
+    return m is not None and any(w.lower() not in _DEFAULT_THINGS for w in m.group("before").split())
+
+
 def tool_slots(sentence: str, speaker: str) -> list[Found]:
     """The single-valued slots (database, cloud, OS, CI, editor, orchestration) that the speaker's own
     first-person statement fills with a known tool, however the sentence is built; where it names an
@@ -1121,7 +1139,7 @@ def tool_slots(sentence: str, speaker: str) -> list[Found]:
     one and a question fill nothing."""
     clause = _LEAD_IN.sub("", sentence.strip())
     own = _OWN_START.match(clause) or _OWN_SYSTEMS.match(clause)
-    if not own or _QUESTION_OR_HYPOTHETICAL.search(clause):
+    if not own or _QUESTION_OR_HYPOTHETICAL.search(clause) or _another_thing(clause):
         return []
     by_slot: dict[str, list[re.Match[str]]] = {}
     for m in _TOOL_MENTION.finditer(clause):

@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 from semantic import predicates
 
+from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
@@ -120,11 +121,38 @@ def _bare_thing(clause: str, speaker: str) -> re.Match[str] | None:
     return m if typed is not None and typed.kind in {"count", "time", "date", "amount"} else None
 
 
+# A label and its value: "Weekly mileage: 45 km now", "New locker number: 87". The label is a noun
+# phrase of up to three words; after the colon comes a typed value and at most a word of time.
+_LABELLED = re.compile(r"^(?:(?:my|our|the)\s+)?(?P<label>[A-Za-z][a-z-]+(?:\s+[a-z][a-z-]+){0,2}):\s+(?P<rest>.+)$")
+_LABEL_TAIL = re.compile(r"^(?:,?\s*(?:now|currently|again|these days|as of \w+(?: \w+)?|since \w+(?: \w+)?))?$", re.I)
+
+
+_LEAD_INS = lexicon.words("lead_ins.txt")
+
+
+def _labelled(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
+    """(value, statement) for a label and its value said as a line of its own."""
+    m = _LABELLED.match(sentence.strip().rstrip(".!"))
+    if m is None or "?" in sentence:
+        return []
+    label, rest = m.group("label"), m.group("rest")
+    if any(w.lower() in predicates.function_words() for w in label.split()) or label.lower() in _LEAD_INS:
+        return []
+    spans = predicates.typed_spans(rest, subject=speaker)
+    if not spans or spans[0].start != 0 or not _LABEL_TAIL.match(rest[spans[0].end :].strip()):
+        return []
+    thing = label[0].lower() + label[1:]
+    return [(spans[0].text, f"{speaker}'s {thing} is {rest.strip(' ,')}.")]
+
+
 def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tuple[str, str]]:
     """(value, statement) for a sentence of the speaker's that tells a change of a thing of theirs
-    without a pronoun ("The planning meeting moved to Thursdays"): the typed value it holds now and the
-    sentence said of the speaker. Nothing for a question, a denial, a hypothesis, someone else's thing,
-    an addition or the past."""
+    without a pronoun ("The planning meeting moved to Thursdays"), or that gives a thing's value after
+    its label ("Weekly mileage: 45 km now"): the typed value it holds now and the sentence said of the
+    speaker. Nothing for a question, a denial, a hypothesis, someone else's thing, an addition or the
+    past."""
+    if labelled := _labelled(sentence, speaker=speaker):
+        return labelled
     clause = _LEAD_IN.sub("", sentence.strip().rstrip(".!"))
     m = _THE_THING.match(clause) or _bare_thing(clause, speaker)
     if m is not None and m.start("rest") == 0:  # the thing's own word opens the sentence: no name

@@ -78,6 +78,11 @@ def test_no_value_from_locomo_is_a_clause_around_a_typed_value() -> None:
         ("Jo turned 29 in February.", "29", []),
         ("Jo's sister Maren lives in Bergen.", "Bergen", []),
         ("Jo's team grew to 14 engineers.", "14 engineers", []),
+        # a word of grammar after a number is no unit; a change holds the value said after "to"
+        ("Jo turned 64 over the holidays.", "64", []),
+        ("Jo turned 64 last Thursday.", "64", []),
+        ("Jo's grant deadline got pushed back a week, to April 9.", "April 9", []),
+        ("Jo cut the meeting by 15 minutes to 45 minutes.", "45 minutes", []),
     ],
 )
 def test_the_grammar_says_which_value_is_held_and_which_was_left(statement: str, held: str, left: list[str]) -> None:
@@ -133,3 +138,40 @@ def test_the_subjects_own_name_is_no_value_however_it_is_written(subject: str) -
     statement = f"{subject}'s rowing club meets on Thursdays."
     held = predicates.current_value(statement, subject=subject)
     assert held is not None and held.text == "Thursdays"
+
+
+# fmt: off
+DATED = [
+    # when a change happened is no part of what it says: the statement's dates, resolved against when it
+    # was said, stand at its end as circumstances, and the frame is the frame without them; a date that
+    # is the value stays masked in its place
+    ("Jo moved the archive to Zenodo in September 2026.", "Zenodo", "Jo the archive something."),
+    ("Jo turned 61 the weekend before 1 October 2026.", "61", "Jo something."),
+    ("Jo got a Brompton around 17 September 2026.", "Brompton", "Jo got a something."),
+    ("Jo's recital is on 4 May 2027.", "4 May 2027", "Jo's recital is on something."),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("statement", "value", "expected"), DATED, ids=[s for s, _, _ in DATED])
+def test_a_date_that_only_says_when_is_no_part_of_the_frame(statement: str, value: str, expected: str) -> None:
+    assert predicates.frame(statement, subject="Jo", value=value) == expected
+
+
+# fmt: off
+FREQUENCIES = [
+    # how often is one value: the count, "a"/"per" and the unit of time, or "every" and the unit
+    ("Jo swims twice a week.", "twice a week"),
+    ("Jo's book club meets every other month.", "every other month"),
+    ("Jo backs up the photos fortnightly.", "fortnightly"),
+    ("Jo visits the allotment 3 times per week.", "3 times per week"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "value"), FREQUENCIES, ids=[t for t, _ in FREQUENCIES])
+def test_how_often_is_one_value(text: str, value: str) -> None:
+    held = predicates.current_value(text, subject="Jo")
+    assert held is not None and held.text == value
+    a, b = predicates.value_kind("twice a week"), predicates.value_kind("every other month")
+    assert a is not None and b is not None and predicates.same_kind(a, b)

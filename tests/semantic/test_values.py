@@ -81,3 +81,20 @@ def test_tokens_are_typed_and_canonical() -> None:
         ("amount", "usd:1200"),
         ("email", "ops@acme.example"),
     ]
+
+
+def test_a_name_said_alone_or_before_its_head_noun_is_a_name() -> None:
+    # A capital that opens a value of one or two words is the name's, not a sentence's: "Tuesdays" and
+    # "Saturdays" are two values, and their statements ("goes rowing on ...") no near-duplicates.
+    assert values_conflict("Tuesdays", "Saturdays")
+    assert values_conflict("Georgian food", "Peruvian food")
+    assert not values_conflict("Saturdays", "saturdays")
+    assert not values_conflict("Working remotely", "working remotely")
+
+
+def test_two_short_values_with_no_word_in_common_conflict() -> None:
+    # Two states said with a word or two ("in progress", "finished") are two values: their statements
+    # ("the insulation is ...") are no near-duplicates, however alike they read.
+    assert values_conflict("in progress", "finished")
+    assert values_conflict("vegan", "pescatarian")
+    assert not values_conflict("in progress", "progress")
