@@ -104,14 +104,15 @@ _IMMEDIATE = re.compile(
     r"\b(?:right now|now|right away|in a (?:minute|moment|sec|second)|first)\s*[.!]?$", re.IGNORECASE
 )
 _MOMENT = core_lexicon.alternation(lexicon.sections("moment.txt").get("of the moment", ()))
+_DEGREE = core_lexicon.alternation(lexicon.sections("moment.txt").get("degree", ()))
 # A state said with "now" that holds now, not a step of the moment: a copula with its complement ("is
 # engaged now", "'s loft conversion is complete now"), or a habit in the present ("drinks green tea
 # instead of coffee now"). Not a progressive ("is charging my phone now"), an obligation or a wish ("has
 # to run now"), a state of the moment ("is ready now": data/moment.txt) or a place of the moment named
 # without a name ("is at the dentist now").
 _STATE_NOW = re.compile(
-    r"^(?:(?:[a-z][\w'-]*\s+){0,3}?(?:is|are|am)\s+(?:(?:so|very|really|just|all|pretty|quite|wide|finally|"
-    rf"\w+ly)\s+)*+(?!\w+ing\b|(?:{_MOMENT})\b|at (?:the|a|an|my|our)\b)"
+    rf"^(?:(?:[a-z][\w'-]*\s+){{0,3}}?(?:is|are|am)\s+(?:(?:{_DEGREE}|\w+ly)\s+)*+"
+    rf"(?!\w+ing\b|(?:{_MOMENT})\b|at (?:the|a|an|my|our)\b)"
     r"|(?!(?:has|have|had|needs|wants|gets|goes|got|is)\b)[a-z]+s\s+(?!to\s+[a-z]+\s+now\b))",
     re.IGNORECASE,
 )
