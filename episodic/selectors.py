@@ -739,11 +739,17 @@ PASSAGE_COLUMNS = (
     " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
     " p.line, p.line_tokens"
 )
-# The passage's and the episode's columns that PASSAGE_COLUMNS and PASSAGE_JOINS read.
-_EPISODE_COLUMNS = "e.id, e.kind, e.role, e.external_id, e.content_hash"
+# The passage's columns and its episode's that a PassageRow needs (history's pool reads them in its
+# `top`), and PASSAGE_COLUMNS over them, with the session `s`.
 _TOP_COLUMNS = (
     "p.id, p.tenant_id, p.episode_id, p.session_id, p.content, p.occurred_at, p.token_count, p.position,"
     " p.char_start, p.char_end, p.last, p.line, p.line_tokens"
+)
+_TOP_EPISODE_COLUMNS = "e.kind, e.role, e.external_id AS episode_external_id, e.content_hash"
+_TOP_PASSAGE_COLUMNS = (
+    f"p.episode_id, s.external_id, p.kind, p.role, p.content, {epoch_us_sql('p.occurred_at')},"
+    " p.episode_external_id, p.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
+    " p.line, p.line_tokens"
 )
 PASSAGE_JOINS = (
     "JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id"
@@ -922,12 +928,16 @@ def passage_pool(
     )
     # The top's rows are read by key and scored where they are read: only the scores and the columns of
     # a line go up to the joins (a passage's vector, text search vector and index terms, carried through
-    # them, cost the database more than the rest of the statement). Named as the passage's columns, so
-    # that PASSAGE_COLUMNS and PASSAGE_JOINS read it as `p`.
+    # them, cost the database more than the rest of the statement; `OFFSET 0` keeps the scores in the
+    # scan). Then each row's episode by its key: joined above the top as a set read by key, the planner
+    # (which expects a handful of rows from `= ANY(ARRAY(...))`) looped over one set for each row of
+    # the other.
     ctes.append(
-        f"top AS (SELECT {text_rank} AS text_rank, {similarity} AS similarity, {overlap_value} AS overlap,"  # noqa: S608
-        f" {term_counts} AS term_counts, cardinality(p.index_terms) AS terms_length, {_TOP_COLUMNS}"
-        " FROM episodic_passage p WHERE p.tenant_id = %(tenant)s AND p.id = ANY(ARRAY(SELECT id FROM fused)))"
+        f"top AS (SELECT p.*, {_TOP_EPISODE_COLUMNS} FROM (SELECT {text_rank} AS text_rank,"  # noqa: S608
+        f" {similarity} AS similarity, {overlap_value} AS overlap, {term_counts} AS term_counts,"
+        f" cardinality(p.index_terms) AS terms_length, {_TOP_COLUMNS} FROM episodic_passage p"
+        " WHERE p.tenant_id = %(tenant)s AND p.id = ANY(ARRAY(SELECT id FROM fused)) OFFSET 0) p"
+        " JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id)"
     )
     # A session's summary once, on its first row of the top.
     summary = (
@@ -936,12 +946,8 @@ def passage_pool(
     )
     sql = (
         f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, p.text_rank, p.similarity, p.overlap,"  # noqa: S608
-        f" p.term_counts, p.terms_length, {summary}, {PASSAGE_COLUMNS}"
+        f" p.term_counts, p.terms_length, {summary}, {_TOP_PASSAGE_COLUMNS}"
         " FROM fused f JOIN top p ON p.id = f.id"
-        # The top's episodes by key in one index scan (joined row by row, each probe evaluates the
-        # row-level security's tenant list again).
-        f" JOIN (SELECT {_EPISODE_COLUMNS} FROM episodic_episode e WHERE e.tenant_id = %(tenant)s"
-        " AND e.id = ANY(ARRAY(SELECT episode_id FROM top)) OFFSET 0) e ON e.id = p.episode_id"
         " JOIN episodic_session s ON s.tenant_id = p.tenant_id AND s.id = p.session_id"
         " ORDER BY f.fused DESC, f.id DESC"
     )
