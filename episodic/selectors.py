@@ -33,7 +33,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance, VectorField
 
-from core.db import array_literal, fetch_after_set_locals
+from core.db import array_literal, fetch_after_set_locals, fetch_prepared
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
 from core.rounding import rounded
@@ -1035,12 +1035,9 @@ def passage_rows_neighbours(
     (seconds on a tenant of 1,000,000 episodes, measured on episodes)."""
     if not passage_ids:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _PASSAGE_NEIGHBOURS_SQL,
-            {"ids": array_literal(passage_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE},
-        )
-        rows = cursor.fetchall()
+    rows = fetch_prepared(
+        _PASSAGE_NEIGHBOURS_SQL, {"ids": array_literal(passage_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE}
+    )
     return [(anchor, _passage_row(values)) for anchor, *values in rows]
 
 
@@ -1050,15 +1047,14 @@ def passage_similarities(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[
     ids = sorted(set(passage_ids))
     if len(ids) < 2:
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM episodic_passage a"
-            " JOIN episodic_passage b ON b.tenant_id = a.tenant_id AND b.id = ANY(%s::bigint[]) AND b.id > a.id"
-            " WHERE a.tenant_id = %s AND a.id = ANY(%s::bigint[])"
-            " AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
-            [array_literal(ids), tenant.id, array_literal(ids)],
-        )
-        return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
+    rows = fetch_prepared(
+        "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM episodic_passage a"
+        " JOIN episodic_passage b ON b.tenant_id = a.tenant_id AND b.id = ANY(%(ids)s::bigint[]) AND b.id > a.id"
+        " WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s::bigint[])"
+        " AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
+        {"ids": array_literal(ids), "tenant": tenant.id},
+    )
+    return {(a, b): float(sim) for a, b, sim in rows}
 
 
 # How many distinct names of the row's array are among the asked ones, as an INTERSECT of the two would

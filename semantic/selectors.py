@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
-from core.db import array_literal, fetch_after_set_locals
+from core.db import array_literal, fetch_after_set_locals, fetch_prepared
 from core.embedding import configure_vector_scan as configure_embedding_scan
 from core.embedding import embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
@@ -174,9 +174,7 @@ def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.
     out: dict[uuid.UUID, list[FactSourceRef]] = {fact_id: [] for fact_id in fact_ids}
     if not fact_ids:
         return out
-    with connection.cursor() as cursor:
-        cursor.execute(_SOURCES_SQL, [tenant.id, array_literal(fact_ids)])
-        rows = cursor.fetchall()
+    rows = fetch_prepared(_SOURCES_SQL, [tenant.id, array_literal(fact_ids)])
     for fact_id, episode_id, external_id, occurred_us, session in rows:
         occurred_at = from_epoch_us(occurred_us)
         out[fact_id].append(FactSourceRef(episode_id, external_id, occurred_at, session))
