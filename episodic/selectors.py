@@ -38,7 +38,7 @@ from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one, vect
 from core.errors import NotFound, ValidationProblem
 from core.rounding import rounded
 from core.timestamps import epoch_us_sql, from_epoch_us
-from episodic.aliases import aliases_for, has_aliases
+from episodic.aliases import Aliases, aliases_for, has_aliases
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
 from episodic.models import Episode, Passage, Session, SessionStatus
 from episodic.validation import check_session_id
@@ -60,14 +60,18 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def entity_names(*, tenant: Tenant, entities: Sequence[str], subject: str | None = None) -> list[list[str]]:
+def entity_names(
+    *, tenant: Tenant, entities: Sequence[str], subject: str | None = None, aliases: Aliases | None = None
+) -> list[list[str]]:
     """For each distinct entity (normalised), every name an episode may carry it under: the name, its
     canonical name and the canonical name's other aliases (episodic.aliases). One query; none when no
-    entity is given or the tenant has no aliases."""
+    entity is given, the tenant has no aliases, or the caller gives `aliases` (aliases_for with groups,
+    for these names and subject, or more)."""
     terms = normalise_terms(entities, max_chars=MAX_ENTITY_CHARS)
-    if not terms or not has_aliases(tenant):
+    if not terms or (aliases is None and not has_aliases(tenant)):
         return [[term] for term in terms]
-    aliases = aliases_for(tenant=tenant, names=terms, subject=subject, groups=True)
+    if aliases is None:
+        aliases = aliases_for(tenant=tenant, names=terms, subject=subject, groups=True)
     return [normalise_terms([term, *aliases.group(term)], max_chars=MAX_ENTITY_CHARS) for term in terms]
 
 
@@ -435,6 +439,7 @@ def _query_overlap(
     entities: Sequence[str] | None,
     topics: Sequence[str] | None,
     extracted: tuple[Sequence[str], Sequence[str]] | None,
+    aliases: Aliases | None = None,
 ) -> tuple[list[list[str]], list[str]] | None:
     """What the overlap channel looks for: the query's entities (each as all its names, counted once:
     "mel" or "melanie") and topics, from the extractor unless `extracted` gives them, plus `entities`
@@ -444,7 +449,9 @@ def _query_overlap(
     else:
         query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
     wanted_entities: list[list[str]] = []
-    for names in entity_names(tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject):
+    for names in entity_names(
+        tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject, aliases=aliases
+    ):
         if not any(set(names) == set(other) for other in wanted_entities):
             wanted_entities.append(names)
     wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
@@ -836,12 +843,14 @@ def passage_pool(
     summaries: bool = True,
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
     count_terms: Sequence[str] = (),
+    aliases: Aliases | None = None,
 ) -> PassagePool:
     """passage_search_rows with the summaries of the pool's sessions, in one statement: the three
     channels, their fusion by reciprocal rank, the scored rows of the top `limit` and their sessions'
     summaries are computed by the database and come back in one round trip, with the vector scan's
     settings sent before it. The fusion adds the channels' terms in the order episode_search adds
-    them (text, overlap, vector), so that its sums, and the order of ties, are the same to the bit."""
+    them (text, overlap, vector), so that its sums, and the order of ties, are the same to the bit.
+    `aliases`: the aliases of the query's entities for `subject`, when the caller has looked them up."""
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
     if isinstance(query_embedding, list):
@@ -856,7 +865,7 @@ def passage_pool(
     pool = max(limit, CANDIDATES_PER_CHANNEL)
     tsquery = _or_tsquery(query)
     overlap = _query_overlap(
-        tenant=tenant, query=query, subject=subject, entities=None, topics=None, extracted=extracted
+        tenant=tenant, query=query, subject=subject, entities=None, topics=None, extracted=extracted, aliases=aliases
     )
     vector = _query_vector(query, query_embedding)
     prefilter = vector_prefilter_candidates(pool) if vector is not None else 0

@@ -462,7 +462,13 @@ def configure_vector_scan(*, ef_search: int) -> None:
 
 
 def _names_of(
-    *, tenant: Tenant, query: str, subject: str | None, entity: str | None, entities: Sequence[str] | None
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None,
+    entity: str | None,
+    entities: Sequence[str] | None,
+    aliases: Aliases | None = None,
 ) -> tuple[NamedEntities, list[str] | None]:
     """The entities the query names (the extractor's, episodic.extraction) and every name of the
     `entity` filter, through the aliases that hold for the subject: one query, none when the query
@@ -472,11 +478,12 @@ def _names_of(
         found = extract_entities_topics(tenant=tenant, text=query)[0]
     if not found and not entity:
         return NamedEntities(), None
-    aliases: Aliases = (
-        aliases_for(tenant=tenant, names=[*found, *([entity] if entity else [])], subject=subject, groups=True)
-        if has_aliases(tenant)
-        else NO_ALIASES
-    )
+    if aliases is None:
+        aliases = (
+            aliases_for(tenant=tenant, names=[*found, *([entity] if entity else [])], subject=subject, groups=True)
+            if has_aliases(tenant)
+            else NO_ALIASES
+        )
     written = query.casefold()
     names: dict[str, None] = {}
     expansions: dict[str, None] = {}
@@ -504,6 +511,7 @@ def _ranked_search(
     query_embedding: list[float] | Future[list[float]] | None,
     carry: Sequence[str] = (),
     entities: Sequence[str] | None = None,
+    aliases: Aliases | None = None,
 ) -> list[tuple[float, uuid.UUID, dict[str, float], tuple[Any, ...]]]:
     """The top k of the search statement, ranked: (score, fact id, score parts, carried values). One
     round trip: the statement ranks by vector and by text together, and the vector scan's settings go
@@ -514,7 +522,9 @@ def _ranked_search(
     at = as_of or timezone.now()
     # The scan settings are transaction-local: open a transaction only when the caller has none.
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
-        named, entity_group = _names_of(tenant=tenant, query=query, subject=subject, entity=entity, entities=entities)
+        named, entity_group = _names_of(
+            tenant=tenant, query=query, subject=subject, entity=entity, entities=entities, aliases=aliases
+        )
         # The query as the text part reads it: with the canonical names of the aliases it wrote.
         words = " ".join([query, *named.expansions]) if query.strip() else query
         vector: Sequence[float] | None
@@ -625,10 +635,12 @@ def fact_search_rows(
     as_of: datetime | None = None,
     query_embedding: list[float] | Future[list[float]] | None = None,
     entities: Sequence[str] | None = None,
+    aliases: Aliases | None = None,
 ) -> list[ScoredFactRow]:
     """fact_search for the context router: the same ranking, with the statement and valid_from read by
     the search statement itself instead of loading model instances in a second query. `entities`: the
-    query's entities, when the caller has extracted them (episodic.extraction) already."""
+    query's entities, when the caller has extracted them (episodic.extraction) already; `aliases`: their
+    aliases for `subject` (episodic.aliases.aliases_for with groups), when the caller has looked them up."""
     top = _ranked_search(
         tenant=tenant,
         query=query,
@@ -641,6 +653,7 @@ def fact_search_rows(
         query_embedding=query_embedding,
         carry=("statement", "valid_from_us", "confidence", "value", "origin", "attribute", "updates"),
         entities=entities,
+        aliases=aliases,
     )
     return [
         ScoredFactRow(
