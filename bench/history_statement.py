@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from context_cpu_http import SETS, questions, reference_loop_ms  # noqa: E402
+from context_cpu_http import SETS, dense_subjects, questions, reference_loop_ms  # noqa: E402
 from context_latency import ROOT, _db_env  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
@@ -144,7 +144,8 @@ def main() -> None:
     if args.compare:
         compare(args)
         return
-    pairs = questions(args.set, args.conversations)[: args.questions]
+    subjects = dense_subjects(args.db) if args.set == "locomo-dense" else None
+    pairs = questions(args.set, args.conversations, subjects)[: args.questions]
 
     from django.db import connection, transaction
 

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import connections
-from psycopg import sql
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
+from psycopg import Cursor, sql
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
 
@@ -90,6 +91,35 @@ def fetch_after_set_locals(
         # One result per command: the query's is the last.
         for _ in commands:
             cursor.nextset()
+        return cursor.fetchall()
+
+
+def fetch_prepared(
+    query: str, params: Sequence[Any] | dict[str, Any], *, using: str = "default"
+) -> list[tuple[Any, ...]]:
+    """The rows of `query`, a lookup by key whose plan does not depend on its parameters' values, with
+    its parameters bound by the server, so that the connection prepares it once it has run it
+    `prepare_threshold` times (DATABASES OPTIONS, from DB_PREPARE_THRESHOLD) and PostgreSQL parses
+    and plans it once per connection instead of on every request.
+
+    Bound client-side as every other statement (Django's default) when the connection prepares
+    nothing (`prepare_threshold` None, Django's default, which a transaction-mode pooler needs: the
+    next transaction may get another server connection, without the statement), and when an execute
+    wrapper is installed: set_locals_with_next_statement sends its SET LOCAL commands in front of the
+    next statement as one batch, which a statement bound by the server cannot be part of."""
+    conn = connections[using]
+    conn.ensure_connection()
+    if conn.connection.prepare_threshold is None or conn.execute_wrappers:
+        with conn.cursor() as cursor:
+            cursor.execute(query, params)
+            return cursor.fetchall()
+    # A server-binding cursor in Django's own wrapper, as Django wraps its cursors (thread check, the
+    # query log where it is kept, database errors mapped).
+    conn.validate_thread_sharing()
+    raw = Cursor(conn.connection)
+    wrapper = CursorDebugWrapper if conn.queries_logged else CursorWrapper
+    with wrapper(raw, conn) as cursor:
+        cursor.execute(query, params)
         return cursor.fetchall()
 
 

@@ -29,6 +29,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core.db import fetch_prepared
 from core.errors import Conflict, NotFound, ValidationProblem
 from episodic.models import AliasSource, EntityAlias
 from tenants.locks import tenant_xact_lock
@@ -133,9 +134,7 @@ def aliases_for(*, tenant: Tenant, names: Iterable[str], subject: str | None = N
         return NO_ALIASES
     reader = subject or None
     params: dict[str, Any] = {"tenant": tenant.id, "names": keys, "subject": reader, "subjects": [reader or ""]}
-    with connection.cursor() as cursor:
-        cursor.execute(_GROUP_SQL if groups else _DIRECT_SQL, params)
-        rules = [_Rule(*row) for row in cursor.fetchall()]
+    rules = [_Rule(*row) for row in fetch_prepared(_GROUP_SQL if groups else _DIRECT_SQL, params)]
     return Aliases(canonical_of=_resolve(rules, reader))
 
 

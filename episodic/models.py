@@ -328,12 +328,13 @@ class Passage(TenantModel):
             models.Index(
                 fields=("tenant", "session", "occurred_at", "episode", "position"), name="passage_tenant_session_seq"
             ),
-            # Led by the subject too: the router's overlap channel reads one subject's passages that
-            # carry the query's entities or topics, which these find without reading the subject's
-            # other rows (a GIN index serves any subset of its columns: tenant-wide searches too).
+            # Led by the subject too: the router's overlap and text channels read one subject's passages
+            # that carry the query's entities or topics, or match its words, which these find without
+            # reading the subject's other rows (a GIN index serves any subset of its columns:
+            # tenant-wide searches too).
             GinIndex(fields=("tenant", "subject", "entities"), name="passage_subject_entities_gin"),
             GinIndex(fields=("tenant", "subject", "topics"), name="passage_subject_topics_gin"),
-            GinIndex(fields=("tenant", "search_vector"), name="passage_fts_gin"),
+            GinIndex(fields=("tenant", "subject", "search_vector"), name="passage_subject_fts_gin"),
             models.Index(
                 fields=("tenant", "id"), condition=models.Q(embedding__isnull=True), name="passage_embedding_backlog"
             ),

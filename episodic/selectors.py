@@ -33,12 +33,12 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance, VectorField
 
-from core.db import array_literal, fetch_after_set_locals
+from core.db import array_literal, fetch_after_set_locals, fetch_prepared
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
 from core.rounding import rounded
 from core.timestamps import epoch_us_sql, from_epoch_us
-from episodic.aliases import aliases_for, has_aliases
+from episodic.aliases import Aliases, aliases_for, has_aliases
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
 from episodic.models import Episode, Passage, Session, SessionStatus
 from episodic.validation import check_session_id
@@ -60,14 +60,18 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def entity_names(*, tenant: Tenant, entities: Sequence[str], subject: str | None = None) -> list[list[str]]:
+def entity_names(
+    *, tenant: Tenant, entities: Sequence[str], subject: str | None = None, aliases: Aliases | None = None
+) -> list[list[str]]:
     """For each distinct entity (normalised), every name an episode may carry it under: the name, its
     canonical name and the canonical name's other aliases (episodic.aliases). One query; none when no
-    entity is given or the tenant has no aliases."""
+    entity is given, the tenant has no aliases, or the caller gives `aliases` (aliases_for with groups,
+    for these names and subject, or more)."""
     terms = normalise_terms(entities, max_chars=MAX_ENTITY_CHARS)
-    if not terms or not has_aliases(tenant):
+    if not terms or (aliases is None and not has_aliases(tenant)):
         return [[term] for term in terms]
-    aliases = aliases_for(tenant=tenant, names=terms, subject=subject, groups=True)
+    if aliases is None:
+        aliases = aliases_for(tenant=tenant, names=terms, subject=subject, groups=True)
     return [normalise_terms([term, *aliases.group(term)], max_chars=MAX_ENTITY_CHARS) for term in terms]
 
 
@@ -435,6 +439,7 @@ def _query_overlap(
     entities: Sequence[str] | None,
     topics: Sequence[str] | None,
     extracted: tuple[Sequence[str], Sequence[str]] | None,
+    aliases: Aliases | None = None,
 ) -> tuple[list[list[str]], list[str]] | None:
     """What the overlap channel looks for: the query's entities (each as all its names, counted once:
     "mel" or "melanie") and topics, from the extractor unless `extracted` gives them, plus `entities`
@@ -444,7 +449,9 @@ def _query_overlap(
     else:
         query_entities, query_topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
     wanted_entities: list[list[str]] = []
-    for names in entity_names(tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject):
+    for names in entity_names(
+        tenant=tenant, entities=[*query_entities, *(entities or ())], subject=subject, aliases=aliases
+    ):
         if not any(set(names) == set(other) for other in wanted_entities):
             wanted_entities.append(names)
     wanted_topics = normalise_terms([*query_topics, *(topics or ())], max_chars=MAX_TOPIC_CHARS)
@@ -739,11 +746,17 @@ PASSAGE_COLUMNS = (
     " e.external_id, e.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
     " p.line, p.line_tokens"
 )
-# The passage's and the episode's columns that PASSAGE_COLUMNS and PASSAGE_JOINS read.
-_EPISODE_COLUMNS = "e.id, e.kind, e.role, e.external_id, e.content_hash"
+# The passage's columns and its episode's that a PassageRow needs (history's pool reads them in its
+# `top`), and PASSAGE_COLUMNS over them, with the session `s`.
 _TOP_COLUMNS = (
     "p.id, p.tenant_id, p.episode_id, p.session_id, p.content, p.occurred_at, p.token_count, p.position,"
     " p.char_start, p.char_end, p.last, p.line, p.line_tokens"
+)
+_TOP_EPISODE_COLUMNS = "e.kind, e.role, e.external_id AS episode_external_id, e.content_hash"
+_TOP_PASSAGE_COLUMNS = (
+    f"p.episode_id, s.external_id, p.kind, p.role, p.content, {epoch_us_sql('p.occurred_at')},"
+    " p.episode_external_id, p.content_hash, p.token_count, p.id, p.position, p.char_start, p.char_end, p.last,"
+    " p.line, p.line_tokens"
 )
 PASSAGE_JOINS = (
     "JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id"
@@ -830,12 +843,14 @@ def passage_pool(
     summaries: bool = True,
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
     count_terms: Sequence[str] = (),
+    aliases: Aliases | None = None,
 ) -> PassagePool:
     """passage_search_rows with the summaries of the pool's sessions, in one statement: the three
     channels, their fusion by reciprocal rank, the scored rows of the top `limit` and their sessions'
     summaries are computed by the database and come back in one round trip, with the vector scan's
     settings sent before it. The fusion adds the channels' terms in the order episode_search adds
-    them (text, overlap, vector), so that its sums, and the order of ties, are the same to the bit."""
+    them (text, overlap, vector), so that its sums, and the order of ties, are the same to the bit.
+    `aliases`: the aliases of the query's entities for `subject`, when the caller has looked them up."""
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
     if isinstance(query_embedding, list):
@@ -850,7 +865,7 @@ def passage_pool(
     pool = max(limit, CANDIDATES_PER_CHANNEL)
     tsquery = _or_tsquery(query)
     overlap = _query_overlap(
-        tenant=tenant, query=query, subject=subject, entities=None, topics=None, extracted=extracted
+        tenant=tenant, query=query, subject=subject, entities=None, topics=None, extracted=extracted, aliases=aliases
     )
     vector = _query_vector(query, query_embedding)
     prefilter = vector_prefilter_candidates(pool) if vector is not None else 0
@@ -922,12 +937,16 @@ def passage_pool(
     )
     # The top's rows are read by key and scored where they are read: only the scores and the columns of
     # a line go up to the joins (a passage's vector, text search vector and index terms, carried through
-    # them, cost the database more than the rest of the statement). Named as the passage's columns, so
-    # that PASSAGE_COLUMNS and PASSAGE_JOINS read it as `p`.
+    # them, cost the database more than the rest of the statement; `OFFSET 0` keeps the scores in the
+    # scan). Then each row's episode by its key: joined above the top as a set read by key, the planner
+    # (which expects a handful of rows from `= ANY(ARRAY(...))`) looped over one set for each row of
+    # the other.
     ctes.append(
-        f"top AS (SELECT {text_rank} AS text_rank, {similarity} AS similarity, {overlap_value} AS overlap,"  # noqa: S608
-        f" {term_counts} AS term_counts, cardinality(p.index_terms) AS terms_length, {_TOP_COLUMNS}"
-        " FROM episodic_passage p WHERE p.tenant_id = %(tenant)s AND p.id = ANY(ARRAY(SELECT id FROM fused)))"
+        f"top AS (SELECT p.*, {_TOP_EPISODE_COLUMNS} FROM (SELECT {text_rank} AS text_rank,"  # noqa: S608
+        f" {similarity} AS similarity, {overlap_value} AS overlap, {term_counts} AS term_counts,"
+        f" cardinality(p.index_terms) AS terms_length, {_TOP_COLUMNS} FROM episodic_passage p"
+        " WHERE p.tenant_id = %(tenant)s AND p.id = ANY(ARRAY(SELECT id FROM fused)) OFFSET 0) p"
+        " JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id)"
     )
     # A session's summary once, on its first row of the top.
     summary = (
@@ -936,12 +955,8 @@ def passage_pool(
     )
     sql = (
         f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, p.text_rank, p.similarity, p.overlap,"  # noqa: S608
-        f" p.term_counts, p.terms_length, {summary}, {PASSAGE_COLUMNS}"
+        f" p.term_counts, p.terms_length, {summary}, {_TOP_PASSAGE_COLUMNS}"
         " FROM fused f JOIN top p ON p.id = f.id"
-        # The top's episodes by key in one index scan (joined row by row, each probe evaluates the
-        # row-level security's tenant list again).
-        f" JOIN (SELECT {_EPISODE_COLUMNS} FROM episodic_episode e WHERE e.tenant_id = %(tenant)s"
-        " AND e.id = ANY(ARRAY(SELECT episode_id FROM top)) OFFSET 0) e ON e.id = p.episode_id"
         " JOIN episodic_session s ON s.tenant_id = p.tenant_id AND s.id = p.session_id"
         " ORDER BY f.fused DESC, f.id DESC"
     )
@@ -1029,12 +1044,9 @@ def passage_rows_neighbours(
     (seconds on a tenant of 1,000,000 episodes, measured on episodes)."""
     if not passage_ids:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _PASSAGE_NEIGHBOURS_SQL,
-            {"ids": array_literal(passage_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE},
-        )
-        rows = cursor.fetchall()
+    rows = fetch_prepared(
+        _PASSAGE_NEIGHBOURS_SQL, {"ids": array_literal(passage_ids), "tenant": tenant.id, "until": until or _FAR_FUTURE}
+    )
     return [(anchor, _passage_row(values)) for anchor, *values in rows]
 
 
@@ -1044,18 +1056,22 @@ def passage_similarities(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[
     ids = sorted(set(passage_ids))
     if len(ids) < 2:
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM episodic_passage a"
-            " JOIN episodic_passage b ON b.tenant_id = a.tenant_id AND b.id = ANY(%s::bigint[]) AND b.id > a.id"
-            " WHERE a.tenant_id = %s AND a.id = ANY(%s::bigint[])"
-            " AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
-            [array_literal(ids), tenant.id, array_literal(ids)],
-        )
-        return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
+    rows = fetch_prepared(
+        "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM episodic_passage a"
+        " JOIN episodic_passage b ON b.tenant_id = a.tenant_id AND b.id = ANY(%(ids)s::bigint[]) AND b.id > a.id"
+        " WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s::bigint[])"
+        " AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
+        {"ids": array_literal(ids), "tenant": tenant.id},
+    )
+    return {(a, b): float(sim) for a, b, sim in rows}
 
 
-_INTERSECTION = "cardinality(ARRAY(SELECT unnest({table}.{column}) INTERSECT SELECT unnest(%s::varchar[])))"
+# How many distinct names of the row's array are among the asked ones, as an INTERSECT of the two would
+# count them, but without a set operation per row (an INTERSECT builds and drops a hash table for each).
+_INTERSECTION = (
+    "(SELECT count(DISTINCT carried.name) FROM unnest({table}.{column}) AS carried(name)"
+    " WHERE carried.name = ANY(%s::varchar[]))"
+)
 
 
 def _overlap_sql(entities: list[list[str]], topics: list[str], *, table: str) -> tuple[str, list[Any]] | None:

@@ -20,7 +20,8 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from core.embedding import embed_in_background
-from episodic.extraction import extract_entities_topics
+from episodic.aliases import Aliases, aliases_for, has_aliases
+from episodic.extraction import MAX_ENTITY_CHARS, extract_entities_topics, normalise_terms
 from episodic.selectors import EpisodeRow, episode_rows_recent, passage_first_mention
 from router.candidates.common import HeuristicWeights
 from router.candidates.episodic import episode_candidates, settle_episodes
@@ -50,6 +51,17 @@ def _policy_class(path: str) -> type[ContextPolicy]:
 
 def get_policy() -> ContextPolicy:
     return _policy_class(settings.ENGRAM["CONTEXT_POLICY"])()
+
+
+def query_aliases(*, tenant: Tenant, subject: str, entities: Sequence[str]) -> Aliases | None:
+    """The aliases of the query's entities for the subject, looked up once for history's search and the
+    facts' (each looked them up itself: the same statement twice a request), under the names both ask
+    with (as extracted, and normalised); None when the query names nothing or the tenant has never had
+    an alias."""
+    if not entities or not has_aliases(tenant):
+        return None
+    names = [*entities, *normalise_terms(entities, max_chars=MAX_ENTITY_CHARS)]
+    return aliases_for(tenant=tenant, names=names, subject=subject, groups=True)
 
 
 def query_timeframe(*, tenant: Tenant, request: ContextRequest) -> Timeframe | None:
@@ -84,6 +96,7 @@ class HeuristicPolicy:
         # search awaits it only for its vector channel.
         pending = embed_in_background(query) if query else None
         entities, topics = extract_entities_topics(tenant=tenant, text=query) if query else ([], [])
+        aliases = query_aliases(tenant=tenant, subject=request.subject, entities=entities)
         frame = query_timeframe(tenant=tenant, request=request)
         out = LayerCandidates()
         recent = (
@@ -109,6 +122,7 @@ class HeuristicPolicy:
                 recent=recent,
                 embedding=pending,
                 frame=frame,
+                aliases=aliases,
             )
             if plan.procedural > 0 or plan.semantic > 0
             else None
@@ -129,6 +143,7 @@ class HeuristicPolicy:
                     w=self.w,
                     extracted=(entities, topics),
                     parts=parts,
+                    aliases=aliases,
                 ),
                 self.w,
             )
@@ -148,11 +163,18 @@ class HeuristicPolicy:
         recent: Sequence[EpisodeRow],
         embedding: Future[list[float]] | None,
         frame: Timeframe | None,
+        aliases: Aliases | None = None,
     ) -> tuple[list[Candidate], list[Candidate]]:
         """The procedural and the semantic layers' candidates."""
         semantic = (
             fact_candidates(
-                tenant=tenant, request=request, embedding=embedding, frame=frame, w=self.w, entities=entities
+                tenant=tenant,
+                request=request,
+                embedding=embedding,
+                frame=frame,
+                w=self.w,
+                entities=entities,
+                aliases=aliases,
             )
             if plan.semantic > 0
             else []

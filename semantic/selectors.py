@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
-from core.db import array_literal, fetch_after_set_locals
+from core.db import array_literal, fetch_after_set_locals, fetch_prepared
 from core.embedding import configure_vector_scan as configure_embedding_scan
 from core.embedding import embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
@@ -174,9 +174,7 @@ def fact_sources(*, tenant: Tenant, fact_ids: Sequence[uuid.UUID]) -> dict[uuid.
     out: dict[uuid.UUID, list[FactSourceRef]] = {fact_id: [] for fact_id in fact_ids}
     if not fact_ids:
         return out
-    with connection.cursor() as cursor:
-        cursor.execute(_SOURCES_SQL, [tenant.id, array_literal(fact_ids)])
-        rows = cursor.fetchall()
+    rows = fetch_prepared(_SOURCES_SQL, [tenant.id, array_literal(fact_ids)])
     for fact_id, episode_id, external_id, occurred_us, session in rows:
         occurred_at = from_epoch_us(occurred_us)
         out[fact_id].append(FactSourceRef(episode_id, external_id, occurred_at, session))
@@ -464,7 +462,13 @@ def configure_vector_scan(*, ef_search: int) -> None:
 
 
 def _names_of(
-    *, tenant: Tenant, query: str, subject: str | None, entity: str | None, entities: Sequence[str] | None
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None,
+    entity: str | None,
+    entities: Sequence[str] | None,
+    aliases: Aliases | None = None,
 ) -> tuple[NamedEntities, list[str] | None]:
     """The entities the query names (the extractor's, episodic.extraction) and every name of the
     `entity` filter, through the aliases that hold for the subject: one query, none when the query
@@ -474,11 +478,12 @@ def _names_of(
         found = extract_entities_topics(tenant=tenant, text=query)[0]
     if not found and not entity:
         return NamedEntities(), None
-    aliases: Aliases = (
-        aliases_for(tenant=tenant, names=[*found, *([entity] if entity else [])], subject=subject, groups=True)
-        if has_aliases(tenant)
-        else NO_ALIASES
-    )
+    if aliases is None:
+        aliases = (
+            aliases_for(tenant=tenant, names=[*found, *([entity] if entity else [])], subject=subject, groups=True)
+            if has_aliases(tenant)
+            else NO_ALIASES
+        )
     written = query.casefold()
     names: dict[str, None] = {}
     expansions: dict[str, None] = {}
@@ -506,6 +511,7 @@ def _ranked_search(
     query_embedding: list[float] | Future[list[float]] | None,
     carry: Sequence[str] = (),
     entities: Sequence[str] | None = None,
+    aliases: Aliases | None = None,
 ) -> list[tuple[float, uuid.UUID, dict[str, float], tuple[Any, ...]]]:
     """The top k of the search statement, ranked: (score, fact id, score parts, carried values). One
     round trip: the statement ranks by vector and by text together, and the vector scan's settings go
@@ -516,7 +522,9 @@ def _ranked_search(
     at = as_of or timezone.now()
     # The scan settings are transaction-local: open a transaction only when the caller has none.
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
-        named, entity_group = _names_of(tenant=tenant, query=query, subject=subject, entity=entity, entities=entities)
+        named, entity_group = _names_of(
+            tenant=tenant, query=query, subject=subject, entity=entity, entities=entities, aliases=aliases
+        )
         # The query as the text part reads it: with the canonical names of the aliases it wrote.
         words = " ".join([query, *named.expansions]) if query.strip() else query
         vector: Sequence[float] | None
@@ -627,10 +635,12 @@ def fact_search_rows(
     as_of: datetime | None = None,
     query_embedding: list[float] | Future[list[float]] | None = None,
     entities: Sequence[str] | None = None,
+    aliases: Aliases | None = None,
 ) -> list[ScoredFactRow]:
     """fact_search for the context router: the same ranking, with the statement and valid_from read by
     the search statement itself instead of loading model instances in a second query. `entities`: the
-    query's entities, when the caller has extracted them (episodic.extraction) already."""
+    query's entities, when the caller has extracted them (episodic.extraction) already; `aliases`: their
+    aliases for `subject` (episodic.aliases.aliases_for with groups), when the caller has looked them up."""
     top = _ranked_search(
         tenant=tenant,
         query=query,
@@ -643,6 +653,7 @@ def fact_search_rows(
         query_embedding=query_embedding,
         carry=("statement", "valid_from_us", "confidence", "value", "origin", "attribute", "updates"),
         entities=entities,
+        aliases=aliases,
     )
     return [
         ScoredFactRow(

@@ -105,6 +105,9 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://engram_app:engram_app@127.0.0.1:54329/engram")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Lookups by key on the read path (core.db.fetch_prepared) are prepared by a connection after this many
+# runs; unset (Django's default), nothing is prepared, as a transaction-mode pooler needs.
+DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = env.int("DB_PREPARE_THRESHOLD", default=None)
 DATABASE_OWNER_URL = env.str("DATABASE_OWNER_URL", default="")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -8,6 +8,7 @@ SECRET_KEY = env_secret("DJANGO_SECRET_KEY")
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = env.int("DB_PREPARE_THRESHOLD", default=None)
 REDIS_URL = env.str("REDIS_URL")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
 # No SECURE_PROXY_SSL_HEADER: Django would believe X-Forwarded-Proto from any caller. gunicorn sets the

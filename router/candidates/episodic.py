@@ -14,6 +14,7 @@ import numpy as np
 from core.lines import said_line
 from core.rounding import rounded
 from core.tokens import count_tokens
+from episodic.aliases import Aliases
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID
 from episodic.selectors import (
     EpisodeRow,
@@ -84,6 +85,7 @@ def episode_hits(
     embedding: list[float] | Future[list[float]] | None,
     exclude_ids: Sequence[int],
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
+    aliases: Aliases | None = None,
 ) -> EpisodeHits:
     """The episodic layer's ranked search over passages, with its sessions' summaries, in one statement
     (episodic.selectors.passage_pool); `exclude_ids` are episodes already offered; `extracted`: the
@@ -103,6 +105,7 @@ def episode_hits(
         summaries=False,
         extracted=extracted,
         count_terms=query_terms(query),
+        aliases=aliases,
     )
     return EpisodeHits(hits=pool.rows, summaries=pool.summaries)
 
@@ -259,6 +262,7 @@ def episode_candidates(
     w: HeuristicWeights,
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
     parts: PackerParts = ALL_PARTS,
+    aliases: Aliases | None = None,
 ) -> list[Candidate]:
     """The session's recent events, the passages search finds with their relevance as value, and, as
     `parts` (router.parts) has them, the turns beside the best hits, the labels of earlier statements,
@@ -292,6 +296,7 @@ def episode_candidates(
         embedding=embedding,
         exclude_ids=sorted(recent_ids),
         extracted=extracted,
+        aliases=aliases,
     )
     hits = found.hits
     if not hits:

@@ -12,6 +12,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.lru import byte_lru_cache
+from episodic.aliases import Aliases
 from router.candidates.common import (
     HeuristicWeights,
     clip,
@@ -87,9 +88,11 @@ def fact_candidates(
     frame: Timeframe | None,
     w: HeuristicWeights,
     entities: Sequence[str] | None = None,
+    aliases: Aliases | None = None,
 ) -> list[Candidate]:
     """The subject's facts that matter for the query (or its facts without one). `entities`: the
-    query's, when the caller has extracted them (episodic.extraction) already."""
+    query's, when the caller has extracted them (episodic.extraction) already; `aliases`: theirs, when
+    the caller has looked them up."""
 
     scored: list[tuple[Any, float, dict[str, float]]]
     if request.query.strip():
@@ -102,6 +105,7 @@ def fact_candidates(
             as_of=facts_as_of(request, frame),
             query_embedding=embedding,
             entities=entities,
+            aliases=aliases,
         )
         scored = [
             (r, r.score, {**r.score_parts, "update": 1.0} if r.updates else dict(r.score_parts))

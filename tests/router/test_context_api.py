@@ -324,3 +324,22 @@ def test_the_callers_own_transcript_is_not_offered_again(tenant_a, ask) -> None:
 def test_transcript_turns_is_validated(api_a) -> None:
     response = api_a.post("/v1/context", {"subject": "alice", "transcript_turns": -1}, format="json")
     assert response.status_code == 400 and response.json()["errors"][0]["pointer"] == "/transcript_turns"
+
+
+def test_a_context_request_looks_up_the_querys_aliases_once(tenant_a, api_a) -> None:
+    """History's search and the facts' both match the query's entities under every name they go by:
+    the aliases are looked up once for both (they were looked up by each, the same statement twice)."""
+    from django.test.utils import CaptureQueriesContext
+
+    from episodic.aliases import entity_alias_put
+
+    remember(tenant_a, ["Melanie painted a sunrise over the lake", "Mel adopted a dog called Biscuit"])
+    believe(tenant_a, attribute="pet", value="Biscuit", statement="Melanie has a dog called Biscuit.", sources=[])
+    with tenant_scope(tenant_a):
+        entity_alias_put(tenant=tenant_a, alias="Mel", entity="Melanie")
+    with CaptureQueriesContext(connection) as queries:
+        response = api_a.post("/v1/context", {"subject": "alice", "query": "What did Mel paint?"}, format="json")
+    assert response.status_code == 200
+    assert "sunrise" in response.json()["prompt"]
+    lookups = [query["sql"] for query in queries if "FROM episodic_entityalias" in query["sql"]]
+    assert len(lookups) == 1, lookups
