@@ -303,10 +303,11 @@ def _moved_to(m: re.Match[str], subject: str) -> list[Found]:
     return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} moved to {value}.")]
 
 
-def _a_time_or_count(value: str) -> bool:
-    """A day, a time or a number is when or how much, never where something runs."""
+def _names_a_host(value: str) -> bool:
+    """Where something runs is named: a known tool, or a name ("Hetzner", "Fly.io"); "on hold" or "on
+    track" says a state, "on Fridays" a time."""
     typed = predicates.value_kind(value)
-    return typed is not None and typed.kind in {"date", "time", "count"}
+    return _tool(value)[0] != "uses" or (typed is not None and typed.kind == "name")
 
 
 def _runs_on_attribute(where: str) -> tuple[str, str]:
@@ -925,7 +926,7 @@ RULES: list[Rule] = [
                 cardinality=Cardinality.SINGLE,
             )
             for v in [_clean_value(m.group("v"), max_words=4)]
-            if v and not _a_time_or_count(v)
+            if v and _names_a_host(v)
         ],
     ),
     (
