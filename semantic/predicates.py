@@ -60,6 +60,11 @@ def _section(name: str, section: str) -> tuple[str, ...]:
     return lexicon.sections(DATA / name).get(section, ())
 
 
+def section(name: str, section: str) -> tuple[str, ...]:
+    """One section of a word list of semantic/data/ ("change.txt", "before the old value")."""
+    return _section(name, section)
+
+
 @dataclasses.dataclass(frozen=True)
 class Typed:
     """A typed value in a text: its span, its kind and, for a count, its unit ("5 people": person)."""
@@ -301,7 +306,8 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
     if len(held) > 1 and _change_words().search(text):
         # A change says its new value after "to" ("pushed back a week, to April 9"; "cut by 15 minutes to
         # 45 minutes"): the other values measure the change.
-        new = lexicon.alternation(_section("change.txt", "before the new value"))
+        # ... or right after an adverb that says it holds now ("it was my birthday on Monday and I'm now 35").
+        new = lexicon.alternation(_section("change.txt", "before the new value") + _section("change.txt", "adverbs"))
         marked = [t for t in held if re.search(rf"\b(?:{new})\s+(?:the\s+|a\s+|an\s+)?$", text[: t.start], re.I)]
         if marked:
             return marked[0]
@@ -475,6 +481,9 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     markers = _section("change.txt", "before the old value")
     old = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
     text = re.sub(rf"\b(?:{old})\s+(?:the |our |my |their )?{MASK}\b", " ", text, flags=re.I)
+    # What the statement says it left is no part of what it says ("... a flat white rather than a latte").
+    after = lexicon.alternation(_section("change.txt", "after the new value"))
+    text = re.sub(rf"(?:,\s*)?\b(?:{after})\b[^,.;]*", " ", text, flags=re.I)
     # A perfect's auxiliary goes with its verb of change ("have become", "has moved").
     text = re.sub(rf"\b(?:has|have|had)\s+(?:just\s+|now\s+)?(?={_change_words().pattern})", "", text, flags=re.I)
     text = _change_words().sub(" ", _new_thing().sub(r"\1", text))
@@ -619,10 +628,17 @@ def _names_a_person_of_theirs(text: str, *, subject: str, value: str) -> bool:
 
 
 def names_left(statement: str, value: str, *, subject: str = "") -> bool:
-    """The statement marks `value` as the one it left ("replaced Kong with ...")."""
-    return any(
+    """The statement marks `value` as the one it left ("replaced Kong with ...", "a flat white rather
+    than a latte")."""
+    if any(
         values_same(t.text, value) or t.text.lower() in value.lower() for t in left_values(statement, subject=subject)
-    )
+    ):
+        return True
+    if term_kind(value) is None:
+        return False
+    markers = lexicon.alternation(_section("change.txt", "before the old value"))
+    said = re.escape(value.strip(" ."))
+    return bool(re.search(rf"\b(?:{markers})\s+(?:(?:the|a|an|my|our|their)\s+)?{said}\b", statement, re.I))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -672,7 +688,9 @@ def judge(
         # far apart the two words' meanings are (gouda and halloumi: 0.33; underway and complete: 0.30).
         old_said = content_words(old_frame, subject=subject)
         told = old_said == content_words(new_frame, subject=subject) and bool(old_said)
-        if told and says_change(new_statement, subject=subject):
+        if (told and says_change(new_statement, subject=subject)) or names_left(
+            new_statement, old_value, subject=subject
+        ):
             pass
         elif values_similarity is None or values_similarity < floor:
             return Verdict(False, "states of different meanings")

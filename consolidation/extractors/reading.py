@@ -190,10 +190,12 @@ def _holds_typed(token: Token, speaker: str) -> bool:
     return bool(predicates.typed_spans(_span_text(list(token.subtree)), subject=speaker))
 
 
-def _opens(subject: Token) -> bool:
-    """The subject opens its sentence: before it stand at most a lead-in ("By the way, ...", "Update:
-    ..."), adverbs, or circumstances ("Since March, ...", "Next week ..."); not a log line's words."""
-    before = [t for t in subject.doc[: subject.left_edge.i] if not t.is_space and not t.is_punct]
+def _opens(subject: Token, head: Token | None = None) -> bool:
+    """The subject opens its sentence, or the clause joined to it ("..., so the team is 10 people
+    now"): before it stand at most a lead-in ("By the way, ...", "Update: ..."), adverbs, or
+    circumstances ("Since March, ...", "Next week ..."); not a log line's words."""
+    start = head.left_edge.i if head is not None and head.dep_ != "ROOT" else 0
+    before = [t for t in subject.doc[start : subject.left_edge.i] if not t.is_space and not t.is_punct]
     if not before or subject.doc[subject.left_edge.i - 1].text in {",", ":"}:
         return True
     lead = {"advmod", "intj", "cc", "prep", "npadvmod", "advcl", "mark", "tmod"}
@@ -299,7 +301,7 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     # lower case (a capital is as likely a name: "Casey works at ...").
     the_thing = (
         subject.pos_ == "NOUN"
-        and _opens(subject)
+        and _opens(subject, head)
         and (
             any(c.dep_ == "det" and c.lower_ == "the" for c in subject.children)
             or (not any(c.dep_ in {"det", "poss"} for c in subject.children) and subject.text.islower())
@@ -365,7 +367,9 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         for c in complements
     ):
         thing = _span_text([t for t in subject.subtree if t.i <= subject.i])
-        return Statement(clause, thing, "be", head.text, False, _said_of(head, tokens, head.text))
+        # a particle belongs to its participle: "wrapped up", "signed off"
+        state = " ".join([head.text, *(c.text for c in head.children if c.dep_ == "prt")])
+        return Statement(clause, thing, "be", state, False, _said_of(head, tokens, state))
     # The value lies in the complement: a name in the subject ("my 1:1 with Dana") is none. Where the
     # only complement was the speaker's thing itself ("the landlord raised my rent"), no value is said.
     if not complements:

@@ -1192,6 +1192,7 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
     found: list[Found] = []
     seen: set[tuple[str, str]] = set()
     for sentence in sentences(text):
+        parsed: list[tuple[str, str]] = []
         # A pattern's value is copied as said: one that leans on context ("keep working on it") or
         # still speaks in the first or second person is not a fact about the speaker.
         # A typed value (a zone, a number, an address) is read whole: "US Eastern" leans on no one.
@@ -1221,7 +1222,25 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
             else:
                 clauses = {value.lower(): statement for value, statement in parsed}
                 facts = [dataclasses.replace(f, statement=clauses.get(f.value.lower(), f.statement)) for f in facts]
+        elif facts and not _QUESTION_OR_HYPOTHETICAL.search(sentence):
+            # A clause the patterns did not read ("I'm 34 and I work as a nurse": the job title is the
+            # patterns'): the parse's typed values that no fact of theirs names.
+            parsed = _parsed(sentence, speaker, said_at)
+            named = " ".join(f"{f.value} {f.statement}".lower() for f in facts)
+            facts += [
+                Found("about", v, FactCategory.OTHER, 0.6, st, cardinality=Cardinality.MULTI)
+                for v, st in parsed
+                if predicates.value_kind(v) is not None and v.lower() not in named
+            ]
         facts = durable_only(with_tool_slots(facts, tool_slots(sentence, speaker)), sentence=sentence, speaker=speaker)
+        if not facts and parsed:
+            # What the other readers read whole failed the fact tests ("adopted a third dog, so now X has
+            # three dogs" names the speaker twice): the parse's clause says the state alone.
+            facts = durable_only(
+                [Found("about", v, FactCategory.OTHER, 0.6, st, cardinality=Cardinality.MULTI) for v, st in parsed],
+                sentence=sentence,
+                speaker=speaker,
+            )
         if facts and (left := [v for v, version, _ in replacements(sentence, speaker) if version is None]):
             facts = [f for f in facts if not _holds_only_left(f.value, left)]
         facts = typed_facts(facts, sentence=sentence, speaker=speaker, said_at=said_at)

@@ -51,9 +51,31 @@ FAVOURITES = (
                  "Dune", "Hyperion"),
     Said.current("a race", "I'm training for a 10K.", "I'm now training for a half marathon.", "10K", "half marathon"),
 )
+# A clause joined to another is read on its own: its subject opens the clause, not the sentence ("...,
+# so the team is 10 people now"); the parse reads what the other readers read whole and the fact tests
+# refused ("adopted a third dog, so now ... has three dogs" names the speaker twice), and the clause the
+# patterns did not read ("I'm 34 and I work as a nurse"); "It was ..." names no thing of the speaker's.
+CLAUSES = (
+    Said.current("dogs after an adoption", "We have two dogs.", "We adopted a third dog, so now we have three dogs.",
+                 "two dogs", "three dogs"),
+    Said.current("a team after hiring", "Our team is 8 people.", "We hired two more, so the team is 10 people now.",
+                 "8 people", "10 people"),
+    Said.current("an age beside a job", "I'm 34 and I work as a nurse.",
+                 "It was my birthday on Monday and I'm now 35.", "34", "35"),
+)
+# A state said with the one it replaces ("aisle seats instead of window seats") holds the first, and a
+# state named after "rather than" or "instead of" is the one left, however far apart the two words read.
+PREFERENCES = (
+    Said.current("seats", "I prefer window seats.", "I prefer aisle seats instead of window seats these days.",
+                 "window seats", "aisle seats"),
+    Said.current("a coffee order", "I usually order a latte.", "I order a flat white rather than a latte now.",
+                 "latte", "flat white"),
+    Said.current("a renovation wrapped up", "The bathroom reno is in progress.", "The bathroom reno is wrapped up.",
+                 "in progress", "wrapped up"),
+)
 # fmt: on
 
-UPDATES = SCHEDULES + STATES + FAVOURITES
+UPDATES = SCHEDULES + STATES + FAVOURITES + CLAUSES + PREFERENCES
 
 # fmt: off
 NOT_UPDATES = (
@@ -62,6 +84,8 @@ NOT_UPDATES = (
                  "Radiohead", "Muse"),
     Said.current("another thing's state", "Our kitchen remodel is in progress.", "The garden shed is finished.",
                  "in progress", "finished"),
+    Said.current("a friend's preference", "I prefer window seats.",
+                 "My friend prefers aisle seats instead of window seats.", "window seats", "aisle seats"),
 )
 # fmt: on
 
