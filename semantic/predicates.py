@@ -107,6 +107,10 @@ _COUNT_IN_WORDS = re.compile(
     rf"(?:half an?|an?) (?P<time>{_TIME_UNIT}))(?![\w-])",
     re.I,
 )
+_COUNT_OF = re.compile(
+    rf"\b(?P<unit>[a-z][a-z]+)\s+of\s+(?:\d+|{NUMBER_IN_WORDS})\b(?![\w-]|\s+(?!(?:now|again|these|this|at|in|on|and|but|so|since|after)\b)[a-z])",
+    re.I,
+)
 # One word of a name: a capital, a digit followed by letters ("1Password"), or a capital inside
 # ("iOS", "macOS"); dots, plus signs and hashes belong to it ("Fly.io", "C++", "C#").
 _NAME_WORD = r"(?:[A-Z](?:[\w.+#&-]|['’](?=[A-Z]))*[\w+#]|[A-Z]|\d+[A-Za-z][\w-]*|[a-z]+[A-Z][\w.-]*)"
@@ -174,6 +178,10 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
     for start, end, kind in value_spans(text):
         if kind == "number" and _YEAR.fullmatch(text[start:end]):
             add(start, end, "date")
+    # "a team of 7", "a family of four": the noun before "of" is what is counted.
+    for m in _COUNT_OF.finditer(text):
+        if m.group("unit").lower() not in function_words:
+            add(m.start("unit"), m.end(), "count", _singular(m.group("unit")))
     for start, end, kind in value_spans(text):
         if kind == "number":
             unit = _UNIT.match(text, end)

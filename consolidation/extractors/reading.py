@@ -348,7 +348,11 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         predicates.hedges(text_checks)
         or predicates.adds(text_checks)
         or tells_the_past(text_checks, None)
-        or re.search(r"\b(?:you|your|he|she|his|her|him|they|their|them)\b", clause, re.I)
+        # "They raised my rent to ...": someone unnamed changed the speaker's thing; still theirs
+        or (
+            re.search(r"\b(?:you|your|he|she|his|her|him|they|their|them)\b", clause, re.I)
+            and not (subject is changed_own and _subject(head) is not None and _subject(head).lower_ == "they")
+        )
         or any(_denied_speaker(t) for t in tokens)
     ):
         return None

@@ -40,12 +40,12 @@ STATES = (
                  "Our website redesign is in progress again.", "on hold", "in progress"),
 )
 # A value said before the copula ("Radiohead is my favourite band", "Tacos have become my favourite
-# food", "Hyperion replaced Dune as my favourite book") is the value of the speaker's thing; a thing said
+# meal", "Hyperion replaced Dune as my favourite book") is the value of the speaker's thing; a thing said
 # with a capital and one without are compared as things ("sushi", "Tacos"; "10K", "half marathon").
 FAVOURITES = (
     Said.current("a band said first", "Radiohead is my favourite band.", "My favourite band these days is Muse.",
                  "Radiohead", "Muse"),
-    Said.current("a food become", "My favourite food is sushi.", "Tacos have become my favourite food.",
+    Said.current("a meal become", "My favourite meal is sushi.", "Tacos have become my favourite meal.",
                  "sushi", "Tacos"),
     Said.current("a book replaced", "My favourite book is Dune.", "Hyperion has replaced Dune as my favourite book.",
                  "Dune", "Hyperion"),
@@ -73,17 +73,28 @@ PREFERENCES = (
     Said.current("a renovation wrapped up", "The bathroom reno is in progress.", "The bathroom reno is wrapped up.",
                  "in progress", "wrapped up"),
 )
+# Someone unnamed changing the speaker's thing ("They hiked my car insurance to ...") tells the thing's
+# new value; "a team of 7" and "a family of four" count what the noun before "of" names.
+COUNTS_AND_PRICES = (
+    Said.current("insurance hiked", "My car insurance is $900 a year.",
+                 "They hiked my car insurance to $1,100 a year.", "$900", "$1,100"),
+    Said.current("a family", "We're a family of four.", "We're a family of five now.", "family of four",
+                 "family of five"),
+    Said.current("a team I manage", "I manage a team of 7.", "I now manage a team of 11.", "team of 7", "team of 11"),
+)
 # fmt: on
 
-UPDATES = SCHEDULES + STATES + FAVOURITES + CLAUSES + PREFERENCES
+UPDATES = SCHEDULES + STATES + FAVOURITES + CLAUSES + PREFERENCES + COUNTS_AND_PRICES
 
 # fmt: off
 NOT_UPDATES = (
-    Said.current("a state and a place", "I'm vegan.", "I live in Lisbon now.", "vegan", "Lisbon"),
-    Said.current("a colleague's favourite", "My favourite band is Radiohead.", "Muse is my colleague's favourite band.",
+    Said.current("a state and a place", "I'm vegan.", "I rent a flat in Lisbon now.", "vegan", "Lisbon"),
+    Said.current("a colleague's favourite", "Radiohead is my favourite band.", "Muse is my colleague's favourite band.",
                  "Radiohead", "Muse"),
     Said.current("another thing's state", "Our kitchen remodel is in progress.", "The garden shed is finished.",
                  "in progress", "finished"),
+    Said.current("another team's size", "I manage a team of 7.", "My sister manages a team of 11.",
+                 "team of 7", "team of 11"),
     Said.current("a friend's preference", "I prefer window seats.",
                  "My friend prefers aisle seats instead of window seats.", "window seats", "aisle seats"),
 )
