@@ -316,6 +316,7 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         ),
         None,
     )
+    said_by = subject
     if changed_own is not None and not own_subject:
         subject, own_subject, the_thing = changed_own, True, False
         complements = [c for c in complements if c is not changed_own]
@@ -351,7 +352,7 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         # "They raised my rent to ...": someone unnamed changed the speaker's thing; still theirs
         or (
             re.search(r"\b(?:you|your|he|she|his|her|him|they|their|them)\b", clause, re.I)
-            and not (subject is changed_own and _subject(head) is not None and _subject(head).lower_ == "they")
+            and not (subject is changed_own and said_by.lower_ == "they")
         )
         or any(_denied_speaker(t) for t in tokens)
     ):
