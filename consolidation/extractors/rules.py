@@ -272,9 +272,11 @@ def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], li
 
 
 def _migrated(m: re.Match[str], subject: str) -> list[Found]:
-    """The statement keeps what was moved ("moved their servers to ..."): it is the predicate."""
+    """The statement keeps what was moved ("moved their servers to ...": it is the predicate) and what
+    it left ("switched from Evernote to ...": the old value it names)."""
     what = re.sub(r"^(?:our|my)\b", "their", m.group("what") or "", flags=re.IGNORECASE)
-    said = f"{m.group('verb').lower()} {what}".strip()
+    old = re.sub(r"^(?:our|my)\b", "their", m.group("old") or "", flags=re.IGNORECASE).replace("{", "").replace("}", "")
+    said = " ".join(w for w in (m.group("verb").lower(), what, f"from {old}" if old else "") if w)
     return _uses(0.85, f"{{s}} {said} to {{v}}.")(m, subject)
 
 
@@ -896,7 +898,7 @@ RULES: list[Rule] = [
         "migrated",
         _p(
             r"\b(?:i|we)(?:'ve| have)? (?:just |recently |finally )?(?P<verb>migrated|moved|switched|upgraded|changed)"
-            r"(?: (?:over|everything|(?P<what>our \w+|the \w+)))?(?: from (?:[^.,;!?]|\.(?=\d))+?)? to " + _V + _END
+            r"(?: (?:over|everything|(?P<what>our \w+|the \w+)))?(?: from (?P<old>(?:[^.,;!?]|\.(?=\d))+?))? to " + _V + _END
         ),
         _migrated,
     ),

@@ -82,9 +82,15 @@ COUNTS_AND_PRICES = (
                  "family of five"),
     Said.current("a team I manage", "I manage a team of 7.", "I now manage a team of 11.", "team of 7", "team of 11"),
 )
+# A migration's statement keeps the value it left ("switched from Evernote to ..."): the later statement
+# names the old value, however far apart the two statements read otherwise.
+MIGRATIONS = (
+    Said.current("a notes app", "I jot my notes down in Evernote.", "I switched from Evernote to Obsidian.",
+                 "Evernote", "Obsidian"),
+)
 # fmt: on
 
-UPDATES = SCHEDULES + STATES + FAVOURITES + CLAUSES + PREFERENCES + COUNTS_AND_PRICES
+UPDATES = SCHEDULES + STATES + FAVOURITES + CLAUSES + PREFERENCES + COUNTS_AND_PRICES + MIGRATIONS
 
 # fmt: off
 NOT_UPDATES = (
