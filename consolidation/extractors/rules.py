@@ -898,7 +898,9 @@ RULES: list[Rule] = [
         "migrated",
         _p(
             r"\b(?:i|we)(?:'ve| have)? (?:just |recently |finally )?(?P<verb>migrated|moved|switched|upgraded|changed)"
-            r"(?: (?:over|everything|(?P<what>our \w+|the \w+)))?(?: from (?P<old>(?:[^.,;!?]|\.(?=\d))+?))? to " + _V + _END
+            r"(?: (?:over|everything|(?P<what>our \w+|the \w+)))?(?: from (?P<old>(?:[^.,;!?]|\.(?=\d))+?))? to "
+            + _V
+            + _END
         ),
         _migrated,
     ),
