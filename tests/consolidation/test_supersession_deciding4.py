@@ -87,6 +87,9 @@ COUNTS_AND_PRICES = (
 MIGRATIONS = (
     Said.current("a notes app", "I jot my notes down in Evernote.", "I switched from Evernote to Obsidian.",
                  "Evernote", "Obsidian"),
+    # "as" after a verb of renaming brings the new name
+    Said.current("a project rebranded", "Our side project is called Nimbus.", "We rebranded Nimbus as Cirrus.",
+                 "Nimbus", "Cirrus"),
 )
 # fmt: on
 
