@@ -97,7 +97,7 @@ UPDATES = SCHEDULES + STATES + FAVOURITES + CLAUSES + PREFERENCES + COUNTS_AND_P
 
 # fmt: off
 NOT_UPDATES = (
-    Said.current("a state and a place", "I'm vegan.", "I rent a flat in Lisbon now.", "vegan", "Lisbon"),
+    Said.current("a state and a place", "I'm retired.", "I rent a flat in Lisbon now.", "retired", "Lisbon"),
     Said.current("a colleague's favourite", "Radiohead is my favourite band.", "Muse is my colleague's favourite band.",
                  "Radiohead", "Muse"),
     Said.current("another thing's state", "Our kitchen remodel is in progress.", "The garden shed is finished.",
