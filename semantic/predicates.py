@@ -60,6 +60,11 @@ def _section(name: str, section: str) -> tuple[str, ...]:
     return lexicon.sections(DATA / name).get(section, ())
 
 
+def section(name: str, section: str) -> tuple[str, ...]:
+    """One section of a word list of semantic/data/ ("change.txt", "before the old value")."""
+    return _section(name, section)
+
+
 @dataclasses.dataclass(frozen=True)
 class Typed:
     """A typed value in a text: its span, its kind and, for a count, its unit ("5 people": person)."""
@@ -69,6 +74,8 @@ class Typed:
     kind: str
     text: str
     unit: str = ""
+    # A range said as one value ("9am to 5pm", "Monday to Friday"): its "from" marks no old value.
+    ranged: bool = False
 
 
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
@@ -98,6 +105,10 @@ _FREQUENCY = re.compile(
 _COUNT_IN_WORDS = re.compile(
     rf"(?<![\w-])(?:(?P<number>{NUMBER_IN_WORDS}|a dozen|a couple of)(?:[ -](?P<unit>[a-z][a-z]+))?|"
     rf"(?:half an?|an?) (?P<time>{_TIME_UNIT}))(?![\w-])",
+    re.I,
+)
+_COUNT_OF = re.compile(
+    rf"\b(?P<unit>[a-z][a-z]+)\s+of\s+(?:\d+|{NUMBER_IN_WORDS})\b(?![\w-]|\s+(?!(?:now|again|these|this|at|in|on|and|but|so|since|after)\b)[a-z])",
     re.I,
 )
 # One word of a name: a capital, a digit followed by letters ("1Password"), or a capital inside
@@ -167,6 +178,10 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
     for start, end, kind in value_spans(text):
         if kind == "number" and _YEAR.fullmatch(text[start:end]):
             add(start, end, "date")
+    # "a team of 7", "a family of four": the noun before "of" is what is counted.
+    for m in _COUNT_OF.finditer(text):
+        if m.group("unit").lower() not in function_words:
+            add(m.start("unit"), m.end(), "count", _singular(m.group("unit")))
     for start, end, kind in value_spans(text):
         if kind == "number":
             unit = _UNIT.match(text, end)
@@ -189,8 +204,16 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
     return _joined(text, sorted((t for t in found if t.kind != "subject"), key=lambda t: t.start))
 
 
+# Days or times said together are one value: a list ("Tuesdays and Thursdays") or a range ("Monday to
+# Friday", "9am to 5pm", "8:30-4:30").
+_LISTED = re.compile(r"\s*(?:,\s*)?(?:and|&)\s+|\s*,\s*|\s*/\s*")
+_RANGED = re.compile(r"\s*[-–—]\s*|\s+(?:to|until|till|through|thru)\s+")
+
+
 def _joined(text: str, spans: list[Typed]) -> list[Typed]:
-    """A day and its time said together are one value ("Tuesdays at 6pm", "March 14 at 10:00")."""
+    """A day and its time said together are one value ("Tuesdays at 6pm", "March 14 at 10:00"), and so
+    are days or times said as a list or a range ("Tuesdays and Thursdays", "9am to 5pm"); "from A to B"
+    after a verb of change is a change, not a range ("moved the lesson from 4pm to 5pm")."""
     out: list[Typed] = []
     for t in spans:
         if (
@@ -199,8 +222,16 @@ def _joined(text: str, spans: list[Typed]) -> list[Typed]:
             and t.kind == "time"
             and re.fullmatch(r"\s+(?:at\s+)?", text[out[-1].end : t.start])
         ):
-            out[-1] = Typed(out[-1].start, t.end, "date", text[out[-1].start : t.end])
+            last = out[-1]
+            out[-1] = dataclasses.replace(last, end=t.end, text=text[last.start : t.end])
             continue
+        if out and out[-1].kind == t.kind and t.kind in {"date", "time"}:
+            last, between = out[-1], text[out[-1].end : t.start]
+            ranged = bool(_RANGED.fullmatch(between))
+            changed = re.search(r"\bfrom\s+$", text[: last.start], re.I) and _change_verbs().search(text)
+            if (ranged and not changed) or (_LISTED.fullmatch(between) and not last.ranged):
+                out[-1] = Typed(last.start, t.end, t.kind, text[last.start : t.end], ranged=ranged or last.ranged)
+                continue
         out.append(t)
     return out
 
@@ -266,7 +297,7 @@ def left_values(text: str, *, subject: str = "") -> list[Typed]:
     longer X"; in "from X to Y" and "replaced X with Y", Y is held."""
     markers = _section("change.txt", "before the old value")
     spans = typed_spans(text, subject=subject)
-    return [t for t in spans if _marked(text, t, spans, markers)]
+    return [t for t in spans if not t.ranged and _marked(text, t, spans, markers)]
 
 
 _CIRCUMSTANCE = re.compile(r"\b(?:on|in|since|during|last|this|until|over|after|before)\s+(?:the\s+)?$", re.I)
@@ -283,7 +314,8 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
     if len(held) > 1 and _change_words().search(text):
         # A change says its new value after "to" ("pushed back a week, to April 9"; "cut by 15 minutes to
         # 45 minutes"): the other values measure the change.
-        new = lexicon.alternation(_section("change.txt", "before the new value"))
+        # ... or right after an adverb that says it holds now ("it was my birthday on Monday and I'm now 35").
+        new = lexicon.alternation(_section("change.txt", "before the new value") + _section("change.txt", "adverbs"))
         marked = [t for t in held if re.search(rf"\b(?:{new})\s+(?:the\s+|a\s+|an\s+)?$", text[: t.start], re.I)]
         if marked:
             return marked[0]
@@ -347,6 +379,19 @@ def deciding_kind(value: str) -> Typed | None:
 _FAMILY = {"version": "name", "time": "time", "date": "date"}
 
 
+def thing_word(value: Typed) -> bool:
+    """A name or a state of at most MAX_TERM_WORDS words, with no number apart from its words ("Tacos",
+    "10K", "half marathon"; not "iPhone 15", "Node 20"): what a thing is, said with or without a
+    capital."""
+    words = value.text.split()
+    return (
+        value.kind in {"name", "term"}
+        and len(words) <= MAX_TERM_WORDS
+        and not any(w.isdigit() or re.fullmatch(r"v?\d+(?:\.\d+)*", w) for w in words)
+        and identifier(value.text) is None
+    )
+
+
 def same_kind(a: Typed, b: Typed) -> bool:
     """Two values of one type: two names (a product with its version is a name), two counts of the same
     unit (or one without a unit), two dates, two times, two amounts, two addresses."""
@@ -361,6 +406,13 @@ def _new_thing() -> re.Pattern[str]:
     lower case, since "New York" is a name."""
     adjectives = lexicon.alternation(_section("change.txt", "after a possessive"))
     return re.compile(rf"(\b(?:my|our|their|[\w-]+['’]s))\s+(?:{adjectives})\b")
+
+
+@functools.cache
+def _change_verbs() -> re.Pattern[str]:
+    """The verbs of change in any person (change.txt, [verbs])."""
+    verbs = "|".join(re.escape(m) for m in sorted(_section("change.txt", "verbs"), key=len, reverse=True))
+    return re.compile(rf"\b(?:{verbs})(?:s|es)?\b", re.I)
 
 
 @functools.cache
@@ -437,6 +489,11 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     markers = _section("change.txt", "before the old value")
     old = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
     text = re.sub(rf"\b(?:{old})\s+(?:the |our |my |their )?{MASK}\b", " ", text, flags=re.I)
+    # What the statement says it left is no part of what it says ("... a flat white rather than a latte").
+    after = lexicon.alternation(_section("change.txt", "after the new value"))
+    text = re.sub(rf"(?:,\s*)?\b(?:{after})\b[^,.;]*", " ", text, flags=re.I)
+    # A perfect's auxiliary goes with its verb of change ("have become", "has moved").
+    text = re.sub(rf"\b(?:has|have|had)\s+(?:just\s+|now\s+)?(?={_change_words().pattern})", "", text, flags=re.I)
     text = _change_words().sub(" ", _new_thing().sub(r"\1", text))
     text = re.sub(rf"\b(?:with|to|into)\s+(?={MASK}\b)", "", text, flags=re.I)
     text = _WHEN.sub("", text)
@@ -540,6 +597,12 @@ def someone_elses(text: str, *, subject: str = "", value: str = "") -> bool:
     team uses ..."), or a person of theirs as its subject ("Ana's roommate pays ..."). Not when the
     value is who that person of theirs is ("Dana Kim became Ana's manager", "Ana's boss is Dana
     Kim"): that is the subject's own relation."""
+    if subject:
+        # The subject's own name says nothing of anyone else, however it is written ("client-3318": a
+        # word for a person inside an id).
+        name = rf"(?<![\w-]){re.escape(subject)}"
+        text = re.sub(rf"{name}['’]s(?![\w-])", "my", text, flags=re.I)
+        text = re.sub(rf"{name}(?![\w-])", "I", text, flags=re.I)
     if re.search(r"\b(?:he|she|his|her|him)\b", text, re.I):
         return True
     if value and _names_a_person_of_theirs(text, subject=subject, value=value):
@@ -573,10 +636,17 @@ def _names_a_person_of_theirs(text: str, *, subject: str, value: str) -> bool:
 
 
 def names_left(statement: str, value: str, *, subject: str = "") -> bool:
-    """The statement marks `value` as the one it left ("replaced Kong with ...")."""
-    return any(
+    """The statement marks `value` as the one it left ("replaced Kong with ...", "a flat white rather
+    than a latte")."""
+    if any(
         values_same(t.text, value) or t.text.lower() in value.lower() for t in left_values(statement, subject=subject)
-    )
+    ):
+        return True
+    if term_kind(value) is None:
+        return False
+    markers = lexicon.alternation(_section("change.txt", "before the old value"))
+    said = re.escape(value.strip(" ."))
+    return bool(re.search(rf"\b(?:{markers})\s+(?:(?:the|a|an|my|our|their)\s+)?{said}\b", statement, re.I))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -603,8 +673,14 @@ def judge(
     value, and the same predicate (the same content words, or frames at least as similar as the grammar
     of the later statement asks: less when it names the earlier value as left or tells a change)."""
     old_typed, new_typed = deciding_kind(old_value), deciding_kind(new_value)
-    if old_typed is None or new_typed is None or not same_kind(old_typed, new_typed):
+    if old_typed is None or new_typed is None:
         return Verdict(False, "values of different kinds")
+    if not same_kind(old_typed, new_typed):
+        if not (thing_word(old_typed) and thing_word(new_typed)):
+            return Verdict(False, "values of different kinds")
+        # A thing said with a capital and one without ("Tacos" opening a sentence, "sushi"; "10K", "half
+        # marathon"): both name a thing, compared by meaning as two states are.
+        new_typed = Typed(new_typed.start, new_typed.end, "term", new_typed.text)
     if new_typed.kind == "term":
         old_frame = frame(old_statement, subject=subject, value=old_value)
         new_frame = frame(new_statement, subject=subject, value=new_value)
@@ -620,7 +696,9 @@ def judge(
         # far apart the two words' meanings are (gouda and halloumi: 0.33; underway and complete: 0.30).
         old_said = content_words(old_frame, subject=subject)
         told = old_said == content_words(new_frame, subject=subject) and bool(old_said)
-        if told and says_change(new_statement, subject=subject):
+        if (told and says_change(new_statement, subject=subject)) or names_left(
+            new_statement, old_value, subject=subject
+        ):
             pass
         elif values_similarity is None or values_similarity < floor:
             return Verdict(False, "states of different meanings")

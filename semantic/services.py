@@ -418,7 +418,14 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
     rows = []
     for f in pool.only("id", "entity", "attribute", "value", "statement", "embedding", "subject", "valid_from"):
         old_kind = predicates.deciding_kind(f.value)
-        if old_kind is None or new_kind is None or not predicates.same_kind(old_kind, new_kind):
+        if (
+            old_kind is None
+            or new_kind is None
+            or not (
+                predicates.same_kind(old_kind, new_kind)
+                or (predicates.thing_word(old_kind) and predicates.thing_word(new_kind))
+            )
+        ):
             _trace(fact, f, f"values of different kinds ({old_kind and old_kind.kind}, {new_kind and new_kind.kind})")
         elif not values_same(f.value, fact.value):
             rows.append(f)
@@ -441,7 +448,7 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
     # Two states said with a word or two are compared by what the words mean (predicates.SIMILAR_TERMS).
     values = (
         embed_statements([fact.value] + [rows[i].value for i in order])
-        if new_kind is not None and new_kind.kind == "term"
+        if new_kind is not None and predicates.thing_word(new_kind)
         else None
     )
     changes: list[ChangeDraft] = []

@@ -18,7 +18,9 @@ import re
 import unicodedata
 from collections import Counter
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 
+from core import lexicon
 from core.timestamps import MONTHS
 
 Token = tuple[str, str]
@@ -237,6 +239,7 @@ def values_same(a: str, b: str) -> bool:
     return a.strip() == b.strip() or value_tokens(a) == value_tokens(b)
 
 
+_FUNCTION_WORDS = Path(__file__).resolve().parent / "data" / "function_words.txt"
 # Values of at most this many words are states or names, not clauses that may paraphrase each other.
 SHORT_WORDS = 3
 # A value of at most this many words is a name or a name and its head noun ("Tuesdays", "Georgian food"),
@@ -265,9 +268,11 @@ def values_conflict(a: str, b: str) -> bool:
     typed_b = Counter(t for t in value_tokens(b) if t[0] != "word")
     if typed_a != typed_b or _names(a) != _names(b):
         return True
-    # Two states said with a word or two and no word in common ("in progress", "finished"): two values.
-    words_a = {t for t in value_tokens(a) if t[0] == "word"}
-    words_b = {t for t in value_tokens(b) if t[0] == "word"}
+    # Two states said with a word or two and no word in common ("in progress", "finished"): two values;
+    # words of grammar are none in common ("9am to 5pm", "10am to 6pm").
+    grammar = lexicon.words(_FUNCTION_WORDS)
+    words_a = {t for t in value_tokens(a) if t[0] == "word" and t[1] not in grammar}
+    words_b = {t for t in value_tokens(b) if t[0] == "word" and t[1] not in grammar}
     short = 0 < len(words_a) <= SHORT_WORDS and 0 < len(words_b) <= SHORT_WORDS
     return short and not words_a & words_b
 

@@ -58,6 +58,12 @@ def _said_of(head: Token, tokens: list[Token], value: str) -> str:
     says which thing it is ("my rent for the studio", "my flight to Tokyo": a preposition of a noun) is
     no circumstance."""
     low = value.lower()
+    # The words of the value, where the clause says it: a value said across phrases ("Monday to
+    # Friday", "8:30 to 4:30") keeps each of them.
+    text = "".join(t.text_with_ws for t in tokens)
+    at = text.lower().find(low) if low else -1
+    offset = tokens[0].idx if tokens else 0
+    in_value = {t.i for t in tokens if at <= t.idx - offset < at + len(low)} if at >= 0 else set[int]()
     dropped = {
         t.i
         for c in tokens
@@ -65,6 +71,10 @@ def _said_of(head: Token, tokens: list[Token], value: str) -> str:
         and c.dep_ in {"npadvmod", "prep", "tmod"}
         and not (c.dep_ == "prep" and c.head.pos_ in {"NOUN", "PROPN"} and c.head.dep_ in {"nsubj", "nsubjpass"})
         and low not in "".join(x.text_with_ws for x in c.subtree).lower()
+        and not any(x.i in in_value for x in c.subtree)
+        # what stands between the verb and its value says what the value is of ("I go to the gym on
+        # Mondays", "I'm in the office on Fridays"): no circumstance
+        and not (in_value and c.i > head.i and max(x.i for x in c.subtree) < min(in_value))
         for t in c.subtree
     }
     kept = [t for t in tokens if t.i not in dropped]
@@ -165,10 +175,27 @@ def _head_phrase(token: Token) -> str:
     return _span_text(run)
 
 
-def _opens(subject: Token) -> bool:
-    """The subject opens its sentence: before it stand at most a lead-in ("By the way, ...", "Update:
-    ..."), adverbs, or circumstances ("Since March, ...", "Next week ..."); not a log line's words."""
-    before = [t for t in subject.doc[: subject.left_edge.i] if not t.is_space and not t.is_punct]
+def _bare_state(prep: Token) -> bool:
+    """A preposition whose object is one bare common noun ("in progress", "on hold")."""
+    objects = [c for c in prep.children if c.dep_ == "pobj"]
+    return (
+        len(objects) == 1
+        and objects[0].tag_ == "NN"
+        and not any(c.dep_ in {"det", "poss", "amod", "compound", "nummod"} for c in objects[0].children)
+    )
+
+
+def _holds_typed(token: Token, speaker: str) -> bool:
+    """The phrase of `token` names a typed value ("for Friday", "at 10am")."""
+    return bool(predicates.typed_spans(_span_text(list(token.subtree)), subject=speaker))
+
+
+def _opens(subject: Token, head: Token | None = None) -> bool:
+    """The subject opens its sentence, or the clause joined to it ("..., so the team is 10 people
+    now"): before it stand at most a lead-in ("By the way, ...", "Update: ..."), adverbs, or
+    circumstances ("Since March, ...", "Next week ..."); not a log line's words."""
+    start = head.left_edge.i if head is not None and head.dep_ != "ROOT" else 0
+    before = [t for t in subject.doc[start : subject.left_edge.i] if not t.is_space and not t.is_punct]
     if not before or subject.doc[subject.left_edge.i - 1].text in {",", ":"}:
         return True
     lead = {"advmod", "intj", "cc", "prep", "npadvmod", "advcl", "mark", "tmod"}
@@ -274,7 +301,7 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     # lower case (a capital is as likely a name: "Casey works at ...").
     the_thing = (
         subject.pos_ == "NOUN"
-        and _opens(subject)
+        and _opens(subject, head)
         and (
             any(c.dep_ == "det" and c.lower_ == "the" for c in subject.children)
             or (not any(c.dep_ in {"det", "poss"} for c in subject.children) and subject.text.islower())
@@ -289,12 +316,18 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         ),
         None,
     )
+    said_by = subject
     if changed_own is not None and not own_subject:
         subject, own_subject, the_thing = changed_own, True, False
         complements = [c for c in complements if c is not changed_own]
+    # "Dana became my manager", "Tacos are my favourite food": the subject names what the speaker's
+    # thing is; "Hyperion replaced Dune as my favourite book" says so with a change.
     named_as_own = None
-    if not own_subject and subject.pos_ == "PROPN" and head.lemma_ in {"be", "become"}:
-        named_as_own = _own_thing_in(complements)
+    if not own_subject and subject.pos_ in {"PROPN", "NOUN"} and not the_thing:
+        if head.lemma_ in {"be", "become"}:
+            named_as_own = _own_thing_in(complements)
+        elif predicates.says_change(head.text, subject=speaker):
+            named_as_own = _own_thing_in([c for c in complements if c.dep_ == "prep" and c.lower_ == "as"])
     if not (own_subject or the_thing or named_as_own is not None):
         return None
     # A simple past that tells no change is an event ("I went to a pottery class"), not a state.
@@ -316,7 +349,11 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         predicates.hedges(text_checks)
         or predicates.adds(text_checks)
         or tells_the_past(text_checks, None)
-        or re.search(r"\b(?:you|your|he|she|his|her|him|they|their|them)\b", clause, re.I)
+        # "They raised my rent to ...": someone unnamed changed the speaker's thing; still theirs
+        or (
+            re.search(r"\b(?:you|your|he|she|his|her|him|they|their|them)\b", clause, re.I)
+            and not (subject is changed_own and said_by.lower_ == "they")
+        )
         or any(_denied_speaker(t) for t in tokens)
     ):
         return None
@@ -328,9 +365,16 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         name = _span_text([t for t in subject.subtree if t.dep_ not in {"det", "punct"}])
         thing = _span_text([t for t in named_as_own.subtree if t.i <= named_as_own.i])
         return Statement(clause, thing, head.lemma_, name, bool(predicates.value_kind(name)))
-    if passive and not any(c.dep_ in _VALUE_HEAD or c.dep_ == "prep" for c in complements):
+    # "My loan got approved by the bank", "... approved at the council": a phrase after the participle
+    # that holds no typed value and leads nowhere ("to", "into") is a circumstance of the state.
+    if passive and not any(
+        c.dep_ in _VALUE_HEAD or (c.dep_ == "prep" and (c.lower_ in {"to", "into"} or _holds_typed(c, speaker)))
+        for c in complements
+    ):
         thing = _span_text([t for t in subject.subtree if t.i <= subject.i])
-        return Statement(clause, thing, "be", head.text, False, _said_of(head, tokens, head.text))
+        # a particle belongs to its participle: "wrapped up", "signed off"
+        state = " ".join([head.text, *(c.text for c in head.children if c.dep_ == "prt")])
+        return Statement(clause, thing, "be", state, False, _said_of(head, tokens, state))
     # The value lies in the complement: a name in the subject ("my 1:1 with Dana") is none. Where the
     # only complement was the speaker's thing itself ("the landlord raised my rent"), no value is said.
     if not complements:
@@ -361,6 +405,10 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     if main is None:
         return None
     phrase = _head_phrase(main)
+    # "is in progress", "is on hold", "are on track": a copula with a preposition and a bare noun says
+    # a state, the preposition part of it; "is in the office" names a place, the noun its value.
+    if main.dep_ == "prep" and head.lemma_ == "be" and _bare_state(main):
+        phrase = f"{main.lower_} {phrase}"
     words = phrase.split()
     if not words or len(words) > MAX_VALUE_WORDS or all(w.lower() in predicates.function_words() for w in words):
         return None

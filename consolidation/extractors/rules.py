@@ -272,9 +272,11 @@ def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], li
 
 
 def _migrated(m: re.Match[str], subject: str) -> list[Found]:
-    """The statement keeps what was moved ("moved their servers to ..."): it is the predicate."""
+    """The statement keeps what was moved ("moved their servers to ...": it is the predicate) and what
+    it left ("switched from Evernote to ...": the old value it names)."""
     what = re.sub(r"^(?:our|my)\b", "their", m.group("what") or "", flags=re.IGNORECASE)
-    said = f"{m.group('verb').lower()} {what}".strip()
+    old = re.sub(r"^(?:our|my)\b", "their", m.group("old") or "", flags=re.IGNORECASE).replace("{", "").replace("}", "")
+    said = " ".join(w for w in (m.group("verb").lower(), what, f"from {old}" if old else "") if w)
     return _uses(0.85, f"{{s}} {said} to {{v}}.")(m, subject)
 
 
@@ -303,10 +305,11 @@ def _moved_to(m: re.Match[str], subject: str) -> list[Found]:
     return [Found("location", value, FactCategory.CONTACT_INFO, 0.75, f"{subject} moved to {value}.")]
 
 
-def _a_time_or_count(value: str) -> bool:
-    """A day, a time or a number is when or how much, never where something runs."""
+def _names_a_host(value: str) -> bool:
+    """Where something runs is named: a known tool, or a name ("Hetzner", "Fly.io"); "on hold" or "on
+    track" says a state, "on Fridays" a time."""
     typed = predicates.value_kind(value)
-    return typed is not None and typed.kind in {"date", "time", "count"}
+    return _tool(value)[0] != "uses" or (typed is not None and typed.kind == "name")
 
 
 def _runs_on_attribute(where: str) -> tuple[str, str]:
@@ -895,7 +898,9 @@ RULES: list[Rule] = [
         "migrated",
         _p(
             r"\b(?:i|we)(?:'ve| have)? (?:just |recently |finally )?(?P<verb>migrated|moved|switched|upgraded|changed)"
-            r"(?: (?:over|everything|(?P<what>our \w+|the \w+)))?(?: from (?:[^.,;!?]|\.(?=\d))+?)? to " + _V + _END
+            r"(?: (?:over|everything|(?P<what>our \w+|the \w+)))?(?: from (?P<old>(?:[^.,;!?]|\.(?=\d))+?))? to "
+            + _V
+            + _END
         ),
         _migrated,
     ),
@@ -925,7 +930,7 @@ RULES: list[Rule] = [
                 cardinality=Cardinality.SINGLE,
             )
             for v in [_clean_value(m.group("v"), max_words=4)]
-            if v and not _a_time_or_count(v)
+            if v and _names_a_host(v)
         ],
     ),
     (
@@ -1191,6 +1196,7 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
     found: list[Found] = []
     seen: set[tuple[str, str]] = set()
     for sentence in sentences(text):
+        parsed: list[tuple[str, str]] = []
         # A pattern's value is copied as said: one that leans on context ("keep working on it") or
         # still speaks in the first or second person is not a fact about the speaker.
         # A typed value (a zone, a number, an address) is read whole: "US Eastern" leans on no one.
@@ -1220,7 +1226,25 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
             else:
                 clauses = {value.lower(): statement for value, statement in parsed}
                 facts = [dataclasses.replace(f, statement=clauses.get(f.value.lower(), f.statement)) for f in facts]
+        elif facts and not _QUESTION_OR_HYPOTHETICAL.search(sentence):
+            # A clause the patterns did not read ("I'm 34 and I work as a nurse": the job title is the
+            # patterns'): the parse's typed values that no fact of theirs names.
+            parsed = _parsed(sentence, speaker, said_at)
+            named = " ".join(f"{f.value} {f.statement}".lower() for f in facts)
+            facts += [
+                Found("about", v, FactCategory.OTHER, 0.6, st, cardinality=Cardinality.MULTI)
+                for v, st in parsed
+                if predicates.value_kind(v) is not None and v.lower() not in named
+            ]
         facts = durable_only(with_tool_slots(facts, tool_slots(sentence, speaker)), sentence=sentence, speaker=speaker)
+        if not facts and parsed:
+            # What the other readers read whole failed the fact tests ("adopted a third dog, so now X has
+            # three dogs" names the speaker twice): the parse's clause says the state alone.
+            facts = durable_only(
+                [Found("about", v, FactCategory.OTHER, 0.6, st, cardinality=Cardinality.MULTI) for v, st in parsed],
+                sentence=sentence,
+                speaker=speaker,
+            )
         if facts and (left := [v for v, version, _ in replacements(sentence, speaker) if version is None]):
             facts = [f for f in facts if not _holds_only_left(f.value, left)]
         facts = typed_facts(facts, sentence=sentence, speaker=speaker, said_at=said_at)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, TypeVar
 
+from core import lexicon as core_lexicon
 from semantic import predicates
 
 from . import lexicon
@@ -54,10 +55,25 @@ def is_typed(value: str, *, subject: str = "") -> bool:
     return not before and len(after) <= HEAD_WORDS and not any(w.lower() in grammar for w in after)
 
 
+def _held_before_left(value: str) -> str:
+    """A value said with the one it replaces ("aisle seats instead of window seats", "tea rather than
+    coffee"): the part before the words that bring the old value (change.txt, [after the new value]),
+    when that part is a state of a word or a few; else the value as said."""
+    markers = core_lexicon.alternation(predicates.section("change.txt", "after the new value"))
+    m = re.search(rf",?\s+\b(?:{markers})\b", value, re.I)
+    if m is None or m.start() == 0:
+        return value
+    held = value[: m.start()].strip()
+    return held if predicates.term_kind(held) is not None else value
+
+
 def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     """The typed value `value` names, or `value` itself when it names none or already is one. The
     statement, when it holds the value, is read instead: it keeps whose things are named ("Ana's sister
-    Anna lives in Lisbon": the value is Lisbon)."""
+    Anna lives in Lisbon": the value is Lisbon). A state said with the one it replaces is the state
+    held ("aisle seats instead of window seats")."""
+    if not predicates.typed_spans(value, subject=subject):
+        return _held_before_left(value)
     if is_typed(value, subject=subject):
         return value
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
@@ -115,7 +131,10 @@ def _bare_thing(clause: str, speaker: str) -> re.Match[str] | None:
     weeks"), when the sentence tells a change to a count, a time, a date or an amount: a name there
     would as likely be a person's ("Sam moved to Lisbon"), and is not read."""
     m = _BARE_THING.match(clause)
-    if m is None or not predicates.says_change(clause, subject=speaker):
+    # "It was my birthday ...", "There are 6 of us ...": a word of grammar names no thing.
+    if m is None:
+        return None
+    if not predicates.says_change(clause, subject=speaker):
         return None
     typed = predicates.current_value(clause[0].lower() + clause[1:], subject=speaker)
     return m if typed is not None and typed.kind in {"count", "time", "date", "amount"} else None
