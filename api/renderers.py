@@ -6,7 +6,7 @@ same JSON: DRF's compact separators, UTF-8 text, its escapes of U+2028 and U+202
 of what JSON has no type for (dates and times, decimals: DRF's encoder is orjson's `default`). Anything
 orjson refuses (an integer beyond 64 bits, a type DRF's encoder does not know) and an indented answer
 go to DRF's renderer, which answers or refuses as before. One difference: a float that is not a number
-is written `null`, where DRF refused the answer (no answer of the API holds one)."""
+is written `null`, where DRF refused the answer (no answer of the API is meant to hold one)."""
 
 from __future__ import annotations
 

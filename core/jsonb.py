@@ -1,11 +1,12 @@
 """JSON encoded by orjson, for the large documents of the read path: a context's trace (its items and the
-200 candidates left out, about 85 KB a request) and the API's answers.
+200 candidates left out, 85-145 KB a request) and the API's answers.
 
 The standard library's encoder took 2-4 ms of a context request's CPU for the trace alone; orjson takes
 a twentieth of that. What the database stores is the same: a jsonb value is parsed, so its numbers and
 strings do not keep the text they were sent as (`1e-07` and `1e-7` are one number). A value orjson
 cannot encode (an integer beyond 64 bits) goes through the standard library, which also says what it
-refuses, as before."""
+refuses, as before. One difference: a float that is not a number is stored as `null`, where json's
+`NaN` made PostgreSQL refuse the statement (no trace is meant to hold one)."""
 
 from __future__ import annotations
 

@@ -98,3 +98,9 @@ def test_an_indented_answer_and_what_orjson_refuses_go_to_drf() -> None:
     assert OrjsonRenderer().render({"big": 2**70}) == JSONRenderer().render({"big": 2**70})
     with pytest.raises(TypeError):
         OrjsonRenderer().render({"x": object()})
+
+
+def test_a_float_that_is_not_a_number_is_written_null_where_json_wrote_nan() -> None:
+    # The one difference (core.jsonb, api.renderers): json's NaN made PostgreSQL and DRF refuse it.
+    assert dumps({"score": float("nan")}) == b'{"score":null}'
+    assert OrjsonRenderer().render({"score": float("inf")}) == b'{"score":null}'
