@@ -8,6 +8,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
+from core.jsonb import JSONBField
 from tenants.models import TenantModel
 
 
@@ -19,25 +20,26 @@ class FeedbackOutcome(models.TextChoices):
 
 class ContextTrace(TenantModel):
     """One POST /v1/context: the request, every item offered (with score parts and tokens), the items
-    considered but left out, the budgets and the latency. The trajectory a learned policy trains on."""
+    considered but left out, the budgets and the latency. The trajectory a learned policy trains on.
+    Its documents are encoded by orjson (core.jsonb): one is written with every context request."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     subject = models.CharField(max_length=255)
     session = models.CharField(max_length=255, blank=True, default="")
     agent = models.CharField(max_length=255, blank=True, default="")
     query = models.TextField(blank=True, default="")
-    request = models.JSONField(default=dict)
+    request = JSONBField(default=dict)
     policy = models.CharField(max_length=100)
-    budgets = models.JSONField(default=dict)
-    tokens = models.JSONField(default=dict)
+    budgets = JSONBField(default=dict)
+    tokens = JSONBField(default=dict)
     total_tokens = models.PositiveIntegerField(default=0)
-    offered = models.JSONField(default=list)
+    offered = JSONBField(default=list)
     offered_ids = ArrayField(models.CharField(max_length=300), default=list, blank=True)
-    considered = models.JSONField(default=list)
+    considered = JSONBField(default=list)
     latency_ms = models.FloatField(default=0.0)
     # While a value model is on trial (router.trial): {"model": its label, "arm": "model" or "formula",
     # the one served, "share": the tenant's trial share}; empty otherwise.
-    trial = models.JSONField(default=dict, blank=True)
+    trial = JSONBField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

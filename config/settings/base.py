@@ -155,7 +155,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["api.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasKeyScope"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.LimitedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["api.renderers.OrjsonRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TenantRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.CreatedCursorPagination",
     "PAGE_SIZE": 50,
