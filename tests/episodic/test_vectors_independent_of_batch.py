@@ -14,10 +14,7 @@ from django.core.management import call_command
 from core import embedding
 from episodic.tasks import embed_backlog_for_tenant
 
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.xfail(strict=True, reason="the int8 file quantizes a run's activations with one scale"),
-]
+pytestmark = pytest.mark.django_db
 
 SAID = "I have been vegan since March."
 # Other lengths than SAID's: a run of the model pads them to its longest.

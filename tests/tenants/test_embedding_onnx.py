@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from core import embedding
-from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, tokenizer_path
+from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, runs_alone, tokenizer_path
 from core.embedding_export import MIN_PROBE_COSINE_INT8, is_current, model_dir
 
 LOCOMO_FILE = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "locomo" / "locomo10.json"
@@ -273,11 +273,6 @@ def test_the_int8_vectors_stay_close_to_the_float_ones(int8_path: Path, engine: 
     assert float(cosine.min()) >= 0.9
 
 
-# Dynamic quantization takes one scale for a whole run of the model: its loudest text's, padding included.
-BATCH_DEPENDENT = pytest.mark.xfail(strict=True, reason="the int8 file quantizes a run's activations with one scale")
-
-
-@BATCH_DEPENDENT
 def test_the_default_files_vector_of_a_text_does_not_depend_on_what_it_is_embedded_with(
     int8_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -298,6 +293,17 @@ def test_the_default_files_vector_of_a_text_does_not_depend_on_what_it_is_embedd
         want = alone if order is texts else alone[::-1]
         worst = int(np.argmax(np.abs(got - want).max(axis=1)))
         assert np.abs(got - want).max() < 1e-5, order[worst][:80]
+
+
+def test_only_the_file_whose_vectors_depend_on_the_batch_runs_one_text_at_a_time(
+    int8_path: Path, onnx_path: Path
+) -> None:
+    # The float file keeps its runs of several texts, which cost it less CPU a text.
+    for path, alone in ((int8_path, True), (onnx_path, False)):
+        engine = OnnxMiniLMEmbedder(path=path)
+        loaded = engine._load()
+        assert loaded is not None
+        assert runs_alone(*loaded) is alone, path
 
 
 def test_the_int8_file_beside_the_float_one_is_the_default_and_float_is_one_setting_away(
