@@ -331,10 +331,15 @@ class OnnxMiniLMEmbedder:
     name = MiniLMEmbedder.name
     dim = EMBEDDING_DIM
 
-    def __init__(self, run_tokens: int = ONNX_RUN_TOKENS, path: Path | str | None = None) -> None:
+    def __init__(
+        self, run_tokens: int = ONNX_RUN_TOKENS, path: Path | str | None = None, *, alone: bool | None = None
+    ) -> None:
+        """`alone`: run each text alone (True) or texts in shared runs (False); by default as the file
+        needs (runs_alone). bench/embedding_batch.py sets it, to measure what each costs."""
         # The tokenizer's own threads do not survive a fork, and it warns when it notices one.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         self.run_tokens = run_tokens
+        self._alone_wanted = alone
         self._path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         self._session: Any = None
@@ -371,7 +376,9 @@ class OnnxMiniLMEmbedder:
                 options.log_severity_level = 3
                 self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 self._tokenizer = onnx_tokenizer(path)
-                self._alone = runs_alone(self._session, self._tokenizer)
+                self._alone = (
+                    runs_alone(self._session, self._tokenizer) if self._alone_wanted is None else self._alone_wanted
+                )
                 threads = embedding_threads()
                 self._runners = (
                     ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engram-onnx") if threads > 1 else None
