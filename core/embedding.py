@@ -295,7 +295,7 @@ def runs_alone(session: Any, tokenizer: Any) -> bool:
     """Whether a file must run one text at a time for a text to get one vector: true of a file whose
     activations are quantized on the fly (the int8 one), where a run shares one scale, its loudest
     text's, padding included ('vegan' beside 'cats' moves by 0.026 a dimension, cosine 0.989). A float
-    file gives a text the same vector in any batch (to 1e-6), and runs batches, which cost it less."""
+    file gives a text the same vector in any batch (within 1e-5), and runs batches, which cost it less."""
 
     def run(rows: Sequence[Sequence[int]]) -> np.ndarray:
         ids, mask = pad_batch(rows)
