@@ -287,6 +287,25 @@ def onnx_model_path() -> Path:
 _missing_logged = False
 
 
+# Texts of two lengths, on which a file shows whether a text's vector depends on what it runs beside.
+BATCH_PROBES = ("vegan", "cats", "My daughter starts kindergarten in Porto next September.")
+
+
+def runs_alone(session: Any, tokenizer: Any) -> bool:
+    """Whether a file must run one text at a time for a text to get one vector: true of a file whose
+    activations are quantized on the fly (the int8 one), where a run shares one scale, its loudest
+    text's, padding included ('vegan' beside 'cats' moves by 0.026 a dimension, cosine 0.989). A float
+    file gives a text the same vector in any batch (within 1e-5), and runs batches, which cost it less."""
+
+    def run(rows: Sequence[Sequence[int]]) -> np.ndarray:
+        ids, mask = pad_batch(rows)
+        return np.asarray(session.run(None, {"input_ids": ids, "attention_mask": mask})[0])
+
+    rows = [e.ids for e in tokenizer.encode_batch(list(BATCH_PROBES))]
+    together = run(rows)
+    return any(np.abs(run([row])[0] - together[i]).max() > 1e-5 for i, row in enumerate(rows))
+
+
 # Padded tokens per model run. Measured on this machine's cores: CPU a text is least for runs of
 # 150-300 tokens (8 LoCoMo turns, 1-2 passages); past that the activations outgrow the core's cache
 # (runs of 32 passages cost 25% more a passage, of 32 turns 15% more).
@@ -304,20 +323,29 @@ class OnnxMiniLMEmbedder:
 
     Each run takes one thread, and idle threads never spin. A batch is sorted by length and cut into
     runs of about `run_tokens` padded tokens, which ENGRAM_EMBED_THREADS threads run side by side (one
-    in the web process): whole runs in parallel cost less than one run split over threads op by op."""
+    in the web process): whole runs in parallel cost less than one run split over threads op by op.
+    A file that gives a text another vector beside others (runs_alone: the int8 one) runs each text
+    alone, so that a passage's stored vector is the one its words get as a query, whatever it was
+    written with."""
 
     name = MiniLMEmbedder.name
     dim = EMBEDDING_DIM
 
-    def __init__(self, run_tokens: int = ONNX_RUN_TOKENS, path: Path | str | None = None) -> None:
+    def __init__(
+        self, run_tokens: int = ONNX_RUN_TOKENS, path: Path | str | None = None, *, alone: bool | None = None
+    ) -> None:
+        """`alone`: run each text alone (True) or texts in shared runs (False); by default as the file
+        needs (runs_alone). bench/embedding_batch.py sets it, to measure what each costs."""
         # The tokenizer's own threads do not survive a fork, and it warns when it notices one.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         self.run_tokens = run_tokens
+        self._alone_wanted = alone
         self._path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
         self._runners: ThreadPoolExecutor | None = None
+        self._alone = False
         self._pid = 0
         self.fallback: MiniLMEmbedder | None = None
 
@@ -348,6 +376,9 @@ class OnnxMiniLMEmbedder:
                 options.log_severity_level = 3
                 self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 self._tokenizer = onnx_tokenizer(path)
+                self._alone = (
+                    runs_alone(self._session, self._tokenizer) if self._alone_wanted is None else self._alone_wanted
+                )
                 threads = embedding_threads()
                 self._runners = (
                     ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engram-onnx") if threads > 1 else None
@@ -394,7 +425,7 @@ class OnnxMiniLMEmbedder:
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         chunks: list[list[int]] = [[]]
         for i in order:
-            if chunks[-1] and (len(chunks[-1]) + 1) * len(rows[i]) > self.run_tokens:
+            if chunks[-1] and (self._alone or (len(chunks[-1]) + 1) * len(rows[i]) > self.run_tokens):
                 chunks.append([])
             chunks[-1].append(i)
         runners = self._runners

@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from core import embedding
-from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, tokenizer_path
+from core.embedding import MiniLMEmbedder, OnnxMiniLMEmbedder, runs_alone, tokenizer_path
 from core.embedding_export import MIN_PROBE_COSINE_INT8, is_current, model_dir
 
 LOCOMO_FILE = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "locomo" / "locomo10.json"
@@ -271,6 +271,39 @@ def test_the_int8_vectors_stay_close_to_the_float_ones(int8_path: Path, engine: 
     # Measured on 1,000 LoCoMo turns: mean 0.992, lowest 0.955 (docs/benchmarks/embedding_engines.md).
     assert float(cosine.mean()) >= 0.98
     assert float(cosine.min()) >= 0.9
+
+
+def test_the_default_files_vector_of_a_text_does_not_depend_on_what_it_is_embedded_with(
+    int8_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file the services read by default, as the worker runs it: runs on two threads.
+    monkeypatch.setenv("ENGRAM_EMBED_THREADS", "2")
+    engine = OnnxMiniLMEmbedder(path=int8_path)
+    assert engine.path == Path(settings.ENGRAM["EMBEDDING_ONNX"])
+    texts = ["vegan", "I am pescatarian now.", *OTHER_LANGUAGES, *ODD, "the printer jams on tray two " * 60]
+    alone = np.concatenate([engine.embed([t]) for t in texts])
+    # "vegan" beside two words of its length (no padding), then beside longer texts.
+    got = engine.embed(["vegan", "cats", "dogs"])[0]
+    assert np.abs(got - alone[0]).max() < 1e-5
+    got = engine.embed(["I am pescatarian now.", "vegan", texts[-1]])
+    assert np.abs(got - alone[[1, 0, len(texts) - 1]]).max() < 1e-5
+    # Every text in one batch, and in the reverse order: the runs are cut otherwise.
+    for order in (texts, texts[::-1]):
+        got = engine.embed(order)
+        want = alone if order is texts else alone[::-1]
+        worst = int(np.argmax(np.abs(got - want).max(axis=1)))
+        assert np.abs(got - want).max() < 1e-5, order[worst][:80]
+
+
+def test_only_the_file_whose_vectors_depend_on_the_batch_runs_one_text_at_a_time(
+    int8_path: Path, onnx_path: Path
+) -> None:
+    # The float file keeps its runs of several texts, which cost it less CPU a text.
+    for path, alone in ((int8_path, True), (onnx_path, False)):
+        engine = OnnxMiniLMEmbedder(path=path)
+        loaded = engine._load()
+        assert loaded is not None
+        assert runs_alone(*loaded) is alone, path
 
 
 def test_the_int8_file_beside_the_float_one_is_the_default_and_float_is_one_setting_away(
