@@ -69,6 +69,7 @@ _LASTING = (
     r"work|liv|stud|learn|build|develop|run|rais|train|teach|prepar|sav|renovat|writ|volunteer|"
     r"mov|relocat|migrat|switch|planning|hoping|going|looking forward|using|playing|practis|practic"
 )
+_LASTING_VERB = re.compile(rf"(?:{_LASTING})", re.IGNORECASE)
 _PROGRESSIVE = re.compile(rf"^(?:is|are|am) (?:\w+ly )?(?!(?:{_LASTING})\w*\b)\w+ing\b", re.IGNORECASE)
 _DELIBERATION = re.compile(
     r"\b(?:thinking (?:about|of)|considering|wondering|deciding|not sure|undecided|trying to (?:understand|figure|decide|"
@@ -79,9 +80,9 @@ _HEDGED_THING = re.compile(r"\b(?:something|stuff|anything|some kind of|kind of|
 # A passing mood or a reply to "how are you": not news about the speaker's life.
 _MOOD = re.compile(
     r"^(?:is|am|are|feels?|felt|was|has been|have been)(?: (?:so|super|really|very|completely|totally|a bit|"
-    r"kind of|kinda|pretty|quite|just|still|all|doing))* (?:excited|nervous|happy|glad|sad|tired|exhausted|busy|"
-    r"swamped|stressed|bummed|content|thrilled|great|good|fine|well|ok|okay|inspired|proud|grateful|thankful|"
-    r"relieved|overwhelmed|motivated|determined|lucky|amazing|awesome)\b(?!\s+(?:at|as|in|with|for|about|of)\s+\w)",
+    r"kind of|kinda|pretty|quite|just|still|all|doing))* "
+    rf"(?:{core_lexicon.alternation(lexicon.sections('moment.txt').get('mood', ()))})"
+    r"\b(?!\s+(?:at|as|in|with|for|about|of)\s+\w)",
     re.IGNORECASE,
 )
 _TRANSIENT = re.compile(r"\b(?:at the moment|right now|for now|these days|thanks|thank you)\b", re.IGNORECASE)
@@ -131,6 +132,11 @@ LITERAL_ATTRIBUTES = frozenset({"email", "phone", "birthday", "name", "preferred
 _CLAUSE_ATTRIBUTES = frozenset(
     {"about", "experiences", "plans", "preferences", "relations", "possessions", "constraints"}
 )
+
+
+def lasting_activity(verb: str) -> bool:
+    """A progressive that tells a lasting state ("working", "living", "studying"), not one of the moment."""
+    return bool(_LASTING_VERB.match(verb))
 
 
 def value_is_complete(attribute: str, value: str) -> bool:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from semantic import predicates
 
 from . import lexicon
+from .fact_filters import lasting_activity
 from .first_person import third_person
 from .typed import tells_the_past
 
@@ -43,6 +44,13 @@ _CLAUSE_VERBS = lexicon.sections("clause_verbs.txt")
 ATTITUDE = frozenset(_CLAUSE_VERBS.get("attitude", ()))
 # Verbs whose infinitive or gerund states the value held: "started using", "got promoted".
 ASPECT = frozenset(_CLAUSE_VERBS.get("aspect", ()))
+# Verbs of appearance: "looks tidy", "feel calm" say an impression, not a value held.
+PERCEPTION = frozenset(_CLAUSE_VERBS.get("perception", ()))
+_GRADED = frozenset(lexicon.sections("moment.txt").get("graded", ()))
+# How someone feels ("is excited", "feel relieved"): a mood, not a value held.
+_MOOD = frozenset(lexicon.sections("moment.txt").get("mood", ()))
+# What a value's head may be: a thing, a name, a number, a state (an adjective or a participle).
+_VALUE_POS = frozenset({"NOUN", "PROPN", "NUM", "ADJ"})
 _PEOPLE = predicates.PEOPLE
 _SPEAKER = frozenset({"i", "we"})
 _OWN = frozenset({"my", "our", "mine", "ours"})
@@ -243,6 +251,26 @@ def _states(head: Token, speaker: str) -> bool:
     )
 
 
+def _graded(head: Token, value: Token) -> bool:
+    """An adjective or a participle said with a degree ("is incredibly lush", "so friendly") or
+    compared ("way calmer"): an evaluation, not a state held."""
+    if value.tag_ in {"JJR", "JJS"}:
+        return True
+    return any(c.dep_ == "advmod" and c.i < value.i and c.lower_ in _GRADED for t in {head, value} for c in t.children)
+
+
+def _names_a_value(head: Token, value: Token) -> bool:
+    """Whether the complement's head can be a value: a thing or a state, not an action ("keeps
+    forgetting", "knows how to open"), an adverb, an evaluation or an impression ("looks tidy")."""
+    # A participle is a state: "got approved", "is pending" (a present one only after the copula).
+    if value.pos_ not in _VALUE_POS and not (value.tag_ == "VBN" or (value.tag_ == "VBG" and value.dep_ == "acomp")):
+        return False
+    return not (
+        (value.pos_ == "ADJ" or value.tag_ == "VBN")
+        and (head.lemma_ in PERCEPTION or value.lower_ in _MOOD or _graded(head, value))
+    )
+
+
 def _complements(head: Token) -> list[Token]:
     out = [c for c in head.children if c.dep_ in _COMPLEMENT and c.i > head.i]
     # "started using Obsidian", "got promoted": the value is read in the verb it governs.
@@ -371,6 +399,8 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         c.dep_ in _VALUE_HEAD or (c.dep_ == "prep" and (c.lower_ in {"to", "into"} or _holds_typed(c, speaker)))
         for c in complements
     ):
+        if _graded(head, head) or head.lower_ in _MOOD:
+            return None
         thing = _span_text([t for t in subject.subtree if t.i <= subject.i])
         # a particle belongs to its participle: "wrapped up", "signed off"
         state = " ".join([head.text, *(c.text for c in head.children if c.dep_ == "prt")])
@@ -403,6 +433,13 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         (c for c in complements if c.dep_ in _VALUE_HEAD or c.dep_ == "prep"), None
     )
     if main is None:
+        return None
+    # "is looking for a place", "is having a blast": an activity in progress, unless a lasting one.
+    if head.tag_ == "VBG" and any(c.dep_ == "aux" and c.lemma_ == "be" for c in head.children):
+        if not lasting_activity(head.lower_):
+            return None
+    value_head = next((c for c in main.children if c.dep_ in {"pobj", "pcomp"}), main) if main.dep_ == "prep" else main
+    if not _names_a_value(head, value_head):
         return None
     phrase = _head_phrase(main)
     # "is in progress", "is on hold", "are on track": a copula with a preposition and a bare noun says
