@@ -28,37 +28,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from context_cpu_http import SETS, _children, _cpu_ns, api_key, questions, reference_loop_ms  # noqa: E402
-from context_latency import _db_env, _env, _with_db  # noqa: E402
+from context_latency import _env, _with_db, serve  # noqa: E402
 
 
 def _serve(root: Path, db: str, port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        **_db_env(db),
-        "DJANGO_DEBUG": "false",
-        "ENGRAM_TORCH_THREADS": "1",
-        "LOG_LEVEL": "WARNING",
-        "ENGRAM_WEB_THREADS": str(threads),
-        # Connections kept for the run, so that a backend's CPU is read from its start to its end.
-        "DB_CONN_MAX_AGE": os.environ.get("DB_CONN_MAX_AGE", "3600"),
-    }
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "config.asgi:application", "-c", "config/gunicorn_conf.py",
-         "-b", f"127.0.0.1:{port}", "-w", str(workers), "--preload", "--log-level", "warning"],
-        cwd=root, env=env, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    import httpx
-
-    for _ in range(240):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    proc.terminate()
-    sys.exit(f"the server of {root} did not start")
+    # Connections kept for the run, so that a backend's CPU is read from its start to its end.
+    keep = {"DB_CONN_MAX_AGE": os.environ.get("DB_CONN_MAX_AGE", "3600")}
+    return serve(db, port, workers, threads, root=root, extra_env=keep, quiet=True)
 
 
 _SOCKET = re.compile(r"socket:\[(\d+)\]")

@@ -295,7 +295,17 @@ def api_key(db: str) -> str:
     return raw
 
 
-def serve(db: str, port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
+def serve(
+    db: str,
+    port: int,
+    workers: int,
+    threads: int,
+    *,
+    root: Path = ROOT,
+    extra_env: dict[str, str] | None = None,
+    quiet: bool = False,
+) -> subprocess.Popen[bytes]:
+    """gunicorn serving the checkout at `root` on `port`, returned once /healthz answers."""
     env = {
         **os.environ,
         **_db_env(db),
@@ -303,12 +313,16 @@ def serve(db: str, port: int, workers: int, threads: int) -> subprocess.Popen[by
         "ENGRAM_TORCH_THREADS": "1",
         "LOG_LEVEL": "WARNING",
         "ENGRAM_WEB_THREADS": str(threads),
+        **(extra_env or {}),
     }
+    if root != ROOT:
+        # Another checkout's code, not this one's.
+        env.pop("PYTHONPATH", None)
     # The deployed front (docs/production.md): gunicorn's asyncio worker, `threads` request threads each.
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "gunicorn"), "config.asgi:application", "-c", "config/gunicorn_conf.py", "-b", f"127.0.0.1:{port}", "-w", str(workers),
          "--preload", "--log-level", "warning"],
-        cwd=ROOT, env=env,
+        cwd=root, env=env, stdout=subprocess.DEVNULL if quiet else None,
     )  # fmt: skip
     import httpx
 
@@ -320,7 +334,7 @@ def serve(db: str, port: int, workers: int, threads: int) -> subprocess.Popen[by
             pass
         time.sleep(0.5)
     proc.terminate()
-    sys.exit("the server did not start")
+    sys.exit(f"the server of {root} did not start")
 
 
 def measure(port: int, key: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
