@@ -105,7 +105,7 @@ def episode_hits(
 def named_speakers(query: str, roles: Iterable[str]) -> frozenset[str]:
     """The speakers (episode roles, case-folded) that the query names as one of its words."""
     words = query_words(query)
-    return frozenset(r for r in (role.casefold() for role in roles) if r and r in words)
+    return frozenset(r for r in {role.casefold() for role in set(roles)} if r and r in words)
 
 
 def session_standing(scores: Iterable[tuple[str, float]], *, top: int) -> dict[str, float]:
@@ -507,7 +507,8 @@ def pool_relevance(
     )
     named = named_speakers(query, pool.role)
     if named:
-        others = np.fromiter((role.casefold() not in named for role in pool.role), dtype=bool, count=n)
+        other = {role: role.casefold() not in named for role in set(pool.role)}
+        others = np.array([other[role] for role in pool.role], dtype=bool)
         raw = np.where(others, raw * w.other_speaker_factor, raw)
     # The fused rank breaks ties between hits with the same parts.
     raw = np.maximum(raw, 0.0) + 1e-4 * np.asarray(pool.score, dtype=np.float64)
@@ -536,7 +537,7 @@ def standing_shares(keys: Sequence[str], scores: np.ndarray, *, top: int) -> np.
     """session_standing of each score's session, in the scores' order: per session the sum of its
     `top` best scores, added from the best down as sum() adds them, relative to the best session's."""
     index: dict[str, int] = {}
-    codes = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64, count=len(keys))
+    codes = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
     order = np.lexsort((-scores, codes))
     ordered_codes = codes[order]
     starts = np.flatnonzero(np.r_[True, ordered_codes[1:] != ordered_codes[:-1]])
@@ -558,7 +559,7 @@ def lexical_scores(query: str, pool: PassageColumns) -> np.ndarray:
     if not q:
         return np.zeros(n)
     counts = pool.term_counts
-    if all(c is not None and len(c) == len(q) for c in counts):
+    if None not in counts and {len(c) for c in counts if c is not None} == {len(q)}:
         matrix = np.array(counts, dtype=np.int64).reshape(n, len(q))
         lengths = np.array(pool.terms_length, dtype=np.int64)
     else:
