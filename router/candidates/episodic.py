@@ -386,40 +386,41 @@ class _HitCandidates:
         if fields is None:
             fields = self.days[day] = (day + _EPOCH_ORDINAL, moment.date().isoformat(), format_day(moment))
         ordinal, group, header = fields
-        return length_scaled(
-            Candidate(
-                id=f"passage:{passage_id}" if excerpt else f"episode:{episode_id}",
-                type="episode",
-                layer="episodic",
-                section="Relevant history",
-                text=line,
-                line_tokens=line_tokens,
-                value=value,
-                score=pool.score[i],
-                score_parts={
-                    "text": pool.text[i],
-                    "vector": pool.vector[i],
-                    "overlap": pool.overlap[i],
-                    "fused": pool.fused[i],
-                    "relevance": relevance,
-                    "passage": float(passage_id),
-                },
-                sources=[
-                    Source(
-                        episode_id=episode_id,
-                        external_id=pool.external_id[i],
-                        occurred_at=moment,
-                        session=session,
-                        span=(pool.char_start[i], pool.char_end[i]),
-                    )
-                ],
-                occurred_at=moment,
-                group=group,
-                group_header=header,
-                order=(-ordinal, session, moment, episode_id, pool.position[i]),
-            ),
-            w,
+        if line_tokens >= 0:
+            # length_scaled, without its call: the factor of the line's known tokens.
+            value *= (line_tokens / w.length_reference) ** w.length_exponent
+        item = Candidate(
+            id=f"passage:{passage_id}" if excerpt else f"episode:{episode_id}",
+            type="episode",
+            layer="episodic",
+            section="Relevant history",
+            text=line,
+            line_tokens=line_tokens,
+            value=value,
+            score=pool.score[i],
+            score_parts={
+                "text": pool.text[i],
+                "vector": pool.vector[i],
+                "overlap": pool.overlap[i],
+                "fused": pool.fused[i],
+                "relevance": relevance,
+                "passage": float(passage_id),
+            },
+            sources=[
+                Source(
+                    episode_id=episode_id,
+                    external_id=pool.external_id[i],
+                    occurred_at=moment,
+                    session=session,
+                    span=(pool.char_start[i], pool.char_end[i]),
+                )
+            ],
+            occurred_at=moment,
+            group=group,
+            group_header=header,
+            order=(-ordinal, session, moment, episode_id, pool.position[i]),
         )
+        return item if line_tokens >= 0 else length_scaled(item, w)
 
 
 def _activity(row: EpisodeRow, *, w: HeuristicWeights, value: float, parts: dict[str, float]) -> Candidate:
