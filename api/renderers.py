@@ -19,8 +19,9 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from core.jsonb import OPTIONS
 
-# Dates, times and dataclasses as DRF writes them (or refuses them), not as orjson would.
-_OPTIONS = OPTIONS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+# Dates, times and dataclasses as DRF writes them (or refuses them), not as orjson would; keys that are
+# not strings only when an answer has one (core.jsonb.OPTIONS).
+_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _DEFAULT = JSONEncoder().default
 
 
@@ -35,6 +36,9 @@ class OrjsonRenderer(JSONRenderer):
         try:
             text = orjson.dumps(data, default=_DEFAULT, option=_OPTIONS)
         except TypeError:
-            return super().render(data, accepted_media_type, renderer_context)
+            try:
+                text = orjson.dumps(data, default=_DEFAULT, option=_OPTIONS | OPTIONS)
+            except TypeError:
+                return super().render(data, accepted_media_type, renderer_context)
         # As DRF does: a strict subset of JavaScript, whose strings may not hold these two unescaped.
         return text.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")

@@ -17,7 +17,9 @@ import orjson
 from django.db import models
 from psycopg.types.json import Jsonb
 
-# Dictionary keys that are numbers, booleans or None become strings, as json.dumps makes them.
+# Dictionary keys that are numbers, booleans or None become strings, as json.dumps makes them. The option
+# doubles orjson's time on the read path's documents (it examines every key) and they have no such key:
+# it is asked for only when a document was refused without it (dumps).
 OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
@@ -30,6 +32,10 @@ def _default(value: Any) -> Any:
 
 def dumps(value: Any) -> bytes:
     """`value` as JSON text (UTF-8), the value json.dumps gives."""
+    try:
+        return orjson.dumps(value, default=_default)
+    except TypeError:
+        pass
     try:
         return orjson.dumps(value, default=_default, option=OPTIONS)
     except TypeError:

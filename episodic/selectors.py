@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -37,7 +37,7 @@ from core.db import array_literal, fetch_after_set_locals, fetch_prepared
 from core.embedding import EMBEDDING_DIM, configure_vector_scan, embed_one, vector_scan_settings
 from core.errors import NotFound, ValidationProblem
 from core.rounding import rounded
-from core.timestamps import epoch_us_sql, from_epoch_us
+from core.timestamps import EPOCH, epoch_us_sql, from_epoch_us
 from episodic.aliases import Aliases, aliases_for, has_aliases
 from episodic.extraction import MAX_ENTITY_CHARS, MAX_TOPIC_CHARS, extract_entities_topics, normalise_terms
 from episodic.models import Episode, Passage, Session, SessionStatus
@@ -797,6 +797,112 @@ class PassagePool:
     summaries: dict[str, tuple[str, datetime]]
 
 
+@dataclass(frozen=True, slots=True)
+class PassageColumns:
+    """A ranked pool of passages as columns, in rank order (passage_pool_columns): a list per field of
+    PassageRow and of its score (the score parts rounded as ScoredPassageRow has them), so that a
+    reader can compute over the pool a column at a time and build a row only where it needs one
+    (`row`, `scored_row`). `summaries` as PassagePool has them."""
+
+    episode_id: list[int]
+    session: list[str]
+    kind: list[str]
+    role: list[str]
+    content: list[str]
+    # Microseconds since the epoch (core.timestamps), and as datetimes.
+    occurred_us: list[int]
+    occurred_at: list[datetime]
+    external_id: list[str | None]
+    content_hash: list[str]
+    token_count: list[int]
+    passage_id: list[int]
+    position: list[int]
+    char_start: list[int]
+    char_end: list[int]
+    last: list[bool]
+    line: list[str]
+    line_tokens: list[int]
+    score: list[float]
+    text: list[float]
+    vector: list[float]
+    overlap: list[float]
+    fused: list[float]
+    term_counts: list[list[int] | None]
+    terms_length: list[int | None]
+    summaries: dict[str, tuple[str, datetime]]
+
+    def __len__(self) -> int:
+        return len(self.passage_id)
+
+    def row(self, i: int) -> PassageRow:
+        return PassageRow(
+            id=self.episode_id[i],
+            session=self.session[i],
+            kind=self.kind[i],
+            role=self.role[i],
+            content=self.content[i],
+            occurred_at=self.occurred_at[i],
+            external_id=self.external_id[i],
+            content_hash=self.content_hash[i],
+            token_count=self.token_count[i],
+            payload={},
+            passage_id=self.passage_id[i],
+            position=self.position[i],
+            char_start=self.char_start[i],
+            char_end=self.char_end[i],
+            last=self.last[i],
+            line=self.line[i],
+            line_tokens=self.line_tokens[i],
+        )
+
+    def score_parts(self, i: int) -> dict[str, float]:
+        return {"text": self.text[i], "vector": self.vector[i], "overlap": self.overlap[i], "fused": self.fused[i]}
+
+    def scored_row(self, i: int) -> ScoredPassageRow:
+        length = self.terms_length[i]
+        return ScoredPassageRow(
+            row=self.row(i),
+            score=self.score[i],
+            score_parts=self.score_parts(i),
+            term_counts=self.term_counts[i] if length is not None else None,
+            terms_length=length,
+        )
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[ScoredPassageRow]) -> PassageColumns:
+        """The columns of rows made otherwise (tests, a pool read row by row)."""
+        return cls(
+            episode_id=[h.row.id for h in rows],
+            session=[h.row.session for h in rows],
+            kind=[h.row.kind for h in rows],
+            role=[h.row.role for h in rows],
+            content=[h.row.content for h in rows],
+            occurred_us=[(h.row.occurred_at - EPOCH) // _MICROSECOND for h in rows],
+            occurred_at=[h.row.occurred_at for h in rows],
+            external_id=[h.row.external_id for h in rows],
+            content_hash=[h.row.content_hash for h in rows],
+            token_count=[h.row.token_count for h in rows],
+            passage_id=[h.row.passage_id for h in rows],
+            position=[h.row.position for h in rows],
+            char_start=[h.row.char_start for h in rows],
+            char_end=[h.row.char_end for h in rows],
+            last=[h.row.last for h in rows],
+            line=[h.row.line for h in rows],
+            line_tokens=[h.row.line_tokens for h in rows],
+            score=[h.score for h in rows],
+            text=[h.score_parts.get("text", 0.0) for h in rows],
+            vector=[h.score_parts.get("vector", 0.0) for h in rows],
+            overlap=[h.score_parts.get("overlap", 0.0) for h in rows],
+            fused=[h.score_parts.get("fused", 0.0) for h in rows],
+            term_counts=[h.term_counts for h in rows],
+            terms_length=[h.terms_length if h.term_counts is not None else None for h in rows],
+            summaries={},
+        )
+
+
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def passage_search_rows(
     *,
     tenant: Tenant,
@@ -845,6 +951,37 @@ def passage_pool(
     count_terms: Sequence[str] = (),
     aliases: Aliases | None = None,
 ) -> PassagePool:
+    """passage_pool_columns as rows."""
+    columns = passage_pool_columns(
+        tenant=tenant,
+        query=query,
+        subject=subject,
+        until=until,
+        limit=limit,
+        query_embedding=query_embedding,
+        exclude_episode_ids=exclude_episode_ids,
+        summaries=summaries,
+        extracted=extracted,
+        count_terms=count_terms,
+        aliases=aliases,
+    )
+    return PassagePool(rows=[columns.scored_row(i) for i in range(len(columns))], summaries=columns.summaries)
+
+
+def passage_pool_columns(
+    *,
+    tenant: Tenant,
+    query: str,
+    subject: str | None = None,
+    until: datetime | None = None,
+    limit: int = 20,
+    query_embedding: list[float] | Future[list[float]] | None = None,
+    exclude_episode_ids: Iterable[int] | None = None,
+    summaries: bool = True,
+    extracted: tuple[Sequence[str], Sequence[str]] | None = None,
+    count_terms: Sequence[str] = (),
+    aliases: Aliases | None = None,
+) -> PassageColumns:
     """passage_search_rows with the summaries of the pool's sessions, in one statement: the three
     channels, their fusion by reciprocal rank, the scored rows of the top `limit` and their sessions'
     summaries are computed by the database and come back in one round trip, with the vector scan's
@@ -896,7 +1033,7 @@ def passage_pool(
         ctes.append(f"vector AS ({nearest})")
         channels.append("vector")
     if not channels:
-        return PassagePool(rows=[], summaries={})
+        return _pool_columns([])
     # Each channel's term weight / (RRF_K + rank), added left to right from 0 as _rrf adds them; one
     # aggregate over the channels' rows, each id at most once per channel.
     terms = [f"max(c.{name})" for name in channels]
@@ -964,39 +1101,57 @@ def passage_pool(
     # The scan settings are transaction-local: open a transaction only when the caller has none.
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
         found = fetch_after_set_locals(settings_, sql, params)
+    return _pool_columns(found)
+
+
+def _pool_columns(found: Sequence[Sequence[Any]]) -> PassageColumns:
+    """The pool statement's rows (passage_pool_columns) as columns: transposed at once, the score parts
+    rounded a column at a time (core.rounding: as round() rounds each)."""
     best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
-    # The score parts are rounded a column at a time (core.rounding: as round() rounds each).
-    fused_column = [values[0] for values in found]
-    text_column = rounded([float(values[2] or 0.0) for values in found], 6)
-    vector_column = rounded(
-        [_finite(1 - values[1] if values[1] is not None else (values[3] or 0.0)) for values in found],
-        6,
-    )
-    overlap_column = rounded([float(values[4] or 0.0) for values in found], 6)
-    fused_rounded = rounded(fused_column, 6)
-    scores = rounded([fused / best for fused in fused_column], 6)
-    rows: list[ScoredPassageRow] = []
+    width = 9 + 16
+    columns: list[Sequence[Any]] = list(zip(*found, strict=True)) if found else [()] * width
+    fused_column = [float(v) for v in columns[0]]
+    position, last = list(columns[19]), list(columns[22])
+    occurred_us = list(columns[14])
+    session = [v or "" for v in columns[10]]
     session_summaries: dict[str, tuple[str, datetime]] = {}
-    for i, values in enumerate(found):
-        row = _passage_row(values[9:])
-        if values[7] is not None:
-            session_summaries[row.session] = (values[7], from_epoch_us(values[8]))
-        length = values[6]
-        rows.append(
-            ScoredPassageRow(
-                row=row,
-                score=scores[i],
-                score_parts={
-                    "text": text_column[i],
-                    "vector": vector_column[i],
-                    "overlap": overlap_column[i],
-                    "fused": fused_rounded[i],
-                },
-                term_counts=values[5] if length is not None else None,
-                terms_length=length,
-            )
-        )
-    return PassagePool(rows=rows, summaries=session_summaries)
+    for i in [i for i, v in enumerate(columns[7]) if v is not None]:
+        session_summaries[session[i]] = (columns[7][i], from_epoch_us(columns[8][i]))
+    lengths = list(columns[6])
+    return PassageColumns(
+        episode_id=list(columns[9]),
+        session=session,
+        kind=list(columns[11]),
+        role=list(columns[12]),
+        content=list(columns[13]),
+        occurred_us=occurred_us,
+        # from_epoch_us, without its call and keywords (hundreds a request).
+        occurred_at=[EPOCH + timedelta(0, 0, us) for us in occurred_us],
+        external_id=list(columns[15]),
+        content_hash=[h if p == 0 and t else f"{h}:{p}" for h, p, t in zip(columns[16], position, last, strict=True)],
+        token_count=list(columns[17]),
+        passage_id=list(columns[18]),
+        position=position,
+        char_start=list(columns[20]),
+        char_end=list(columns[21]),
+        last=last,
+        line=list(columns[23]),
+        line_tokens=list(columns[24]),
+        score=rounded([fused / best for fused in fused_column], 6),
+        text=rounded([float(v or 0.0) for v in columns[2]], 6),
+        vector=rounded(
+            [
+                _finite(1 - distance if distance is not None else (similarity or 0.0))
+                for distance, similarity in zip(columns[1], columns[3], strict=True)
+            ],
+            6,
+        ),
+        overlap=rounded([float(v or 0.0) for v in columns[4]], 6),
+        fused=rounded(fused_column, 6),
+        term_counts=[c if n is not None else None for c, n in zip(columns[5], lengths, strict=True)],
+        terms_length=lengths,
+        summaries=session_summaries,
+    )
 
 
 def passage_first_mention(*, tenant: Tenant, subject: str, word: str, until: datetime) -> datetime | None:

@@ -73,7 +73,8 @@ def _pack(
     line_cost = {c.id: line_tokens(c) + 1 for c in candidates}
     section_cost: dict[str, int] = {}
     group_cost: dict[str, int] = {}
-    ranked = sorted(candidates, key=lambda c: (c.filler, *_rank_key(c, line_cost[c.id])))
+    # _rank_key, written out: the key of every candidate (hundreds) is made here.
+    ranked = sorted(candidates, key=lambda c: (c.filler, -(c.value / max(line_cost[c.id], 1)), -c.value, c.id))
     chosen: list[Candidate] = []
     taken: set[str] = set()
     covered: set[str] = set(skip)
@@ -136,7 +137,7 @@ def _pack(
         return all(r in taken or r in covered for r in required)
 
     for item in ranked:
-        if not present(item.requires):
+        if item.requires and not present(item.requires):
             # Tried again once what it needs is in, at its own rank among the others waiting.
             waiting.append(item)
             continue

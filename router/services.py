@@ -20,7 +20,7 @@ from core.rounding import rounded
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
 from router.exploration import explore
-from router.features import logged_fields
+from router.features import logged_columns, logged_fields
 from router.helper_threads import write_after_commit
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
 from router.packing import assemble
@@ -79,34 +79,40 @@ def considered_dicts(
     items: Sequence[Candidate], *, propensity: Mapping[str, float], now: datetime
 ) -> list[dict[str, Any]]:
     """considered_dict of each item (its chance of having been served from `propensity`, 0 when absent),
-    the numbers rounded a column at a time (core.rounding.rounded, the same to the bit as round(): a
-    trace keeps MAX_CONSIDERED_IN_TRACE of them, about ten numbers each)."""
+    built a column at a time: the numbers rounded together (core.rounding.rounded, the same to the bit
+    as round(): a trace keeps MAX_CONSIDERED_IN_TRACE of them, about ten numbers each), the fields of
+    logged_fields as columns (logged_columns)."""
     parts = [sorted(item.score_parts.items()) for item in items]
-    numbers = iter(
-        rounded(
-            [
-                x
-                for item, ordered in zip(items, parts, strict=True)
-                for x in (item.score, item.value, propensity.get(item.id, 0.0), *(float(v) for _, v in ordered))
-            ],
-            6,
-        )
+    numbers = rounded(
+        [
+            x
+            for item, ordered in zip(items, parts, strict=True)
+            for x in (item.score, item.value, propensity.get(item.id, 0.0), *[float(v) for _, v in ordered])
+        ],
+        6,
     )
+    logged = logged_columns(items, now=now)
     out = []
-    for item, ordered in zip(items, parts, strict=True):
-        score, value, chance = next(numbers), next(numbers), next(numbers)
+    at = 0
+    for item, ordered, (layer, age, filler, requires, covers) in zip(items, parts, logged, strict=True):
+        width = len(ordered)
         out.append(
             {
                 "id": item.id,
                 "type": item.type,
                 "tokens": line_tokens(item),
-                "score": score,
-                "value": value,
-                "score_parts": {k: next(numbers) for k, _ in ordered},
-                **logged_fields(item, now=now),
-                "propensity": chance,
+                "score": numbers[at],
+                "value": numbers[at + 1],
+                "score_parts": dict(zip([k for k, _ in ordered], numbers[at + 3 : at + 3 + width], strict=True)),
+                "layer": layer,
+                "age_days": age,
+                "filler": filler,
+                "requires": requires,
+                "covers": covers,
+                "propensity": numbers[at + 2],
             }
         )
+        at += 3 + width
     return out
 
 
@@ -230,10 +236,9 @@ def trace_items_record(
 ) -> None:
     """The items of a trace: those offered as the answer showed them, and the best of those left out,
     each with its chance of having been served (and during a trial, under each policy)."""
-    considered_items = [
-        row | _chances(c, by_policy)
-        for c, row in zip(considered, considered_dicts(considered, propensity=propensity, now=now), strict=True)
-    ]
+    considered_items = considered_dicts(considered, propensity=propensity, now=now)
+    if by_policy is not None:
+        considered_items = [row | _chances(c, by_policy) for c, row in zip(considered, considered_items, strict=True)]
     with _bookkeeping_commit():
         ContextTrace.objects.filter(id=trace_id).update(offered=offered, considered=considered_items)
 

@@ -75,7 +75,9 @@ class ContextRequest:
         }
 
 
-@dataclasses.dataclass
+# Slotted: a context request makes one per line of its pool (hundreds), and packing reads their fields
+# thousands of times.
+@dataclasses.dataclass(slots=True)
 class Candidate:
     """Something the policy offers for one layer. `value` is what packing maximises per token.
 

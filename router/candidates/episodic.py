@@ -6,22 +6,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
 from core.lines import said_line
 from core.rounding import rounded
+from core.timestamps import EPOCH
 from core.tokens import count_tokens
 from episodic.aliases import Aliases
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID
 from episodic.selectors import (
     EpisodeRow,
+    PassageColumns,
     PassageRow,
     ScoredPassageRow,
     episode_rows_latest,
-    passage_pool,
+    passage_pool_columns,
     passage_rows_neighbours,
     passage_similarities,
 )
@@ -67,14 +68,6 @@ def episode_source(row: EpisodeRow, *, quoted: bool = True) -> Source:
     )
 
 
-@dataclass(frozen=True)
-class EpisodeHits:
-    """The ranked pool, and the summaries of its sessions (session -> (summary, started_at))."""
-
-    hits: list[EpisodeHit]
-    summaries: dict[str, tuple[str, datetime]]
-
-
 def episode_hits(
     *,
     tenant: Tenant,
@@ -86,15 +79,15 @@ def episode_hits(
     exclude_ids: Sequence[int],
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
     aliases: Aliases | None = None,
-) -> EpisodeHits:
-    """The episodic layer's ranked search over passages, with its sessions' summaries, in one statement
-    (episodic.selectors.passage_pool); `exclude_ids` are episodes already offered; `extracted`: the
-    query's entities and topics, when the caller has extracted them already."""
+) -> PassageColumns:
+    """The episodic layer's ranked search over passages, with its sessions' summaries, in one statement,
+    as columns (episodic.selectors.passage_pool_columns); `exclude_ids` are episodes already offered;
+    `extracted`: the query's entities and topics, when the caller has extracted them already."""
 
     # A session's summary episode is never offered (its summary is, as summary:<session>): left in the
     # search it would take places of the pool, set the scale of the pool's relevance and its session's
     # standing, and be an anchor.
-    pool = passage_pool(
+    return passage_pool_columns(
         tenant=tenant,
         query=query,
         subject=subject,
@@ -107,13 +100,12 @@ def episode_hits(
         count_terms=query_terms(query),
         aliases=aliases,
     )
-    return EpisodeHits(hits=pool.rows, summaries=pool.summaries)
 
 
 def named_speakers(query: str, roles: Iterable[str]) -> frozenset[str]:
     """The speakers (episode roles, case-folded) that the query names as one of its words."""
     words = query_words(query)
-    return frozenset(r for r in (role.casefold() for role in roles) if r and r in words)
+    return frozenset(r for r in {role.casefold() for role in set(roles)} if r and r in words)
 
 
 def session_standing(scores: Iterable[tuple[str, float]], *, top: int) -> dict[str, float]:
@@ -142,7 +134,14 @@ def is_search_hit(item: Candidate) -> bool:
 
 
 def is_session_summary_episode(item: Candidate) -> bool:
-    return item.type == "episode" and any(s.external_id == SESSION_SUMMARY_EXTERNAL_ID for s in item.sources)
+    return item.type == "episode" and _summary_episode(item.sources)
+
+
+def _summary_episode(sources: Sequence[Source]) -> bool:
+    for source in sources:
+        if source.external_id == SESSION_SUMMARY_EXTERNAL_ID:
+            return True
+    return False
 
 
 def settle_episodes(items: list[Candidate], w: HeuristicWeights) -> list[Candidate]:
@@ -159,19 +158,24 @@ def settle_episodes(items: list[Candidate], w: HeuristicWeights) -> list[Candida
     dropped: set[float] = set()
     kept: list[Candidate] = []
     for item in items:
-        if is_session_summary_episode(item) or (is_search_hit(item) and not episode_above_floor(item.score_parts, w)):
-            if "passage" in item.score_parts:
-                dropped.add(item.score_parts["passage"])
+        parts = item.score_parts
+        if item.type == "episode" and (
+            _summary_episode(item.sources) or ("fused" in parts and not episode_above_floor(parts, w))
+        ):
+            if "passage" in parts:
+                dropped.add(parts["passage"])
             continue
         kept.append(item)
-    kept = [item for item in kept if item.score_parts.get("neighbour_of", -1.0) not in dropped]
+    if dropped:
+        kept = [item for item in kept if item.score_parts.get("neighbour_of", -1.0) not in dropped]
+    summaries = [item for item in kept if item.type == "session_summary"]
+    if not summaries:
+        return kept
     turns: dict[str, list[Candidate]] = {}
     for item in kept:
         if item.type == "episode" and item.sources and item.sources[0].session:
             turns.setdefault(item.sources[0].session, []).append(item)
-    for item in kept:
-        if item.type != "session_summary":
-            continue
+    for item in summaries:
         item.filler = True
         for turn in turns.get(item.id.split(":", 1)[1], []):
             turn.covers = turn.covers | {item.id}
@@ -298,36 +302,28 @@ def episode_candidates(
         extracted=extracted,
         aliases=aliases,
     )
-    hits = found.hits
-    if not hits:
+    if not len(found):
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w, parts=parts)
-    relevance = passage_relevance(request.query, hits, w=w, frame=frame)
-    anchors = sorted(hits, key=lambda h: (-relevance[h.row.passage_id], h.row.passage_id))[: w.neighbour_hits]
+    relevance = pool_relevance(request.query, found, w=w, frame=frame)
+    passage_ids = np.asarray(found.passage_id, dtype=np.int64)
+    anchor_ids = passage_ids[np.lexsort((passage_ids, -relevance))[: w.neighbour_hits]].tolist()
     neighbours = (
-        passage_rows_neighbours(tenant=tenant, passage_ids=[h.row.passage_id for h in anchors], until=request.as_of)
-        if parts.neighbours
-        else []
+        passage_rows_neighbours(tenant=tenant, passage_ids=anchor_ids, until=request.as_of) if parts.neighbours else []
     )
+    shown_from = relevance.tolist()
+    by_passage = dict(zip(found.passage_id, shown_from, strict=True))
     answers: list[tuple[float, PassageRow, Candidate]] = []
-    shown = rounded([relevance[hit.row.passage_id] for hit in hits], 6)
-    for hit, rel_shown in zip(hits, shown, strict=True):
-        row = hit.row
-        if row.passage_id in seen_passages or row.content_hash in seen_hashes:
+    hits = _HitCandidates(found, w)
+    for i, (rel, rel_shown) in enumerate(zip(shown_from, rounded(relevance, 6), strict=True)):
+        passage_id, content_hash = found.passage_id[i], found.content_hash[i]
+        if passage_id in seen_passages or content_hash in seen_hashes:
             continue
-        seen_passages.add(row.passage_id)
-        seen_hashes.add(row.content_hash)
-        rel = relevance[row.passage_id]
-        item = episode_candidate(
-            row,
-            w=w,
-            section="Relevant history",
-            value=rel**w.sharpness + 1e-6,
-            score=hit.score,
-            parts={**hit.score_parts, "relevance": rel_shown, "passage": float(row.passage_id)},
-        )
+        seen_passages.add(passage_id)
+        seen_hashes.add(content_hash)
+        item = hits.candidate(i, value=rel**w.sharpness + 1e-6, relevance=rel_shown)
         out.append(item)
         if rel >= w.update_relevance:
-            answers.append((rel, row, item))
+            answers.append((rel, found.row(i), item))
     if parts.earlier:
         label_updates(tenant=tenant, answers=answers, w=w)
     for anchor_id, row in neighbours:
@@ -335,7 +331,7 @@ def episode_candidates(
             continue
         seen_passages.add(row.passage_id)
         seen_hashes.add(row.content_hash)
-        rel = relevance.get(anchor_id, 0.0) * w.neighbour_factor
+        rel = by_passage.get(anchor_id, 0.0) * w.neighbour_factor
         out.append(
             episode_candidate(
                 row,
@@ -347,9 +343,84 @@ def episode_candidates(
             )
         )
     if parts.summaries:
-        out.extend(summary_candidates(request=request, hits=hits, summaries=found.summaries, relevance=relevance, w=w))
+        out.extend(summary_candidates(request=request, pool=found, relevance=shown_from, w=w))
     out.extend(latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w, parts=parts))
     return out
+
+
+# date(1970, 1, 1).toordinal(): a UTC day's ordinal from its microseconds since the epoch.
+_EPOCH_ORDINAL = 719_163
+_DAY_US = 86_400_000_000
+
+
+class _HitCandidates:
+    """The candidates of the pool's rows (episode_candidate for a PassageRow), made from its columns
+    without a row object, with the fields of a day computed once per day."""
+
+    def __init__(self, pool: PassageColumns, w: HeuristicWeights) -> None:
+        self.pool = pool
+        self.w = w
+        self.days: dict[int, tuple[int, str, str]] = {}
+
+    def candidate(self, i: int, *, value: float, relevance: float) -> Candidate:
+        pool, w = self.pool, self.w
+        line = pool.line[i]
+        if not line:
+            row = pool.row(i)
+            return episode_candidate(
+                row,
+                w=w,
+                section="Relevant history",
+                value=value,
+                score=pool.score[i],
+                parts={**pool.score_parts(i), "relevance": relevance, "passage": float(row.passage_id)},
+            )
+        passage_id, episode_id, session = pool.passage_id[i], pool.episode_id[i], pool.session[i]
+        moment = pool.occurred_at[i]
+        line_tokens = pool.line_tokens[i]
+        if line_tokens + _MARKER_MARGIN > w.episode_max_tokens and count_tokens(line) > w.episode_max_tokens:
+            line, line_tokens = clip(line, w.episode_max_tokens), -1
+        excerpt = not (pool.position[i] == 0 and pool.last[i])
+        day = pool.occurred_us[i] // _DAY_US
+        fields = self.days.get(day)
+        if fields is None:
+            fields = self.days[day] = (day + _EPOCH_ORDINAL, moment.date().isoformat(), format_day(moment))
+        ordinal, group, header = fields
+        if line_tokens >= 0:
+            # length_scaled, without its call: the factor of the line's known tokens.
+            value *= (line_tokens / w.length_reference) ** w.length_exponent
+        item = Candidate(
+            id=f"passage:{passage_id}" if excerpt else f"episode:{episode_id}",
+            type="episode",
+            layer="episodic",
+            section="Relevant history",
+            text=line,
+            line_tokens=line_tokens,
+            value=value,
+            score=pool.score[i],
+            score_parts={
+                "text": pool.text[i],
+                "vector": pool.vector[i],
+                "overlap": pool.overlap[i],
+                "fused": pool.fused[i],
+                "relevance": relevance,
+                "passage": float(passage_id),
+            },
+            sources=[
+                Source(
+                    episode_id=episode_id,
+                    external_id=pool.external_id[i],
+                    occurred_at=moment,
+                    session=session,
+                    span=(pool.char_start[i], pool.char_end[i]),
+                )
+            ],
+            occurred_at=moment,
+            group=group,
+            group_header=header,
+            order=(-ordinal, session, moment, episode_id, pool.position[i]),
+        )
+        return item if line_tokens >= 0 else length_scaled(item, w)
 
 
 def _activity(row: EpisodeRow, *, w: HeuristicWeights, value: float, parts: dict[str, float]) -> Candidate:
@@ -410,83 +481,129 @@ def label_updates(
 def passage_relevance(
     query: str, hits: Sequence[EpisodeHit], *, w: HeuristicWeights, frame: Timeframe | None = None
 ) -> dict[int, float]:
-    """Each hit's relevance in [0, 1], by passage id. BM25 over the pool (router.rerank) relative to
-    the best, plus the vector similarity scaled to the pool's range, weighted; then scaled down for
-    lines by other speakers than the one the query names, and by the standing of the line's
-    session. Reciprocal rank fusion orders the pool well enough to gather it, but flattens the
-    scores, and ts_rank weighs every word alike; packing by value per token needs values that fall
-    as fast as relevance does."""
-    if not hits:
-        return {}
-    lexical = lexical_scores(query, hits)
-    best_lexical = max(lexical) or 1.0
-    vectors = [h.score_parts.get("vector", 0.0) for h in hits]
-    low, high = min(vectors), max(vectors)
-    named = named_speakers(query, (h.row.role for h in hits))
-    raw: dict[int, float] = {}
-    for h, lex, vec in zip(hits, lexical, vectors, strict=True):
-        value = w.fusion_lexical * lex / best_lexical + w.fusion_vector * (
-            (vec - low) / (high - low) if high > low else 0.0
-        )
-        if named and h.row.role.casefold() not in named:
-            value *= w.other_speaker_factor
-        # The fused rank breaks ties between hits with the same parts.
-        raw[h.row.passage_id] = max(value, 0.0) + 1e-4 * h.score
+    """pool_relevance of hits read as rows, by passage id."""
+    relevance = pool_relevance(query, PassageColumns.of_rows(hits), w=w, frame=frame)
+    return dict(zip((h.row.passage_id for h in hits), relevance.tolist(), strict=True))
+
+
+def pool_relevance(
+    query: str, pool: PassageColumns, *, w: HeuristicWeights, frame: Timeframe | None = None
+) -> np.ndarray:
+    """Each hit's relevance in [0, 1], in the pool's order. BM25 over the pool (router.rerank) relative
+    to the best, plus the vector similarity scaled to the pool's range, weighted; then scaled down for
+    lines by other speakers than the one the query names, and by the standing of the line's session
+    (session_standing). Reciprocal rank fusion orders the pool well enough to gather it, but flattens
+    the scores, and ts_rank weighs every word alike; packing by value per token needs values that fall
+    as fast as relevance does. Array operations in the order of the arithmetic of one hit at a time,
+    so the same to the bit (tests/router/test_policy.py)."""
+    n = len(pool)
+    if not n:
+        return np.zeros(0)
+    lexical = lexical_scores(query, pool)
+    best_lexical = float(lexical.max()) or 1.0
+    vectors = np.asarray(pool.vector, dtype=np.float64)
+    low, high = float(vectors.min()), float(vectors.max())
+    raw = w.fusion_lexical * lexical / best_lexical + w.fusion_vector * (
+        (vectors - low) / (high - low) if high > low else 0.0
+    )
+    named = named_speakers(query, pool.role)
+    if named:
+        other = {role: role.casefold() not in named for role in set(pool.role)}
+        others = np.array([other[role] for role in pool.role], dtype=bool)
+        raw = np.where(others, raw * w.other_speaker_factor, raw)
+    # The fused rank breaks ties between hits with the same parts.
+    raw = np.maximum(raw, 0.0) + 1e-4 * np.asarray(pool.score, dtype=np.float64)
     # A time the query names: history outside it yields to history inside it, when there is some
     # (before the sessions' standing, so that the sessions of that time stand higher).
-    if frame is not None and any(frame.contains(h.row.occurred_at) for h in hits):
-        for h in hits:
-            if not frame.contains(h.row.occurred_at):
-                raw[h.row.passage_id] *= w.time_outside_factor
-    standing = session_standing(
-        ((h.row.session or f"#{h.row.id}", raw[h.row.passage_id]) for h in hits), top=w.session_top
-    )
-    for h in hits:
-        share = standing[h.row.session or f"#{h.row.id}"]
-        raw[h.row.passage_id] *= 1.0 - w.session_weight + w.session_weight * share
-    top = max(raw.values()) or 1.0
-    return {passage_id: value / top for passage_id, value in raw.items()}
+    if frame is not None:
+        moments = np.asarray(pool.occurred_us, dtype=np.int64)
+        inside = np.ones(n, dtype=bool)
+        if frame.start is not None:
+            inside &= moments >= (frame.start - EPOCH) // _MICROSECOND
+        if frame.end is not None:
+            inside &= moments < (frame.end - EPOCH) // _MICROSECOND
+        if inside.any():
+            raw = np.where(inside, raw, raw * w.time_outside_factor)
+    keys = [session or f"#{episode_id}" for session, episode_id in zip(pool.session, pool.episode_id, strict=True)]
+    share = standing_shares(keys, raw, top=w.session_top)
+    raw = raw * (1.0 - w.session_weight + w.session_weight * share)
+    top = float(raw.max()) or 1.0
+    return raw / top
 
 
-def lexical_scores(query: str, hits: Sequence[EpisodeHit]) -> list[float]:
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def standing_shares(keys: Sequence[str], scores: np.ndarray, *, top: int) -> np.ndarray:
+    """session_standing of each score's session, in the scores' order: per session the sum of its
+    `top` best scores, added from the best down as sum() adds them, relative to the best session's."""
+    index: dict[str, int] = {}
+    codes = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
+    order = np.lexsort((-scores, codes))
+    ordered_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered_codes[1:] != ordered_codes[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    sums = np.zeros(len(index))
+    ordered = scores[order]
+    for k in range(top):
+        at = rank == k
+        sums[ordered_codes[at]] += ordered[at]
+    best = (float(sums.max()) if len(sums) else 0.0) or 1.0
+    return (sums / best)[codes]
+
+
+def lexical_scores(query: str, pool: PassageColumns) -> np.ndarray:
     """BM25 of each hit's speaker and text over the pool (router.rerank), from the term counts the search
     read with it; a hit without them (a passage written before they were stored) is tokenised here."""
     q = query_terms(query)
+    n = len(pool)
     if not q:
-        return [0.0] * len(hits)
-    counts: list[list[int]] = []
-    lengths: list[int] = []
-    for h in hits:
-        if h.term_counts is not None and h.terms_length is not None and len(h.term_counts) == len(q):
-            counts.append(h.term_counts)
-            lengths.append(h.terms_length)
-        else:
-            c, length = term_counts(q, f"{h.row.role} {h.row.content}")
-            counts.append(c)
-            lengths.append(length)
-    matrix = np.array(counts, dtype=np.int64).reshape(len(hits), len(q))
-    return [float(x) for x in bm25_from_counts(matrix, np.array(lengths, dtype=np.int64))]
+        return np.zeros(n)
+    counts = pool.term_counts
+    if None not in counts and {len(c) for c in counts if c is not None} == {len(q)}:
+        matrix = np.array(counts, dtype=np.int64).reshape(n, len(q))
+        lengths = np.array(pool.terms_length, dtype=np.int64)
+    else:
+        rows: list[list[int]] = []
+        sizes: list[int] = []
+        for c, length, role, content in zip(counts, pool.terms_length, pool.role, pool.content, strict=True):
+            if c is not None and length is not None and len(c) == len(q):
+                rows.append(c)
+                sizes.append(length)
+            else:
+                c, length = term_counts(q, f"{role} {content}")
+                rows.append(c)
+                sizes.append(length)
+        matrix = np.array(rows, dtype=np.int64).reshape(n, len(q))
+        lengths = np.array(sizes, dtype=np.int64)
+    return bm25_from_counts(matrix, lengths)
 
 
 def summary_candidates(
     *,
     request: ContextRequest,
-    hits: Sequence[EpisodeHit],
-    summaries: dict[str, tuple[str, datetime]],
-    relevance: dict[int, float],
+    pool: PassageColumns,
+    relevance: Sequence[float],
     w: HeuristicWeights,
 ) -> list[Candidate]:
+    """The summaries of the sessions of the pool's hits above the floor, other than the request's own,
+    valued by the session's best hit."""
+    summaries, own, sessions = pool.summaries, request.session, pool.session
+    if not summaries:
+        return []
     best: dict[str, float] = {}
-    first_hit: dict[str, EpisodeRow] = {}
-    for hit in hits:
-        session = hit.row.session
-        if session and session != request.session and episode_above_floor(hit.score_parts, w):
-            best[session] = max(best.get(session, 0.0), relevance[hit.row.passage_id])
-            first_hit.setdefault(session, hit.row)
+    first_hit: dict[str, int] = {}
+    for i in np.flatnonzero(_above_floor(pool, w)).tolist():
+        session = sessions[i]
+        if session and session != own and session in summaries:
+            rel = relevance[i]
+            if session in best:
+                best[session] = max(best[session], rel)
+            else:
+                best[session] = max(0.0, rel)
+                first_hit[session] = i
     out = []
     for session in sorted(best):
-        if session not in summaries:
-            continue
         summary, started_at = summaries[session]
         parts = {"session_relevance": best[session]}
         rel = best[session] * w.summary_factor
@@ -502,7 +619,7 @@ def summary_candidates(
                     value=on_history_scale(w.summary_logit, summary_features(parts), w),
                     score=rel,
                     score_parts=parts,
-                    sources=[episode_source(first_hit[session], quoted=False)],
+                    sources=[episode_source(pool.row(first_hit[session]), quoted=False)],
                     occurred_at=moment,
                     group=moment.date().isoformat(),
                     group_header=format_day(moment),
@@ -513,3 +630,12 @@ def summary_candidates(
             )
         )
     return out
+
+
+def _above_floor(pool: PassageColumns, w: HeuristicWeights) -> np.ndarray:
+    """episode_above_floor of each hit of the pool."""
+    return (
+        (np.asarray(pool.text, dtype=np.float64) > 0.0)
+        | (np.asarray(pool.overlap, dtype=np.float64) > 0.0)
+        | (np.asarray(pool.vector, dtype=np.float64) > w.episode_min_similarity)
+    )

@@ -100,6 +100,14 @@ def test_an_indented_answer_and_what_orjson_refuses_go_to_drf() -> None:
         OrjsonRenderer().render({"x": object()})
 
 
+def test_keys_that_are_not_strings_are_written_as_json_and_drf_write_them() -> None:
+    # Asked of orjson only when a document has one (core.jsonb.OPTIONS): the same text either way.
+    for value in ({1: "a", None: 2, False: 3, 2.5: 4}, {"nested": [{7: {"x": 1}}]}, {"s": {"t": 1}}):
+        assert dumps(value) == json.dumps(value, separators=(",", ":")).encode()
+        ours, drfs = _both(value)
+        assert ours == drfs
+
+
 def test_a_float_that_is_not_a_number_is_written_null_where_json_wrote_nan() -> None:
     # The one difference (core.jsonb, api.renderers): json's NaN made PostgreSQL and DRF refuse it.
     assert dumps({"score": float("nan")}) == b'{"score":null}'

@@ -5,13 +5,20 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.tokens import count_tokens
-from episodic.selectors import PassageRow
+from episodic.selectors import PassageColumns, PassageRow
 from router.candidates.common import HeuristicWeights, clip
-from router.candidates.episodic import EpisodeHit, named_speakers, passage_relevance, session_standing
+from router.candidates.episodic import (
+    EpisodeHit,
+    lexical_scores,
+    named_speakers,
+    passage_relevance,
+    session_standing,
+)
+from router.timeframe import Timeframe
 from tests.router.conftest import T0, remember
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
@@ -94,6 +101,75 @@ def test_relevance_is_between_zero_and_one(rows, query) -> None:
     relevance = passage_relevance(query, hits, w=HeuristicWeights())
     assert set(relevance) == {h.row.id for h in hits}
     assert all(0.0 <= v <= 1.0 for v in relevance.values())
+
+
+def _relevance_one_hit_at_a_time(query, hits, w, frame):  # type: ignore[no-untyped-def]
+    """passage_relevance as it was written before the pool became columns: the reference."""
+    lexical = [float(x) for x in lexical_scores(query, PassageColumns.of_rows(hits))]
+    best_lexical = max(lexical) or 1.0
+    vectors = [h.score_parts.get("vector", 0.0) for h in hits]
+    low, high = min(vectors), max(vectors)
+    named = named_speakers(query, (h.row.role for h in hits))
+    raw = {}
+    for h, lex, vec in zip(hits, lexical, vectors, strict=True):
+        value = w.fusion_lexical * lex / best_lexical + w.fusion_vector * (
+            (vec - low) / (high - low) if high > low else 0.0
+        )
+        if named and h.row.role.casefold() not in named:
+            value *= w.other_speaker_factor
+        raw[h.row.passage_id] = max(value, 0.0) + 1e-4 * h.score
+    if frame is not None and any(frame.contains(h.row.occurred_at) for h in hits):
+        for h in hits:
+            if not frame.contains(h.row.occurred_at):
+                raw[h.row.passage_id] *= w.time_outside_factor
+    standing = session_standing(
+        ((h.row.session or f"#{h.row.id}", raw[h.row.passage_id]) for h in hits), top=w.session_top
+    )
+    for h in hits:
+        raw[h.row.passage_id] *= 1.0 - w.session_weight + w.session_weight * standing[h.row.session or f"#{h.row.id}"]
+    top = max(raw.values()) or 1.0
+    return {passage_id: value / top for passage_id, value in raw.items()}
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Maria", "John", "user", ""]),
+            st.text("ab cd", max_size=30),
+            st.floats(-1, 1),
+            st.floats(0, 1),
+            st.sampled_from(["s0", "s1", "s2", ""]),
+            st.integers(0, 60 * 24 * 9),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from(["maria ab", "cd", "John cd ab", "nothing"]),
+    st.integers(1, 5),
+    st.sampled_from([None, (2, 5), (None, 3), (4, None), (20, 30)]),
+)
+def test_the_pools_relevance_in_arrays_is_the_one_computed_hit_by_hit_to_the_bit(rows, query, top, days) -> None:
+    hits = []
+    for i, (role, text, vector, score, session, minutes) in enumerate(rows):
+        hit = _hit(i + 1, role, text, session=session, vector=vector)
+        hit.row.occurred_at = T + timedelta(minutes=minutes)
+        hit.score = score
+        hits.append(hit)
+    frame = (
+        None
+        if days is None
+        else Timeframe(
+            phrase="then",
+            start=None if days[0] is None else T + timedelta(days=days[0]),
+            end=None if days[1] is None else T + timedelta(days=days[1]),
+        )
+    )
+    w = HeuristicWeights(session_top=top)
+    got = passage_relevance(query, hits, w=w, frame=frame)
+    expected = _relevance_one_hit_at_a_time(query, hits, w, frame)
+    assert list(got) == list(expected)
+    assert [v.hex() for v in got.values()] == [v.hex() for v in expected.values()]
 
 
 @pytest.mark.django_db
