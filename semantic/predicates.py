@@ -392,12 +392,22 @@ def thing_word(value: Typed) -> bool:
     )
 
 
+# Units of time: a duration in one and a duration in another are one kind of value ("30 minutes", "an
+# hour"; "two weeks", "a month").
+_TIME_UNITS = frozenset({"second", "minute", "hour", "day", "week", "month", "year"})
+
+
+def _unit(value: Typed) -> str:
+    return "duration" if value.unit in _TIME_UNITS else value.unit
+
+
 def same_kind(a: Typed, b: Typed) -> bool:
     """Two values of one type: two names (a product with its version is a name), two counts of the same
-    unit (or one without a unit), two dates, two times, two amounts, two addresses."""
+    unit (or one without a unit; two durations in any units of time), two dates, two times, two
+    amounts, two addresses."""
     if _FAMILY.get(a.kind, a.kind) != _FAMILY.get(b.kind, b.kind):
         return False
-    return not (a.kind == "count" and a.unit and b.unit and a.unit != b.unit)
+    return not (a.kind == "count" and a.unit and b.unit and _unit(a) != _unit(b))
 
 
 @functools.cache
@@ -737,7 +747,7 @@ def judge(
     # Said plainly, each naming something the other does not ("starts work" and "finishes work"):
     # two predicates, however near they read.
     if old_words - new_words and new_words - old_words:
-        return Verdict(False, "each frame names words the other lacks")
+        return Verdict(False, f"each frame names words the other lacks, at {similarity:.2f}")
     # One frame says all the other does and a circumstance more ("... has 9 engineers after the
     # hiring round"): the same predicate, read as near as a change asks.
     if old_words and new_words:

@@ -397,8 +397,16 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
         or fact.origin != FactOrigin.EXTRACTED
         or fact.attribute in predicates.EVENT_ATTRIBUTES
         or fact.embedding is None
-        or predicates.deciding_kind(fact.value) is None
     ):
+        return []
+    if predicates.deciding_kind(fact.value) is None:
+        logger.debug(
+            "supersession skipped: %s (%s): a value of no kind (%d words, %d typed)",
+            fact.id,
+            fact.attribute,
+            len(fact.value.split()),
+            len(predicates.typed_spans(fact.value)),
+        )
         return []
     pool = (
         Fact.objects.filter(

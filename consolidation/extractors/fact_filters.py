@@ -37,7 +37,7 @@ from semantic.predicates import (
 )
 
 from . import lexicon
-from .first_person import Disclosure, resolve_dates, third_person
+from .first_person import Disclosure, resolve_dates, third_person, without_now
 
 _OPINION = re.compile(
     r"\b(?:think|thinks|thought|believe|believes|believed|guess|guesses|suppose|supposes|reckon|reckons|assume|"
@@ -182,9 +182,15 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
             and current_value(value, subject=speaker) is None
             and not (_STATE_NOW.match(value) and re.search(r"\bnow\s*[.!]?$", value, re.IGNORECASE))
         )
-        if _DEICTIC.search(value) or _DELIBERATION.search(value) or immediate:
+        # "these days" or "at the moment" after a state with a typed value tells that it holds now ("rides
+        # a Cannondale these days"), as "now" does; without one, a passing state ("is busy these days").
+        held = value
+        now_said = " ".join(without_now(value).split())
+        if _STATE_NOW.match(now_said) and current_value(now_said, subject=speaker) is not None:
+            held = now_said
+        if _DEICTIC.search(held) or _DELIBERATION.search(value) or immediate:
             return False
-        if _MOOD.match(value) or _TRANSIENT.search(value) or _VAGUE.search(value):
+        if _MOOD.match(value) or _TRANSIENT.search(held) or _VAGUE.search(value):
             return False
         if attribute != "constraints" and _MODAL_OR_PRONOUN.search(value):
             return False

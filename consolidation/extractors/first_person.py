@@ -17,8 +17,9 @@ import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from core import lexicon
 from semantic.models import Cardinality, FactCategory
-from semantic.predicates import typed_spans
+from semantic.predicates import section, typed_spans
 from semantic.validation import is_fragment
 
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -283,6 +284,23 @@ def _classify(clause: str) -> tuple[str, str, float]:
 
 
 MIN_CONTENT_WORDS = 3
+# "I just turned 40", "we've moved to Leeds": the subject, at most one adverb, then a verb of change
+# (semantic/data/change.txt, [verbs]).
+_TOLD_CHANGE = re.compile(
+    rf"^(?:i|we)(?:'ve| have)?\s+(?:[a-z]+ly\s+|just\s+|now\s+)?(?:{lexicon.alternation(section('change.txt', 'verbs'))})\b",
+    re.IGNORECASE,
+)
+
+
+def without_now(clause: str, *, phrases_only: bool = False) -> str:
+    """The clause without the adverbs that say it holds now ("these days", "at the moment": change.txt,
+    [adverbs]): "these" there points back at nothing. `phrases_only`: only those of more than one word,
+    which a parse reads as a circumstance ("now" stays)."""
+    adverbs = section("change.txt", "adverbs")
+    said = lexicon.alternation(tuple(a for a in adverbs if " " in a) if phrases_only else adverbs)
+    return re.sub(rf"\b(?:{said})\b", " ", clause, flags=re.IGNORECASE)
+
+
 MAX_WORDS = 40
 
 
@@ -317,14 +335,16 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
         if _NOT_DECLARATIVE.search(clause) or _SMALL_TALK.search(clause) or _PROMISE.search(clause):
             continue
         clause = _TRAILING_COMMENT.sub("", clause)
-        if _ANAPHORIC.search(clause) or _NEGATED.search(clause):
+        if _ANAPHORIC.search(without_now(clause)) or _NEGATED.search(clause):
             continue
         words = clause.split()
         content = [w for w in re.findall(r"[a-z][a-z'-]+", clause.lower()) if w not in _STOP and len(w) > 2]
         # A typed value is content of its own, however it is written ("42", "9:15", "€1,350", "Rotterdam").
         content += [t.text for t in typed_spans(clause)]
         # A change told with its value needs fewer words ("I just turned 40").
-        needed = MIN_CONTENT_WORDS - 1 if elided and elided.group("changed") else MIN_CONTENT_WORDS
+        # ... and so does one whose subject is followed by a verb of change ("I just turned 40").
+        changed = (elided and elided.group("changed")) or _TOLD_CHANGE.match(clause)
+        needed = MIN_CONTENT_WORDS - 1 if changed else MIN_CONTENT_WORDS
         if len(content) < needed or len(words) > MAX_WORDS:
             continue
         attribute, category, confidence = _classify(clause)

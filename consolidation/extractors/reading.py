@@ -83,6 +83,8 @@ def _said_of(head: Token, tokens: list[Token], value: str) -> str:
         # what stands between the verb and its value says what the value is of ("I go to the gym on
         # Mondays", "I'm in the office on Fridays"): no circumstance
         and not (in_value and c.i > head.i and max(x.i for x in c.subtree) < min(in_value))
+        # "these days", "at the moment": it holds now, which is the grammar of change, not a circumstance
+        and not predicates.says_now("".join(x.text_with_ws for x in c.subtree))
         for t in c.subtree
     }
     kept = [t for t in tokens if t.i not in dropped]

@@ -29,7 +29,7 @@ from tenants.models import Tenant
 from . import lexicon, reading
 from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .fact_filters import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
-from .first_person import disclose
+from .first_person import disclose, without_now
 from .summary import extractive_summary, lines_outside_code
 from .typed import changed_things, typed_facts
 
@@ -1190,21 +1190,61 @@ def with_tool_slots(facts: list[Found], slots: list[Found]) -> list[Found]:
     return kept + slots
 
 
+# A value said before the copula, the speaker's thing after it: "Pho has become my favourite food",
+# "Padel is my favourite sport now". The value is a name or a word or two in lower case.
+_INVERTED = re.compile(
+    r"^(?P<value>[A-Z][\w'’.+#&-]*(?: [A-Z0-9][\w'’.+#&-]*){0,3}|[a-z][\w-]*(?: [a-z][\w-]*)?)"
+    r" (?P<verb>is|are|has become|have become|became)(?P<now> now)? (?P<owner>my|our)"
+    r" (?P<thing>[a-z][\w-]*(?: [a-z][\w-]*){0,2}?)(?P<tail>,? (?:now|these days|nowadays))?\s*[.!]?$"
+)
+
+
+# A phrase that says the value holds now, between the speaker's thing and its verb: "My favourite coffee
+# these days is a cortado" is said as "My favourite coffee is a cortado these days".
+_NOW_AFTER_THING = re.compile(
+    rf"^(?P<thing>(?:my|our) [a-z][\w -]*?),? (?P<now>{alternation(predicates.section('change.txt', 'adverbs'))}),?"
+    r" (?P<rest>(?:is|are|has|have|takes|lasts|costs) .+?)\s*[.!]?$",
+    re.IGNORECASE,
+)
+
+
+def uninverted(sentence: str) -> str:
+    """The sentence said in its plain order: a phrase that says "now" after the value
+    (`_NOW_AFTER_THING`), and the speaker's thing first when the value was said first ("Pho has become my
+    favourite food" -> "My favourite food is now Pho."): every reader reads a thing of the speaker's
+    from where the speaker's words open the clause. Not when the first word is a word of grammar or a
+    pronoun ("This is my car", "He is my brother")."""
+    if moved := _NOW_AFTER_THING.match(sentence.strip()):
+        sentence = f"{moved.group('thing')} {moved.group('rest')} {moved.group('now')}."
+    m = _INVERTED.match(sentence.strip())
+    if m is None or any(w.lower() in predicates.function_words() for w in m.group("value").split()):
+        return sentence
+    now = " now" if m.group("now") or m.group("tail") or "bec" in m.group("verb") else ""
+    value, thing = m.group("value"), f"{m.group('owner').capitalize()} {m.group('thing')}"
+    # "now" before a name ("is now Lior Katz"), after a word in lower case ("is sushi now", not "now sushi")
+    return f"{thing} is{now} {value}." if value[0].isupper() else f"{thing} is {value}{now}."
+
+
 def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list[Found]:
     """The patterns' facts, sentence by sentence; a sentence no pattern explains is read as
     self-disclosure (consolidation.extractors.first_person)."""
     found: list[Found] = []
     seen: set[tuple[str, str]] = set()
-    for sentence in sentences(text):
+    for sentence in map(uninverted, sentences(text)):
         parsed: list[tuple[str, str]] = []
         # A pattern's value is copied as said: one that leans on context ("keep working on it") or
         # still speaks in the first or second person is not a fact about the speaker.
         # A typed value (a zone, a number, an address) is read whole: "US Eastern" leans on no one.
-        facts = [
+        # A pattern's value that is no value ("uses three-week sprints": a tool in lower case) leaves the
+        # sentence to the other readers, as a sentence no pattern explains.
+        # ... kept only where what they read is a typed value ("switched to three-week sprints").
+        patterned = [
             f
             for f in extract_from_text(sentence, speaker)
             if f.attribute in LITERAL_ATTRIBUTES or not _LEANING.search(f.value)
         ]
+        facts = [f for f in patterned if value_is_complete(f.attribute, f.value)]
+        typed_only = bool(patterned) and not facts
         if not facts and not _QUESTION_OR_HYPOTHETICAL.search(sentence):
             facts = [
                 Found(d.attribute, d.value, d.category, d.confidence, d.statement, cardinality=d.cardinality)
@@ -1248,6 +1288,8 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
         if facts and (left := [v for v, version, _ in replacements(sentence, speaker) if version is None]):
             facts = [f for f in facts if not _holds_only_left(f.value, left)]
         facts = typed_facts(facts, sentence=sentence, speaker=speaker, said_at=said_at)
+        if typed_only:
+            facts = [f for f in facts if predicates.value_kind(f.value) is not None]
         # A statement typed down to a value a slot of the same sentence holds restates the slot.
         slotted = {f.value.lower() for f in facts if f.cardinality == Cardinality.SINGLE}
         facts = [f for f in facts if not (f.attribute == "about" and f.value.lower() in slotted)]
@@ -1268,6 +1310,8 @@ def _parsed(sentence: str, speaker: str, said_at: datetime) -> list[tuple[str, s
     out = []
     for value, statement in reading.facts(sentence, speaker=speaker, said_at=said_at):
         said = re.sub(r"^'s\s+", "", statement[len(speaker) :].strip()) if statement.startswith(speaker) else statement
+        # The statement keeps "these days" or "now" (it tells the value is new); what is tested is the state.
+        said = " ".join(without_now(said, phrases_only=True).split())
         clause = Found("about", said.rstrip(" ."), FactCategory.OTHER, 0.6, statement)
         if durable_only([clause], sentence=sentence, speaker=speaker):
             out.append((value, statement))

@@ -90,6 +90,21 @@ def tells_the_past(text: str, said_at: datetime | None) -> bool:
     return said_at is not None and any(y < said_at.year for y in years)
 
 
+def _state_become(value: str, *, sentence: str, said_at: datetime | None) -> str:
+    """The state a statement of becoming says is held now ("has gone vegan", "became vegetarian": a
+    verb of change.txt [becoming], then a state of a word or two, `predicates.term_kind`), or ""."""
+    verbs = core_lexicon.alternation(predicates.section("change.txt", "becoming"))
+    m = re.fullmatch(
+        rf"(?:has |have |had )?(?:[a-z]+ly |just )?(?:{verbs})\s+(?:a |an )?(?P<state>[a-z][\w'’ -]*?)"
+        r"(?:,?\s+(?:now|these days|nowadays))?(?:\s+(?:in|on|around|since)\s+[\w ]+)?",
+        value.strip(" ."),
+        re.I,
+    )
+    if m is None or predicates.term_kind(m.group("state")) is None or tells_the_past(sentence, said_at):
+        return ""
+    return m.group("state")
+
+
 def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: datetime | None = None) -> list[F]:
     """The facts of one sentence with typed values (see the module docstring)."""
     out: list[F] = []
@@ -97,6 +112,9 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
         attribute = fact.attribute
         if attribute in LITERAL_ATTRIBUTES:
             out.append(fact)
+            continue
+        if attribute == "experiences" and (state := _state_become(fact.value, sentence=sentence, said_at=said_at)):
+            out.append(dataclasses.replace(fact, attribute="about", value=state))  # type: ignore[type-var]
             continue
         if (
             attribute == "experiences"

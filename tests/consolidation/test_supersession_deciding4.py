@@ -110,14 +110,6 @@ NOT_UPDATES = (
 # fmt: on
 
 
-# A value pair whose cosine, each value embedded alone (the int8 file runs one text at a time since the
-# vectors stopped depending on their batch), is under the floor that judge() compares it with: the
-# thresholds were read off vectors made in batches (docs/benchmarks/int8.md, "One text a run").
-BELOW_THE_FLOOR_ALONE = {
-    "a renovation wrapped up": '"in progress" and "wrapped up" each embedded alone: cosine 0.395 (float file 0.397), under the 0.40 of two states; it passed by what the values ran beside',
-}
-
-
 @pytest.mark.django_db
 @pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
@@ -129,9 +121,7 @@ def test_a_statement_that_replaces_nothing_keeps_the_old_value(api_a, end_sessio
 @pytest.mark.django_db
 @pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
-def test_a_new_value_closes_the_old(api_a, end_session, pair: Said, request: pytest.FixtureRequest) -> None:
-    if pair.kind in BELOW_THE_FLOOR_ALONE:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=BELOW_THE_FLOOR_ALONE[pair.kind]))
+def test_a_new_value_closes_the_old(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
 

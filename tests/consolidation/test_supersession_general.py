@@ -71,20 +71,10 @@ NOT_UPDATES = (
 # fmt: on
 
 
-# A value pair whose cosine, each value embedded alone (the int8 file runs one text at a time since the
-# vectors stopped depending on their batch), is under the floor that judge() compares it with: the
-# thresholds were read off vectors made in batches (docs/benchmarks/int8.md, "One text a run").
-BELOW_THE_FLOOR_ALONE = {
-    "diet": '"vegan" and "pescatarian" each embedded alone: cosine 0.275 (float file 0.288), under the 0.30 of two states under one verb; it passed by what the values ran beside',
-}
-
-
 @pytest.mark.django_db
 @pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
-def test_a_new_value_closes_the_old(api_a, end_session, pair: Said, request: pytest.FixtureRequest) -> None:
-    if pair.kind in BELOW_THE_FLOOR_ALONE:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=BELOW_THE_FLOOR_ALONE[pair.kind]))
+def test_a_new_value_closes_the_old(api_a, end_session, pair: Said) -> None:
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
 
