@@ -76,6 +76,9 @@ class PoolItem:
     served: bool = False
     # Among the considered items, its place by value (0 best); -1 when served.
     rank: int = -1
+    # The value packing ranks it by (the formula's, or a learned one's), and whether it is a filler.
+    value: float = 0.0
+    filler: bool = False
 
     @property
     def passage(self) -> bool:
@@ -242,6 +245,9 @@ class Bound:
     pool: int
     # Pool coverage within the items a trace keeps by default (served, and the best `logged` considered).
     covered_logged: bool = False
+    # How deep the evidence lies in the packer's order: the lines' tokens (with their newlines) taken in
+    # order of value per token until every evidence turn is grounded (None: the pool does not cover it).
+    depth: int | None = None
     answer_served: bool | None = None
     answer_pool: bool | None = None
     answer_ceiling: bool | None = None
@@ -282,6 +288,7 @@ def bound(
         searched=cover.searched,
         pool=len(items),
         covered_logged=_union(m for m, item in zip(masks, items, strict=True) if item.rank < logged) == need,
+        depth=evidence_depth(items, masks, need),
     )
     wanted = sorted(answer_terms(question.answer)) if question.answer else []
     if not wanted:
@@ -299,6 +306,22 @@ def bound(
         answer_ceiling=a_cover.fits or bool(answer_served),
         answer_ceiling_passages=pa_cover.fits,
     )
+
+
+def evidence_depth(items: Sequence[PoolItem], masks: Sequence[int], need: int) -> int | None:
+    """The tokens of the lines taken in the packer's order (router.packing: fillers last, then by value per
+    token, then by value) until the masks taken hold `need`; None when the whole pool does not."""
+    order = sorted(
+        range(len(items)),
+        key=lambda k: (items[k].filler, -items[k].value / max(line_cost(items[k]), 1), -items[k].value, items[k].id),
+    )
+    have = spent = 0
+    for k in order:
+        spent += line_cost(items[k])
+        have |= masks[k]
+        if have & need == need:
+            return spent
+    return None
 
 
 def _union(masks: Iterable[int]) -> int:
@@ -341,6 +364,7 @@ class BoundTally:
 
     def summary(self) -> dict[str, Any]:
         tokens = sorted(b.cover_tokens for b in self.bounds if b.covered and b.cover_tokens is not None)
+        depths = sorted(b.depth for b in self.bounds if b.depth is not None)
         out: dict[str, Any] = {
             "n": len(self.bounds),
             "memory_eval": sum(self.reference) / len(self.reference) if self.reference else None,
@@ -351,6 +375,8 @@ class BoundTally:
             "pool_mean": statistics.fmean(b.pool for b in self.bounds) if self.bounds else None,
             "cover_tokens_median": statistics.median(tokens) if tokens else None,
             "cover_tokens_p90": tokens[min(len(tokens) - 1, int(0.9 * len(tokens)))] if tokens else None,
+            "depth_median": statistics.median(depths) if depths else None,
+            "depth_p75": depths[min(len(depths) - 1, int(0.75 * len(depths)))] if depths else None,
         }
         return out
 
@@ -380,7 +406,10 @@ def bound_table(
     group: str = "overall",
 ) -> list[str]:
     """One row per budget and half: memory_eval's figure, served, pool coverage, the ceilings and the gap."""
-    head = ["budget", "half", "n", "memory_eval", *(label for label, _ in FIGURES), "ceiling − served", "undecided"]
+    head = [
+        "budget", "half", "n", "memory_eval", *(label for label, _ in FIGURES), "ceiling − served", "undecided",
+        "evidence depth (median / p75 tokens)",
+    ]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|---:|---|" + "---:|" * (len(head) - 2)]
     for budget in budgets:
         for h in HALVES:
@@ -391,6 +420,7 @@ def bound_table(
             cells = [str(budget), halves.get(h, h), str(s["n"]), _f(s["memory_eval"])]
             cells += [_f(s[key]) for _, key in FIGURES]
             cells += ["–" if gap is None else f"{gap:+.3f}", str(s["undecided"])]
+            cells.append(f"{_f(s['depth_median'], 0)} / {_f(s['depth_p75'], 0)}")
             lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -419,7 +449,10 @@ def category_table(
 ) -> list[str]:
     """Per category, over all questions, at one budget's pool: how many, pool coverage, the ceiling and
     served, and the tokens the cheapest cover of the evidence takes (median, 90th percentile)."""
-    head = ["category", "n", "served", "pool coverage", "ceiling", "cover tokens (median)", "cover tokens (p90)"]
+    head = [
+        "category", "n", "served", "pool coverage", "ceiling", "cover tokens (median)", "cover tokens (p90)",
+        "evidence depth (median)",
+    ]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for category in categories:
         s = summaries.get((budget, "all", category))
@@ -427,7 +460,7 @@ def category_table(
             continue
         lines.append(
             f"| {category} | {s['n']} | {_f(s['served'])} | {_f(s['covered'])} | {_f(s['ceiling'])} | "
-            f"{_f(s['cover_tokens_median'], 0)} | {_f(s['cover_tokens_p90'], 0)} |"
+            f"{_f(s['cover_tokens_median'], 0)} | {_f(s['cover_tokens_p90'], 0)} | {_f(s['depth_median'], 0)} |"
         )
     return lines
 
@@ -557,6 +590,8 @@ def pool_of(trace: Any, stored: Mapping[str, _Stored]) -> tuple[list[PoolItem], 
                 group_header=format_day(day) if blocked and day is not None else "",
                 served=served,
                 rank=-1 if served else ranks[id(row)],
+                value=float(row.get("value") or 0.0),
+                filler=bool(row.get("filler")),
             )
         )
     return items, missing

@@ -3,6 +3,7 @@ router prices a prompt, grounding is the evaluation's rule, and served never exc
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -158,6 +159,20 @@ def test_answer_containment_needs_every_term_of_the_answer_within_the_budget() -
     b = _bound(items, lisbon)
     assert (b.answer_pool, b.answer_ceiling) == (True, False)
     assert _bound(items, context_tokens(items)).answer_ceiling is True
+
+
+def test_the_evidence_lies_as_deep_as_the_lines_the_packer_takes_before_it() -> None:
+    first, second, other = (
+        dataclasses.replace(_turn("D1:2"), value=0.1),
+        dataclasses.replace(_turn("D1:1"), value=0.5),
+        dataclasses.replace(_turn("D1:3"), value=0.9),
+    )
+    b = _bound([first, second, other], 10_000)
+    assert b.depth == line_cost(other) + line_cost(second) + line_cost(first)
+    # A filler is tried last, whatever it is worth.
+    b = _bound([dataclasses.replace(other, filler=True), first, second], 10_000)
+    assert b.depth == line_cost(second) + line_cost(first)
+    assert _bound([other], 10_000).depth is None
 
 
 def test_the_tally_counts_each_half_and_all_and_the_question_category() -> None:
