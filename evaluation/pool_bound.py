@@ -56,7 +56,7 @@ from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
 # A cover of more evidence turns or answer terms than this is not searched (counted apart).
-MAX_NEEDED = 14
+MAX_NEEDED = 20
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from episodic.models import Session, SessionStatus
 from evaluation.management.commands import memory_eval
 from evaluation.pool_bound import (
     LOCOMO_CATEGORIES,
+    MAX_NEEDED,
     Bound,
     answer_table,
     bound,
@@ -262,6 +263,17 @@ def markdown(
             if out["whole_pool"]
             else f"- The pool as the trace keeps it (served + the best {MAX_CONSIDERED_IN_TRACE} considered by value)."
         ),
+        f"- Questions whose evidence has more than {MAX_NEEDED} turns (covered, the cheapest cover not searched: "
+        "not in the ceiling), requests: "
+        + (
+            ", ".join(
+                f"{r['budget']} {r['half']}: {r['not_searched']}"
+                for r in out["summaries"]
+                if r["group"] == "overall" and r["half"] == "all" and r["not_searched"]
+            )
+            or "none"
+        )
+        + ".",
         f"- Items of the pool not resolved to a stored row (left out): {out['unresolved'] or 'none'}. Rebuilt from "
         "the stored rows, the served items (by kind: served, same text, same sources): "
         + "; ".join(f"{k} {v[0]} / {v[1]} / {v[2]}" for k, v in sorted(out["rebuilt"].items()))
