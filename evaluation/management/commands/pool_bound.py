@@ -278,7 +278,13 @@ def markdown(
         "the stored rows, the served items (by kind: served, same text, same sources): "
         + "; ".join(f"{k} {v[0]} / {v[1]} / {v[2]}" for k, v in sorted(out["rebuilt"].items()))
         + " (the items left out are rebuilt the same way).",
-        f"- Categories: {', '.join(CATEGORIES.values())}; adversarial questions are not scored.",
+        "- The rebuilt text of an item left out has no `(earlier)` label (the router adds it per request to an older "
+        "statement that a newer one in the pool updates): its tokens are the logged ones, label included.",
+        (
+            f"- Categories: {', '.join(CATEGORIES.values())}; adversarial questions are not scored."
+            if out["set"] == "locomo"
+            else "- Overall: the single-statement questions; those over many sessions are reported apart."
+        ),
     ]
     if conversations_count < 2:
         lines.append("- One conversation: the halves are not both present.")
