@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="only every K-th question of each conversation")
     parser.add_argument("--questions", type=int, default=0)
     parser.add_argument("--budgets", default="1000,2000,4000")
+    parser.add_argument("--value-model", default="", help="'newest' or a version: the learned value serves")
     parser.add_argument("--report", default="", help="the Markdown section to write")
     parser.add_argument("--json", default="", help="the JSON result")
     args = parser.parse_args()
@@ -44,7 +45,7 @@ def main() -> None:
     for flag, value in (
         ("--tenant", args.tenant), ("--report", args.report), ("--json", args.json),
         ("--conversations", args.conversations), ("--every", args.every if args.every > 1 else 0),
-        ("--questions", args.questions),
+        ("--questions", args.questions), ("--value-model", args.value_model),
     ):  # fmt: skip
         if value:
             eval_args += [flag, str(value)]

@@ -22,9 +22,13 @@ from evaluation.pool_bound import (
     tally,
 )
 from evaluation.recall import Evidence, Question, evidence_turn_terms
+from router.features import feature_names
+from router.models import ContextTrace, ValueModel
 from router.pricing import line_tokens
 from router.rendering import render_layer, render_prompt
 from router.types import Candidate
+from tenants.models import Tenant
+from tenants.scope import tenant_scope
 
 TURNS = {
     "D1:1": "I finally moved to Lisbon last week, the flat is tiny but bright.",
@@ -212,3 +216,41 @@ def test_pool_bound_serves_memory_evals_figure_and_rebuilds_the_served_items(tmp
     for r in rows:
         assert r["memory_eval"] == r["served"] <= r["ceiling"] <= r["covered"]
         assert r["ceiling_passages"] <= r["ceiling"] and r["covered_logged"] <= r["covered"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+def test_a_learned_value_reranks_the_same_pool_and_the_tenant_is_restored_after(tmp_path: Path) -> None:
+    call_command(
+        "memory_eval", "updates", "--conversations", "2", "--budgets", "300", "--methods", "engram",
+        "--tenant", "pool-model", stdout=io.StringIO(), stderr=io.StringIO(),
+    )  # fmt: skip
+    tenant = Tenant.objects.get(slug="pool-model")
+    names = feature_names([])
+    weights = [0.0] * len(names)
+    weights[names.index("log_formula_value")] = 1.0
+    weights[names.index("type:fact")] = 4.0
+    with tenant_scope(tenant):
+        ValueModel.objects.create(
+            tenant=tenant, version=1, features=names, coefficients=weights, intercept=-2.0,
+            means=[0.0] * len(names), scales=[1.0] * len(names),
+        )  # fmt: skip
+    before = Tenant.objects.filter(id=tenant.id).values("settings", "serving_value_model", "trial_value_model")[0]
+    runs = {}
+    for label, extra in (("formula", ()), ("model", ("--value-model", "newest"))):
+        out = tmp_path / f"{label}.json"
+        call_command(
+            "pool_bound", "--set", "updates", "--conversations", "2", "--budgets", "300", "--tenant", "pool-model",
+            "--json", str(out), *extra, stdout=io.StringIO(), stderr=io.StringIO(),
+        )  # fmt: skip
+        runs[label] = {r["half"]: r for r in json.loads(out.read_text())["summaries"] if r["group"] == "overall"}
+        assert Tenant.objects.filter(id=tenant.id).values(*before)[0] == before
+    with tenant_scope(tenant):
+        served_by = set(ContextTrace.objects.values_list("policy", flat=True))
+    assert any(p.endswith("+value-v1") for p in served_by) and any("+value" not in p for p in served_by)
+    for half, formula in runs["formula"].items():
+        model = runs["model"][half]
+        # The model orders the pool; it does not change it.
+        assert (model["covered"], model["ceiling"], model["pool_mean"]) == (
+            formula["covered"], formula["ceiling"], formula["pool_mean"],
+        )  # fmt: skip

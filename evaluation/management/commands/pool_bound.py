@@ -54,7 +54,7 @@ from evaluation.recall import (
 )
 from router import services
 from router.helper_threads import close_readers
-from router.models import ContextTrace
+from router.models import ContextTrace, ValueModel
 from router.services import MAX_CONSIDERED_IN_TRACE
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -96,6 +96,12 @@ class Command(memory_eval.Command):
         parser.add_argument("--report", default="")
         parser.add_argument("--command-line", default="")
         parser.add_argument(
+            "--value-model",
+            default="",
+            help="'newest' or a version: the tenant's value model serves every request (forced; exploration and "
+            "trial off, the tenant's settings restored after); default: the formula, as the tenant is",
+        )
+        parser.add_argument(
             "--logged-pool",
             action="store_true",
             help="The pool as a trace keeps it by default (the best 200 considered), not the whole pool",
@@ -125,6 +131,14 @@ class Command(memory_eval.Command):
         # does not change). --logged-pool keeps the default cap.
         if not options["logged_pool"]:
             services.MAX_CONSIDERED_IN_TRACE = 1_000_000
+        model = _value_model_of(tenant, options["value_model"]) if options["value_model"] else None
+        saved = Tenant.objects.filter(id=tenant.id).values("settings", "serving_value_model", "trial_value_model")[0]
+        if model is not None:
+            Tenant.objects.filter(id=tenant.id).update(
+                settings={**saved["settings"], "learned_value": True, "exploration": 0.0, "trial_share": 0.0},
+                serving_value_model=model.id,
+                trial_value_model=None,
+            )
         asker = _TracedAsker(tenant)
         try:
             result = memory_eval.evaluate(
@@ -132,6 +146,8 @@ class Command(memory_eval.Command):
             )
         finally:
             asker.close()
+            if model is not None:
+                Tenant.objects.filter(id=tenant.id).update(**saved)
         close_readers()  # the traces' considered items are written after commit, by a writer thread
         reference = {
             (row["question"], row["budget"]): bool(row["grounded"])
@@ -195,6 +211,9 @@ class Command(memory_eval.Command):
             "considered_capped": capped,
             "rebuilt": rebuilt,
             "whole_pool": not options["logged_pool"],
+            "value_model": (
+                {"version": model.version, "state": model.state, "trained_on": model.trained_on} if model else None
+            ),
             "requests": len(rows),
             "write_path": self.write_report.as_dict(),
             "summaries": [{"budget": b, "half": h, "group": g, **s} for (b, h, g), s in sorted(summaries.items())],
@@ -212,6 +231,17 @@ class Command(memory_eval.Command):
             )
 
 
+def _value_model_of(tenant: Tenant, which: str) -> ValueModel:
+    with tenant_scope(tenant):
+        models = ValueModel.objects.order_by("-version")
+        model = models.first() if which == "newest" else models.filter(version=int(which)).first()
+    if model is None:
+        raise CommandError(
+            f"The tenant has no value model {which!r} (bench/memory_control.py --keep-models leaves one)."
+        )
+    return model
+
+
 def markdown(
     out: dict[str, Any],
     summaries: dict[tuple[int, str, str], dict[str, Any]],
@@ -226,8 +256,11 @@ def markdown(
         if out["set"] == "locomo"
         else sorted({g for (_, _, g) in summaries if g not in ("overall", "adversarial", MULTI_SESSION)})
     )
+    served_by = (
+        f", served by the learned value v{out['value_model']['version']} (forced)" if out.get("value_model") else ""
+    )
     lines = [
-        f"## {set_name}: served, pool coverage and the oracle ceiling (grounded recall_all, categories 1-4)",
+        f"## {set_name}{served_by}: served, pool coverage and the oracle ceiling (grounded recall_all, categories 1-4)",
         "",
         f"Produced by `{out['command']}` on {timezone.now():%Y-%m-%d}; {out['questions']} questions, "
         f"{out['requests']} requests.",
