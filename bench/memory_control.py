@@ -59,6 +59,7 @@ def main() -> None:
     parser.add_argument("--chart", default="", help="default: beside the report, .png")
     parser.add_argument("--json", default="", help="default: .data/<report name>.json")
     parser.add_argument("--keep-logs", default="", help="a folder for each feedback half's logged contexts")
+    parser.add_argument("--keep-models", action="store_true", help="leave the last direction's models in the tenant")
     args = parser.parse_args()
     env = scratch_env(args.db)
     env |= {
@@ -89,6 +90,8 @@ def main() -> None:
         eval_args.append("--curve-only")
     if args.keep_logs:
         eval_args += ["--keep-logs", args.keep_logs]
+    if args.keep_models:
+        eval_args.append("--keep-models")
     command = "bench/memory_control.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     subprocess.run(
         [sys.executable, "manage.py", "memory_control_eval", *eval_args, "--command-line", command.strip()],

@@ -166,6 +166,12 @@ class Command(memory_eval.Command):
         parser.add_argument(
             "--keep-logs", default="", help="A folder: each feedback half's logged contexts as JSON lines, for study"
         )
+        parser.add_argument(
+            "--keep-models",
+            action="store_true",
+            help="Leave the last direction's value models, traces and feedback in the tenant at the end (the tenant "
+            "left on learned_value, exploration and trial off), for bench/pool_bound.py --value-model",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         options |= {"seed": 18, "seed_given": False, "questions": 0, "no_consolidation": False}
@@ -203,7 +209,8 @@ class Command(memory_eval.Command):
                     feedback_budgets,
                 )  # fmt: skip
         finally:
-            self._reset()
+            if not options["keep_models"]:
+                self._reset()
             agent.close()
         result = {
             "benchmark": "memory-control",
