@@ -203,8 +203,8 @@ def test_served_items_are_placed_by_their_line_in_the_prompt_and_keep_source_spa
             "procedural": [],
             "semantic": [],
             "episodic": [
-                {"text": "user: new value", "sources": [{"external_id": "n", "span": [0, 9]}]},
-                {"text": "user: old value", "sources": [{"external_id": "o"}, {"external_id": None}]},
+                {"id": "n1", "text": "user: new value", "sources": [{"external_id": "n", "span": [0, 9]}]},
+                {"id": "o1", "text": "user: old value", "sources": [{"external_id": "o"}, {"external_id": None}]},
             ],
         },
     }

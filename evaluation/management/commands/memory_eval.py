@@ -38,6 +38,7 @@ from core.embedding import get_embedder
 from episodic.management.commands.import_conversations import locomo_items
 from episodic.models import Episode
 from evaluation import knowledge_updates, techchat
+from evaluation.memory_control import answer_items
 from evaluation.recall import (
     EPISODIC_ONLY_LAYERS,
     HALVES,
@@ -66,7 +67,6 @@ from evaluation.recall import (
 )
 from evaluation.write_path import SetMismatch, conversations_write, sessions_of
 from router.parts import packer_parts
-from router.rendering import LINE_PREFIX
 from tenants.models import ApiKey, Tenant
 from tenants.scope import tenant_scope
 from tenants.services import api_key_create
@@ -416,20 +416,7 @@ class _Asker:
 def served_items(data: dict[str, Any]) -> list[ServedItem]:
     """The items of a context answer, placed by where their line starts in the prompt, with each
     source's external_id and its `span` ([start, end] in the episode's content) when it has one."""
-    # Whole lines: an item's text may begin another's.
-    prompt = data["prompt"] + "\n"
-    items: list[ServedItem] = []
-    for layer in ("procedural", "semantic", "episodic"):
-        for item in data["layers"][layer]:
-            at = prompt.find(f"{LINE_PREFIX}{item['text']}\n")
-            position = at if at >= 0 else len(prompt) + len(items)
-            sources = tuple(
-                (str(s["external_id"]), (int(s["span"][0]), int(s["span"][1])) if s.get("span") else None)
-                for s in item["sources"]
-                if s.get("external_id")
-            )
-            items.append(ServedItem(item["text"], position, sources))
-    return items
+    return [item for _, item in answer_items(data)]
 
 
 def long_markdown(
