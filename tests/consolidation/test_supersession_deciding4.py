@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from bench.update_pairs import Said, kind_id, mentions, probe_said
 from consolidation.extractors.rules import extract_with_disclosures
+from semantic import predicates
+from semantic.services import embed_statements
 
 pytestmark = pytest.mark.usefixtures("parse_reader")
 
@@ -118,10 +121,25 @@ def test_a_statement_that_replaces_nothing_keeps_the_old_value(api_a, end_sessio
     assert any(mentions(v, pair.old) >= 0 for v in outcome.active), outcome.describe()
 
 
+# A pair that only the values' own cosine decides, sitting within the int8 arithmetic's reach of its
+# floor: the same file puts "in progress" / "wrapped up" at 0.4224 on a processor with VNNI and 0.395
+# on one without (docs/benchmarks/int8.md). Where this machine's vectors put it under the floor, the
+# update is a strict xfail; above it, expected.
+ON_THE_FLOOR = {"a renovation wrapped up": predicates.SIMILAR_TERMS}
+
+
+def values_cosine(pair: Said) -> float:
+    old, new = embed_statements([pair.old, pair.new])
+    return float(np.dot(np.asarray(old, dtype=np.float32), np.asarray(new, dtype=np.float32)))
+
+
 @pytest.mark.django_db
 @pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
-def test_a_new_value_closes_the_old(api_a, end_session, pair: Said) -> None:
+def test_a_new_value_closes_the_old(api_a, end_session, pair: Said, request: pytest.FixtureRequest) -> None:
+    if pair.kind in ON_THE_FLOOR and (cosine := values_cosine(pair)) < ON_THE_FLOOR[pair.kind]:
+        reason = f"values cosine {cosine:.4f} on this processor, under the floor {ON_THE_FLOOR[pair.kind]}"
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     outcome = probe_said(api_a, pair, SUBJECT, end_session)
     assert outcome.updated, outcome.describe()
 
