@@ -244,10 +244,12 @@ class Outcome:
     holds the old one alone (a line that tells the change, "switched from 8.0 to 8.4", holds both and
     counts as the new: it is where a reader learns the update, whether a fact or the turn itself);
     `stale_only`, the context holds the old value without the new; `confirmed` (a paraphrase), one
-    fact, never superseded, confirmed by the second statement."""
+    fact, never superseded, confirmed by the second statement; `kept`, an active fact still holds the old
+    value (what a statement that replaces nothing must leave)."""
 
     pair: Said | Written
     updated: bool
+    kept: bool
     served: bool
     stale_only: bool
     confirmed: bool
@@ -296,9 +298,11 @@ def _outcome(client: Client, pair: Said | Written, subject: str, old: str, new: 
     at_new = next((i for i, line in enumerate(lines) if mentions(line, new) >= 0), -1)
     at_old = next((i for i, line in enumerate(lines) if mentions(line, old) >= 0 and mentions(line, new) < 0), -1)
     matching = [f for f in facts if mentions(f["value"], new) >= 0 or mentions(f["value"], old) >= 0]
+    kept = any(mentions(v, old) >= 0 for v in active)
     return Outcome(
         pair=pair,
-        updated=any(mentions(v, new) >= 0 for v in active) and not any(mentions(v, old) >= 0 for v in active),
+        updated=any(mentions(v, new) >= 0 for v in active) and not kept,
+        kept=kept,
         served=at_new >= 0 and (at_old < 0 or at_new < at_old),
         stale_only=at_old >= 0 and at_new < 0,
         confirmed=len(matching) == 1 and matching[0]["status"] == "active" and matching[0]["confirmation_count"] >= 2,
