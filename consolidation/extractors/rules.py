@@ -1195,7 +1195,8 @@ def with_tool_slots(facts: list[Found], slots: list[Found]) -> list[Found]:
 _INVERTED = re.compile(
     r"^(?P<value>[A-Z][\w'’.+#&-]*(?: [A-Z0-9][\w'’.+#&-]*){0,3}|[a-z][\w-]*(?: [a-z][\w-]*)?)"
     r" (?P<verb>is|are|has become|have become|became)(?P<now> now)? (?P<owner>my|our)"
-    r" (?P<thing>[a-z][\w-]*(?: [a-z][\w-]*){0,2}?)(?P<tail>,? (?:now|these days|nowadays))?\s*[.!]?$"
+    r" (?P<thing>[a-z][\w-]*(?: [a-z][\w-]*){0,2}?)"
+    rf"(?P<tail>,? (?:{alternation(predicates.section('change.txt', 'adverbs'))}))?\s*[.!]?$"
 )
 
 

@@ -82,6 +82,7 @@ STATES = [
     ("We host the wiki on Confluence at the moment.", "Confluence"),
     # the value before the copula, the speaker's thing after it
     ("Halloumi has become my favourite cheese.", "Halloumi"),
+    ("Padel is my favourite sport at the moment.", "Padel"),
     # a verb of becoming, then the state
     ("I've gone pescatarian.", "pescatarian"),
     # "instead of" is no count of "instead": the value held is the other
