@@ -141,6 +141,13 @@ class Conversation:
     def contents(self) -> dict[str, str]:
         return {t.external_id: t.text for t in self.turns}
 
+    def evidence_terms(self) -> dict[Evidence, frozenset[str]]:
+        """The content terms of each evidence turn of this conversation's questions (evidence_turn_terms),
+        what the grounded rule reads. One conversation's only: LoCoMo's turn ids (D1:3, ...) repeat in
+        every conversation, so a map over several would read some questions in another's turns."""
+        contents = self.contents()
+        return {e: evidence_turn_terms(e, contents) for q in self.questions for e in q.evidence}
+
 
 def _when(text: str) -> datetime:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
@@ -762,7 +769,7 @@ def evaluate(
         all_ids = [t.external_id for t in conv.turns]
         line_of = {t.external_id: t.line() for t in conv.turns}
         recent_cache = {b: recent_window(conv.turns, b) for b in budgets}
-        turn_terms = {e: evidence_turn_terms(e, contents) for q in conv.questions for e in q.evidence}
+        turn_terms = conv.evidence_terms()
 
         for q in conv.questions:
             # Each baseline ranks once per question; only the packing depends on the budget.

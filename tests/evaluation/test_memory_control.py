@@ -4,10 +4,11 @@ scored as memory_eval scores it; the paired difference has its bootstrap interva
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from evaluation.memory_control import HalfRun, Outcome, answer_items, paired, score, summary_table, used_item_ids
-from evaluation.recall import Evidence, Question, evidence_turn_terms
+from evaluation.recall import Conversation, Evidence, Question, Served, Turn, evaluate, evidence_turn_terms
 
 TURNS = {
     "D1:1": "I finally moved to Lisbon last week, the flat is tiny but bright.",
@@ -159,3 +160,35 @@ def test_the_report_names_the_set_it_measured() -> None:
     locomo = markdown(_result("locomo", ["conv-26", "conv-30"]), [], [], [1000])
     assert locomo.startswith("# Memory control on LoCoMo:")
     assert "**A 2-conversation sample** (LoCoMo conv-26, conv-30" in locomo
+
+
+def test_both_harnesses_score_a_locomo_half_against_each_questions_own_conversation() -> None:
+    """LoCoMo's turn ids (D1:1, ...) repeat in every conversation: memory_control_eval scores a half of
+    several conversations as memory_eval's evaluate does, each question's evidence read in its own
+    conversation's turns, so a fact line that restates the turn is grounded in both."""
+    from evaluation.management.commands.memory_control_eval import _Half
+    from evaluation.management.commands.memory_eval import served_items
+
+    def conversation(sample_id: str, said: str, question: str) -> Conversation:
+        turn = Turn("D1:1", "Ann", said, datetime(2023, 5, 8, 13, 56, tzinfo=UTC), f"{sample_id}:session_1")
+        asked = Question(sample_id, 0, question, "single-hop", (Evidence("D1:1", None, "D1:1"),))
+        return Conversation(sample_id, [turn], [asked])
+
+    first = conversation("conv-a", TURNS["D1:1"], "Where did Ann move?")
+    second = conversation("conv-b", TURNS["D1:2"], "What is the puppy called?")
+    answers = {
+        "conv-a": _answer(_item("fact:a", "Ann moved to Lisbon last week. (8 May 2023, confidence 0.9)", "D1:1")),
+        "conv-b": _answer(_item("fact:b", "Ann adopted a puppy called Rex. (8 May 2023, confidence 0.9)", "D1:1")),
+    }
+
+    def engram(q: Question, budget: int) -> Served:
+        data = answers[q.sample_id]
+        return Served(served_items(data), int(data["tokens"]["total"]), None, str(data["prompt"]))
+
+    result = evaluate([first, second], [1000], engram, methods=("engram",))
+    by_memory_eval = {row["question"]: row["grounded"] for row in result["scored"]}
+    half = _Half("both", [first, second])
+    by_memory_control = {
+        f"{q.sample_id}#{q.index}": half.score(q, answers[q.sample_id])[0].grounded for q in half.answerable
+    }
+    assert by_memory_control == by_memory_eval == {"conv-a#0": True, "conv-b#0": True}

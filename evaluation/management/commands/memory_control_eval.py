@@ -62,7 +62,7 @@ from evaluation.memory_control import (
     score,
     summary_table,
 )
-from evaluation.recall import Conversation, Evidence, Question, evidence_turn_terms, half_label, half_of
+from evaluation.recall import Conversation, Question, half_label, half_of
 from router.helper_threads import close_readers
 from router.learning import logged_contexts
 from router.models import ValueModel
@@ -119,11 +119,8 @@ class _Half:
         self.name = name
         self.conversations = list(conversations)
         self.contents = {c.sample_id: c.contents() for c in conversations}
-        self.terms: dict[Evidence, frozenset[str]] = {}
-        for conv in conversations:
-            for q in conv.questions:
-                for e in q.evidence:
-                    self.terms[e] = evidence_turn_terms(e, self.contents[conv.sample_id])
+        # Per conversation, as memory_eval reads them: the same Evidence names a turn of each conversation.
+        self.terms = {c.sample_id: c.evidence_terms() for c in conversations}
 
     @property
     def questions(self) -> list[Question]:
@@ -134,7 +131,7 @@ class _Half:
         return [q for q in self.questions if "overall" in q.groups]
 
     def score(self, q: Question, data: dict[str, Any]) -> tuple[Outcome, list[str]]:
-        return score(q, data, self.contents[q.sample_id], self.terms.__getitem__)
+        return score(q, data, self.contents[q.sample_id], self.terms[q.sample_id].__getitem__)
 
 
 class Command(memory_eval.Command):

@@ -48,7 +48,6 @@ from evaluation.recall import (
     MULTI_SESSION,
     Question,
     Served,
-    evidence_turn_terms,
     half_label,
     half_of,
 )
@@ -165,7 +164,7 @@ class Command(memory_eval.Command):
         for index, conv in enumerate(conversations):
             half = half_of(index, len(conversations))
             contents = conv.contents()
-            terms = {e: evidence_turn_terms(e, contents) for q in conv.questions for e in q.evidence}
+            terms = conv.evidence_terms()
             ids = {asker.traces[(q.sample_id, q.index, b)] for q in conv.questions for b in budgets}
             with tenant_scope(tenant):
                 traces = {str(t.id): t for t in ContextTrace.objects.filter(id__in=ids)}
