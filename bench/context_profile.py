@@ -35,6 +35,50 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+# The parts --parts times: (module where the caller looks the function up, function): what it is. A
+# part's time includes the parts it calls (history's candidates include its statements' client side).
+PARTS: dict[tuple[str, str], str] = {
+    ("router.services", "context_build"): "the request thread's whole build",
+    ("router.policy", "episode_candidates"): "history's candidates, all",
+    ("router.candidates.episodic", "passage_pool_columns"): "history's pool: statement (client side) and columns",
+    ("router.candidates.episodic", "pool_relevance"): "history's relevance on arrays",
+    ("router.candidates.episodic", "passage_rows_neighbours"): "the passages beside the best hits",
+    ("router.candidates.episodic", "summary_candidates"): "the sessions' summaries",
+    ("router.candidates.episodic", "label_updates"): "the earlier statements' labels",
+    ("router.candidates.episodic", "latest_candidates"): "the subject's latest events",
+    ("router.policy", "settle_episodes"): "settling history",
+    ("router.policy", "fact_candidates"): "facts (reader thread)",
+    ("router.policy", "procedure_candidates"): "procedures (reader thread)",
+    ("router.services", "assemble"): "packing and rendering",
+    ("router.services", "item_dict"): "the answer's items",
+    ("router.services", "trace_items_record"): "the trace's items (writer thread), all",
+    ("router.services", "considered_dicts"): "the trace's left-out rows",
+}
+
+
+def _time_parts() -> dict[tuple[str, str], float]:
+    """Wrap each function of PARTS where its caller looks it up; the returned dict sums their thread CPU."""
+    import importlib
+    import threading
+
+    spent: dict[tuple[str, str], float] = {}
+    lock = threading.Lock()
+    for module_name, name in PARTS:
+        module = importlib.import_module(module_name)
+        function = getattr(module, name)
+
+        def timed(*args: object, _f=function, _key=(module_name, name), **kwargs: object) -> object:
+            start = time.thread_time()
+            try:
+                return _f(*args, **kwargs)
+            finally:
+                with lock:
+                    spent[_key] = spent.get(_key, 0.0) + time.thread_time() - start
+
+        setattr(module, name, timed)
+    return spent
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", required=True)
@@ -57,24 +101,31 @@ def main() -> None:
         "instead of context_build alone",
     )
     parser.add_argument("--dump", default="", help="with --profile: write the pstats file here")
+    parser.add_argument(
+        "--parts",
+        action="store_true",
+        help="the CPU (time.thread_time) of the thread that runs each of a few parts of the request (PARTS), "
+        "on whichever thread runs it (the request's, the reader beside it, the trace's writer), per request",
+    )
     args = parser.parse_args()
     os.environ.update({**_db_env(args.db), "DJANGO_DEBUG": "false", "LOG_LEVEL": "WARNING"})
     pairs = questions(args.set, args.conversations)[: args.warmup + args.requests]
 
     from core.embedding import embed_one
-    from router.services import context_build
+    from router import services
     from router.types import ContextRequest
     from tenants.models import Tenant
     from tenants.scope import tenant_scope
 
     tenant = Tenant.objects.get(slug=SETS[args.set])
+    spent = _time_parts() if args.parts else None
 
     def ask(pair: tuple[str, str]) -> None:
         request = ContextRequest(
             subject=pair[0], query=pair[1], max_tokens=args.budget, budgets={"reserve": 0, "episodic": args.budget}
         )
         with tenant_scope(tenant):
-            context_build(tenant=tenant, request=request)
+            services.context_build(tenant=tenant, request=request)
 
     if args.whole:
         from django.test import Client
@@ -95,6 +146,9 @@ def main() -> None:
         embed_one(query)
     for pair in pairs[: args.warmup]:
         ask(pair)
+    time.sleep(0.2)
+    if spent is not None:
+        spent.clear()
     timed = pairs[args.warmup :]
     reference = reference_loop_ms()
     # The request thread's own CPU (thread_time), not wall time: waiting on the database and on the
@@ -116,6 +170,12 @@ def main() -> None:
         f"wall {wall * 1000 / n:.1f} ms "
         f"(reference loop {reference:.1f} ms{', profiled' if profiler else ''}; loaded machine)"
     )
+    if spent is not None:
+        print("| part (module.function: what it does) | thread CPU ms a request |\n|---|---:|")
+        for (module, name), label in PARTS.items():
+            print(
+                f"| `{module.rsplit('.', 1)[-1]}.{name}`: {label} | {spent.get((module, name), 0.0) * 1000 / n:.2f} |"
+            )
     if profiler is not None and args.dump:
         profiler.dump_stats(args.dump)
     if profiler is not None:

@@ -377,7 +377,7 @@ def _passage_vector_channel(scope: _PassageScope, prefilter: int) -> tuple[str, 
     `prefilter` passages nearest by Hamming distance between binary codes, read from the covering index
     passage_subject_codes without touching the wide rows, and only they are re-scored by cosine. With
     fewer the scan is exact. Both branches are gated by the same count (at most prefilter + 1 index
-    entries), so that only one runs; both compute their distances exactly: `+ 0` keeps the planner from
+    entries, asked once in the CTE `gate`), so that only one runs; both compute their distances exactly: `+ 0` keeps the planner from
     serving their order from the HNSW index, whose iterative scan hands rows over in relaxed order (a
     sort that trusted it as presorted served misordered neighbours on small tables). Without
     `prefilter`, the HNSW index may serve the scan, as a large subject wants."""
@@ -390,10 +390,13 @@ def _passage_vector_channel(scope: _PassageScope, prefilter: int) -> tuple[str, 
         q = "q AS (SELECT %(vector)s::vector AS v)"
         nearest = exact.format(distance=distance, gate="")
     else:
-        many = (
-            f"EXISTS (SELECT 1 FROM episodic_passage c WHERE {scope.where('c', index_only=True)}"  # noqa: S608
-            " AND c.embedding_code IS NOT NULL OFFSET %(prefilter)s LIMIT 1)"
+        # Asked once for both branches (a CTE read twice is computed once).
+        gate = (
+            "gate AS (SELECT EXISTS (SELECT 1 FROM episodic_passage c"  # noqa: S608
+            f" WHERE {scope.where('c', index_only=True)}"
+            " AND c.embedding_code IS NOT NULL OFFSET %(prefilter)s LIMIT 1) AS many)"
         )
+        many = "(SELECT many FROM gate)"
         shortlist = (
             f"SELECT c.id FROM episodic_passage c WHERE {scope.where('c', index_only=True)}"  # noqa: S608
             " AND c.embedding_code IS NOT NULL"
@@ -410,7 +413,7 @@ def _passage_vector_channel(scope: _PassageScope, prefilter: int) -> tuple[str, 
         )
         q = (
             "s AS (SELECT %(vector)s::vector AS v),"  # noqa: S608
-            f" q AS (SELECT v, binary_quantize(v)::bit({EMBEDDING_DIM}) AS code FROM s)"
+            f" q AS (SELECT v, binary_quantize(v)::bit({EMBEDDING_DIM}) AS code FROM s), {gate}"
         )
         nearest = f"({exact.format(distance=f'({distance}) + 0', gate=f' AND NOT {many}')}) UNION ALL ({rescored})"
     ranked = (
@@ -1223,10 +1226,9 @@ def passage_similarities(*, tenant: Tenant, passage_ids: Sequence[int]) -> dict[
 
 # How many distinct names of the row's array are among the asked ones, as an INTERSECT of the two would
 # count them, but without a set operation per row (an INTERSECT builds and drops a hash table for each).
-_INTERSECTION = (
-    "(SELECT count(DISTINCT carried.name) FROM unnest({table}.{column}) AS carried(name)"
-    " WHERE carried.name = ANY(%s::varchar[]))"
-)
+# How many of the query's names (distinct) the row's array carries: the query's few names looked up in
+# the row's array, not the row's names sorted to count the distinct ones the query has (the same count).
+_INTERSECTION = "(SELECT count(*) FROM unnest(%s::varchar[]) AS asked(name) WHERE asked.name = ANY({table}.{column}))"
 
 
 def _overlap_sql(entities: list[list[str]], topics: list[str], *, table: str) -> tuple[str, list[Any]] | None:
@@ -1239,13 +1241,13 @@ def _overlap_sql(entities: list[list[str]], topics: list[str], *, table: str) ->
     params: list[Any] = []
     if entities and all(len(names) == 1 for names in entities):
         parts.append(_INTERSECTION.format(table=table, column="entities"))
-        params.append([names[0] for names in entities])
+        params.append(list(dict.fromkeys(names[0] for names in entities)))
     elif entities:
         parts += [f"({table}.entities && %s::varchar[])::int" for _ in entities]
         params += entities
     if topics:
         parts.append(_INTERSECTION.format(table=table, column="topics"))
-        params.append(topics)
+        params.append(list(dict.fromkeys(topics)))
     return f"(({' + '.join(parts)})::float / {total})", params
 
 

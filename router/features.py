@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from core.rounding import rounded
 from router.types import Candidate
 
 LAYERS = ("procedural", "semantic", "episodic")
@@ -53,16 +52,6 @@ def logged_fields(item: Candidate, *, now: datetime) -> dict[str, Any]:
         "requires": bool(item.requires),
         "covers": bool(item.covers),
     }
-
-
-def logged_columns(items: Sequence[Candidate], *, now: datetime) -> list[tuple[str, float, bool, bool, bool]]:
-    """logged_fields of each item as a tuple (layer, age_days, filler, requires, covers), the ages rounded
-    a column at a time (core.rounding.rounded: as round() rounds each)."""
-    ages = rounded([age_days(item.occurred_at, now) for item in items], 4)
-    return [
-        (item.layer, age, item.filler, bool(item.requires), bool(item.covers))
-        for item, age in zip(items, ages, strict=True)
-    ]
 
 
 def _fixed_columns(

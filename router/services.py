@@ -20,7 +20,7 @@ from core.rounding import rounded
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
 from router.exploration import explore
-from router.features import logged_columns, logged_fields
+from router.features import age_days, logged_fields
 from router.helper_threads import write_after_commit
 from router.models import ContextFeedback, ContextTrace, FeedbackOutcome
 from router.packing import assemble
@@ -80,40 +80,43 @@ def considered_dicts(
 ) -> list[dict[str, Any]]:
     """considered_dict of each item (its chance of having been served from `propensity`, 0 when absent),
     built a column at a time: the numbers rounded together (core.rounding.rounded, the same to the bit
-    as round(): a trace keeps MAX_CONSIDERED_IN_TRACE of them, about ten numbers each), the fields of
-    logged_fields as columns (logged_columns)."""
-    parts = [sorted(item.score_parts.items()) for item in items]
-    numbers = rounded(
-        [
-            x
-            for item, ordered in zip(items, parts, strict=True)
-            for x in (item.score, item.value, propensity.get(item.id, 0.0), *[float(v) for _, v in ordered])
-        ],
+    as round(): a trace keeps MAX_CONSIDERED_IN_TRACE of them, about ten numbers each), the score parts
+    of the items that have the same names (most of a pool: every search hit has the same six) as one
+    column each, their names sorted once."""
+    n = len(items)
+    chance = propensity.get
+    head = rounded(
+        [*[item.score for item in items], *[item.value for item in items], *[chance(item.id, 0.0) for item in items]],
         6,
     )
-    logged = logged_columns(items, now=now)
-    out = []
-    at = 0
-    for item, ordered, (layer, age, filler, requires, covers) in zip(items, parts, logged, strict=True):
+    ages = rounded([age_days(item.occurred_at, now) for item in items], 4)
+    by_names: dict[tuple[str, ...], list[int]] = {}
+    for i, item in enumerate(items):
+        by_names.setdefault(tuple(item.score_parts), []).append(i)
+    parts: list[dict[str, float]] = [{}] * n
+    for names, members in by_names.items():
+        ordered = sorted(names)
         width = len(ordered)
-        out.append(
-            {
-                "id": item.id,
-                "type": item.type,
-                "tokens": line_tokens(item),
-                "score": numbers[at],
-                "value": numbers[at + 1],
-                "score_parts": dict(zip([k for k, _ in ordered], numbers[at + 3 : at + 3 + width], strict=True)),
-                "layer": layer,
-                "age_days": age,
-                "filler": filler,
-                "requires": requires,
-                "covers": covers,
-                "propensity": numbers[at + 2],
-            }
-        )
-        at += 3 + width
-    return out
+        values = rounded([float(items[i].score_parts[name]) for i in members for name in ordered], 6)
+        for j, i in enumerate(members):
+            parts[i] = dict(zip(ordered, values[j * width : j * width + width], strict=True))
+    return [
+        {
+            "id": item.id,
+            "type": item.type,
+            "tokens": line_tokens(item),
+            "score": head[i],
+            "value": head[n + i],
+            "score_parts": parts[i],
+            "layer": item.layer,
+            "age_days": ages[i],
+            "filler": item.filler,
+            "requires": bool(item.requires),
+            "covers": bool(item.covers),
+            "propensity": head[2 * n + i],
+        }
+        for i, item in enumerate(items)
+    ]
 
 
 def _bookkeeping_commit() -> AbstractContextManager[None]:

@@ -23,6 +23,7 @@ def _items() -> list[Candidate]:
             text="user: a line",
             value=value,
             score=AWKWARD[-1 - i],
+            # Most items have the same names (as a pool's search hits do), in another order than sorted.
             score_parts={"vector": AWKWARD[(i + 3) % len(AWKWARD)], "text": value / 3, "b": 2.5e-7 * i},
             occurred_at=NOW - timedelta(days=1.37 * i),
             line_tokens=5 + i,
@@ -51,3 +52,18 @@ def test_left_out_items_are_traced_with_their_numbers_rounded_as_round_does() ->
     assert considered_dicts(items, propensity=chance, now=NOW) == expected
     assert [considered_dict(c, propensity=chance.get(c.id, 0.0), now=NOW) for c in items] == expected
     assert [list(row["score_parts"]) for row in expected] == [["b", "text", "vector"]] * len(items)
+
+
+def test_left_out_items_with_other_score_parts_keep_their_own_in_order() -> None:
+    """Items whose score parts have other names (summaries, neighbours, facts, none), among those that
+    share theirs: each row has its own, sorted by name, rounded as round() rounds them."""
+    items = _items()
+    others = [{"session_relevance": 0.1234565}, {}, {"relevance": 2.675, "neighbour_of": 17.0}, {"a": 1e-12}]
+    for i, parts in zip((1, 4, 6, 8), others, strict=True):
+        items[i].score_parts = parts
+    rows = considered_dicts(items, propensity={}, now=NOW)
+    assert [row["score_parts"] for row in rows] == [
+        {k: round(float(v), 6) for k, v in sorted(c.score_parts.items())} for c in items
+    ]
+    assert [list(row["score_parts"]) for row in rows] == [sorted(c.score_parts) for c in items]
+    assert rows == [considered_dict(c, propensity=0.0, now=NOW) for c in items]
