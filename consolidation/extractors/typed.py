@@ -23,6 +23,7 @@ from semantic import predicates
 
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
+from .first_person import state_held
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -71,9 +72,10 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     """The typed value `value` names, or `value` itself when it names none or already is one. The
     statement, when it holds the value, is read instead: it keeps whose things are named ("Ana's sister
     Anna lives in Lisbon": the value is Lisbon). A state said with the one it replaces is the state
-    held ("aisle seats instead of window seats")."""
+    held ("aisle seats instead of window seats"); a clause that says a thing is in a state, the state
+    ("visa application is pending")."""
     if not predicates.typed_spans(value, subject=subject):
-        return _held_before_left(value)
+        return state_held(value) or _held_before_left(value)
     if is_typed(value, subject=subject):
         return value
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
