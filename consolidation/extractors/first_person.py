@@ -312,7 +312,7 @@ _HELD = (
     r"^(?:(?P<thing>(?:[\w'’-]+\s+){{0,3}}[\w'’-]+)\s+)?"
     r"(?:(?:is|are|has been|have been|became|has become|have become)|(?P<past>was|were|got|gets)"
     r"|(?:has |have )?(?:{verbs})\s+(?:to|into))\s+"
-    r"(?:(?:now|still|finally|officially|already)\s+)*(?:(?:a|an|the)\s+)?"
+    r"(?:(?:now|still|finally|officially|already|(?P<adverb>[a-z]+ly))\s+)*(?:(?:a|an|the)\s+)?"
     r"(?P<state>[a-z][\w'’ -]*?)(?:,?\s+(?:{now}|again))?$"
 )
 
@@ -343,11 +343,14 @@ def state_held(value: str) -> str:
         term_kind(state) is None
         # the thing is a noun phrase ("online clothes store"), not a clause ("fought hard and got ...")
         or any(w in grammar and w not in _POSSESSIVES for w in thing)
-        # a word of degree or in -ly grades it ("totally hooked"); a mood is passing ("is tired")
+        # a word of degree or in -ly in the state grades it ("so tired"); a mood is passing ("is tired")
         or any(
             w in moment.get("graded", ()) or w in moment.get("degree", ()) or w in moment.get("mood", ()) for w in words
         )
         or any(w.endswith("ly") for w in words)
+        # an adverb before the state says how or since when ("happily married", "currently single"),
+        # unless it grades it ("totally hooked")
+        or (m.group("adverb") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
         # an activity in progress ("is working", "livin' the dream"), whose object is someone's
         or re.search(r"(?:ing|in')$", words[0])
         or any(w in _POSSESSIVES for w in words)

@@ -7,7 +7,8 @@ approved", "my go-to comfort food is ramen now", "my goal is now a half marathon
 changed to green") was kept whole as the value, so no two of them were ever compared
 (`first_person.state_held`); a state or a number said of the speaker with the copula alone ("I'm
 married", "I am 22") and a count with the noun it counts ("I have 2 roommates") were too few words to
-be read. None of the
+be read; an adverb before a state hid it ("happily married"); "hit" before a number tells a change ("I
+hit 42"), as "turned" does. None of the
 sentences is a template of evaluation/ (test_cases_are_not_templates.py checks it).
 """
 
@@ -37,12 +38,15 @@ UPDATES = (
                  "blue", "green"),
     Said.current("a bare age", "I am 22.", "I'm 23 now.", "22", "23"),
     Said.current("roommates", "I have 2 roommates.", "I have 3 roommates now.", "2 roommates", "3 roommates"),
+    Said.current("an age reached", "I'm 41 years old.", "I hit 42 on Sunday.", "41 years", "42"),
+    Said.current("a relationship with an adverb", "I'm happily married.", "I'm recently divorced.", "married", "divorced"),
 )
 
 NOT_UPDATES = (
     Said.current("someone else's status", "I'm married.", "My brother is divorced now.", "married", "divorced"),
     Said.current("a past state", "I'm single.", "I was married once, years ago.", "single", "married"),
     Said.current("another count", "I have 2 roommates.", "I have 3 cousins.", "2 roommates", "3 cousins"),
+    Said.current("a son's age reached", "I'm 41 years old.", "My son hit 12 on Sunday.", "41 years", "12"),
 )
 # fmt: on
 
@@ -73,6 +77,7 @@ STATES = [
     ("I'm married.", "married"),
     ("I am 22.", "22"),
     ("I have 2 roommates.", "2 roommates"),
+    ("I'm currently single.", "single"),
 ]
 CLAUSES = [
     # an activity, an evaluation, a mood, a possession, the past: no state held
@@ -82,6 +87,7 @@ CLAUSES = [
     ("I'm tired.", "tired"),
     ("My son got a new bike.", "new bike"),
     ("I fought hard and got the win.", "win"),
+    ("My nephew is totally hooked.", "hooked"),
 ]
 # fmt: on
 
