@@ -8,7 +8,7 @@ changed to green") was kept whole as the value, so no two of them were ever comp
 (`first_person.state_held`); a state or a number said of the speaker with the copula alone ("I'm
 married", "I am 22") and a count with the noun it counts ("I have 2 roommates") were too few words to
 be read; an adverb before a state hid it ("happily married"); "hit" before a number tells a change ("I
-hit 42"), as "turned" does. None of the
+hit 42"), as "turned" does; a change told to a state ("I switched to oat milk") was an event, then dropped. None of the
 sentences is a template of evaluation/ (test_cases_are_not_templates.py checks it).
 """
 
@@ -39,6 +39,7 @@ UPDATES = (
     Said.current("a bare age", "I am 22.", "I'm 23 now.", "22", "23"),
     Said.current("roommates", "I have 2 roommates.", "I have 3 roommates now.", "2 roommates", "3 roommates"),
     Said.current("an age reached", "I'm 41 years old.", "I hit 42 on Sunday.", "41 years", "42"),
+    Said.current("a drink switched", "My morning drink is coffee.", "I switched to tea instead of coffee.", "coffee", "tea"),
     Said.current("a relationship with an adverb", "I'm happily married.", "I'm recently divorced.", "married", "divorced"),
 )
 
@@ -78,6 +79,7 @@ STATES = [
     ("I am 22.", "22"),
     ("I have 2 roommates.", "2 roommates"),
     ("I'm currently single.", "single"),
+    ("I switched to oat milk.", "oat milk"),
 ]
 CLAUSES = [
     # an activity, an evaluation, a mood, a possession, the past: no state held
