@@ -422,7 +422,14 @@ def _new_thing() -> re.Pattern[str]:
 def _change_verbs() -> re.Pattern[str]:
     """The verbs of change in any person (change.txt, [verbs])."""
     verbs = "|".join(re.escape(m) for m in sorted(_section("change.txt", "verbs"), key=len, reverse=True))
-    return re.compile(rf"\b(?:{verbs})(?:s|es)?\b", re.I)
+    return re.compile(rf"\b(?:(?:{verbs})(?:s|es)?\b|{_reaching()})", re.I)
+
+
+def _reaching() -> str:
+    """A verb that tells a change only before the number it reaches (change.txt, [reaching]): "hits 28",
+    "reached 10,000" (or the mask that stands for the number in a frame)."""
+    verbs = "|".join(re.escape(m) for m in _section("change.txt", "reaching"))
+    return rf"\b(?:{verbs})(?:s|es)?(?=\s+(?:\d|{MASK}\b))"
 
 
 @functools.cache
@@ -431,7 +438,7 @@ def _change_words() -> re.Pattern[str]:
     the speaker in the third person) and the adverbs of change."""
     verbs = "|".join(re.escape(m) for m in sorted(_section("change.txt", "verbs"), key=len, reverse=True))
     adverbs = "|".join(re.escape(m) for m in sorted(_section("change.txt", "adverbs"), key=len, reverse=True))
-    return re.compile(rf"\b(?:(?:{verbs})(?:s|es)?|{adverbs})\b", re.I)
+    return re.compile(rf"\b(?:(?:{verbs})(?:s|es)?|{adverbs})\b|{_reaching()}", re.I)
 
 
 # A circumstance of time is no part of the predicate ("... has 9 engineers after the hiring round",

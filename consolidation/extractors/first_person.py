@@ -13,14 +13,17 @@ is any value `is_fragment` rejects.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from core import lexicon
 from semantic.models import Cardinality, FactCategory
-from semantic.predicates import section, typed_spans
+from semantic.predicates import function_words, section, term_kind, typed_spans
 from semantic.validation import is_fragment
+
+from . import lexicon as data_lexicon
 
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
@@ -301,7 +304,65 @@ def without_now(clause: str, *, phrases_only: bool = False) -> str:
     return re.sub(rf"\b(?:{said})\b", " ", clause, flags=re.IGNORECASE)
 
 
+# A clause that says a thing of the speaker's (or the speaker) is in a state: the thing's words, a
+# copula, a passive's or a perfect's auxiliary or a verb of change with "to" (change.txt [verbs]), the
+# words that say it holds now, then the state. A past copula or "got" only before a participle ("was
+# approved", "got rejected"): "was great" tells the past, "got a new tank" a possession.
+_HELD = (
+    r"^(?:(?P<thing>(?:[\w'’-]+\s+){{0,3}}[\w'’-]+)\s+)?"
+    r"(?:(?:is|are|has been|have been|became|has become|have become)|(?P<past>was|were|got|gets)"
+    r"|(?:has |have )?(?:{verbs})\s+(?:to|into))\s+"
+    r"(?:(?:now|still|finally|officially|already|(?P<adverb>[a-z]+ly))\s+)*(?:(?:a|an|the)\s+)?"
+    r"(?P<state>[a-z][\w'’ -]*?)(?:,?\s+(?:{now}|again))?$"
+)
+
+
+_POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "its", "their"})
+
+
+@functools.cache
+def _held() -> re.Pattern[str]:
+    verbs = lexicon.alternation(section("change.txt", "verbs"))
+    now = lexicon.alternation((*(w for w in section("change.txt", "adverbs") if " " in w), "now"))
+    return re.compile(_HELD.format(verbs=verbs, now=now), re.I)
+
+
+def state_held(value: str) -> str:
+    """The state a clause says a thing holds ("visa application is pending": "pending"; "goal is now
+    a half marathon": "half marathon"; "favourite colour changed to green": "green"; "is single
+    again": "single"), or "". The state is a word or a few without a typed value
+    (`predicates.term_kind`), not a mood or an evaluation (fact_filters), not a verb in -ing."""
+    m = _held().match(value.strip(" ."))
+    if m is None:
+        return ""
+    state, thing = m.group("state"), (m.group("thing") or "").lower().split()
+    words = state.lower().split()
+    moment = data_lexicon.sections("moment.txt")
+    grammar = function_words()
+    if (
+        term_kind(state) is None
+        # the thing is a noun phrase ("online clothes store"), not a clause ("fought hard and got ...")
+        or any(w in grammar and w not in _POSSESSIVES for w in thing)
+        # a word of degree or in -ly in the state grades it ("so tired"); a mood is passing ("is tired")
+        or any(
+            w in moment.get("graded", ()) or w in moment.get("degree", ()) or w in moment.get("mood", ()) for w in words
+        )
+        or any(w.endswith("ly") for w in words)
+        # an adverb before the state says how or since when ("happily married", "currently single"),
+        # unless it grades it ("totally hooked")
+        or (m.group("adverb") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
+        # an activity in progress ("is working", "livin' the dream"), whose object is someone's
+        or re.search(r"(?:ing|in')$", words[0])
+        or any(w in _POSSESSIVES for w in words)
+        or (m.group("past") and not re.search(r"(?:ed|en)$", words[-1]))
+    ):
+        return ""
+    return state
+
+
 MAX_WORDS = 40
+# The speaker, a copula, then one word ("I'm single", "I am 34", "we're now engaged").
+_BARE_STATE = re.compile(r"(?:i|we)(?:'m| am|'re| are)\s+(?:now\s+)?(?P<held>[\w'-]+)", re.IGNORECASE)
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -345,6 +406,15 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
         # ... and so does one whose subject is followed by a verb of change ("I just turned 40").
         changed = (elided and elided.group("changed")) or _TOLD_CHANGE.match(clause)
         needed = MIN_CONTENT_WORDS - 1 if changed else MIN_CONTENT_WORDS
+        # A count with the noun it counts says what it is of ("I have 2 roommates"), and a state or a
+        # number said of the speaker with the copula alone is the whole statement ("I'm single", "I'm
+        # 34"): the value is the content.
+        if any(t.kind == "count" and t.unit for t in typed_spans(clause)):
+            needed -= 1
+        if (bare := _BARE_STATE.fullmatch(clause)) and (
+            state_held(f"is {bare.group('held')}") or re.fullmatch(r"\d{1,3}", bare.group("held"))
+        ):
+            needed = 1
         if len(content) < needed or len(words) > MAX_WORDS:
             continue
         attribute, category, confidence = _classify(clause)

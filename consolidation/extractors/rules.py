@@ -1238,7 +1238,8 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
         # A typed value (a zone, a number, an address) is read whole: "US Eastern" leans on no one.
         # A pattern's value that is no value ("uses three-week sprints": a tool in lower case) leaves the
         # sentence to the other readers, as a sentence no pattern explains.
-        # ... kept only where what they read is a typed value ("switched to three-week sprints").
+        # ... kept only where what they read is a typed value ("switched to three-week sprints") or a
+        # state ("switched to oat milk").
         patterned = [
             f
             for f in extract_from_text(sentence, speaker)
@@ -1290,7 +1291,11 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
             facts = [f for f in facts if not _holds_only_left(f.value, left)]
         facts = typed_facts(facts, sentence=sentence, speaker=speaker, said_at=said_at)
         if typed_only:
-            facts = [f for f in facts if predicates.value_kind(f.value) is not None]
+            facts = [
+                f
+                for f in facts
+                if predicates.value_kind(f.value) or f.attribute == "about" and predicates.term_kind(f.value)
+            ]
         # A statement typed down to a value a slot of the same sentence holds restates the slot.
         slotted = {f.value.lower() for f in facts if f.cardinality == Cardinality.SINGLE}
         facts = [f for f in facts if not (f.attribute == "about" and f.value.lower() in slotted)]

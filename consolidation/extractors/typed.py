@@ -23,6 +23,7 @@ from semantic import predicates
 
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
+from .first_person import state_held
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -71,9 +72,10 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     """The typed value `value` names, or `value` itself when it names none or already is one. The
     statement, when it holds the value, is read instead: it keeps whose things are named ("Ana's sister
     Anna lives in Lisbon": the value is Lisbon). A state said with the one it replaces is the state
-    held ("aisle seats instead of window seats")."""
+    held ("aisle seats instead of window seats"); a clause that says a thing is in a state, the state
+    ("visa application is pending")."""
     if not predicates.typed_spans(value, subject=subject):
-        return _held_before_left(value)
+        return state_held(_held_before_left(value)) or _held_before_left(value)
     if is_typed(value, subject=subject):
         return value
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
@@ -105,6 +107,15 @@ def _state_become(value: str, *, sentence: str, said_at: datetime | None) -> str
     return m.group("state")
 
 
+def _changed_to_state(value: str, *, sentence: str, speaker: str, said_at: datetime | None) -> str:
+    """The state a change told of the speaker holds now ("switched to oat milk": "oat milk"; "switched to
+    tea instead of coffee": "tea"), or "": a verb of change with "to", then a state of a word or a few
+    (`first_person.state_held`); not the past."""
+    if not predicates.says_change(value, subject=speaker) or tells_the_past(sentence, said_at):
+        return ""
+    return state_held(_held_before_left(value))
+
+
 def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: datetime | None = None) -> list[F]:
     """The facts of one sentence with typed values (see the module docstring)."""
     out: list[F] = []
@@ -113,7 +124,10 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
         if attribute in LITERAL_ATTRIBUTES:
             out.append(fact)
             continue
-        if attribute == "experiences" and (state := _state_become(fact.value, sentence=sentence, said_at=said_at)):
+        if attribute == "experiences" and (
+            state := _state_become(fact.value, sentence=sentence, said_at=said_at)
+            or _changed_to_state(fact.value, sentence=sentence, speaker=speaker, said_at=said_at)
+        ):
             out.append(dataclasses.replace(fact, attribute="about", value=state))  # type: ignore[type-var]
             continue
         if (
