@@ -7,6 +7,8 @@ ablation with ENGRAM_PACKER_OFF, a comma-separated list of their names; the defa
 
 - `fact_cover`: a fact and each of its source lines cover each other, so that one of them is served,
   never both (router.candidates.semantic.settle_facts);
+- `fact_bound`: a fact is worth no more than the best line of history citing its turn, or, where history
+  found none, than the least valuable line it offers (router.candidates.semantic.fact_worth);
 - `swap`: after the ranking, in the room left, an item replaces the one it covers that was taken first,
   when it is worth more (router.packing);
 - `neighbours`: the turns before and after the best hits are offered (router.candidates.episodic);
@@ -35,6 +37,7 @@ from django.core.exceptions import ImproperlyConfigured
 @dataclasses.dataclass(frozen=True)
 class PackerParts:
     fact_cover: bool = True
+    fact_bound: bool = True
     swap: bool = True
     neighbours: bool = True
     summaries: bool = True

@@ -153,13 +153,45 @@ def fact_candidates(
     return out
 
 
-def settle_facts(facts: Sequence[Candidate], episodes: Sequence[Candidate], *, cover: bool = True) -> None:
+def fact_worth(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> None:
+    """A fact restates the turns it came from: for the query, it is worth no more than the best line of
+    history that cites one of them, and, where history's search found none of them, no more than the
+    least valuable line history offers. History's search reads the whole turn, its session and its
+    neighbours; a fact's short statement can match a question's words while its turn does not (LoCoMo at
+    1K, reader off: of the facts served, those whose turn history ranked below its 60th line or did not
+    find were evidence 14 times in 7,469, 0.07 per 1,000 tokens, where a line of history served was
+    1.55; those whose turn ranked in its first 20 and that were worth no more than it, 8.77).
+    Left as they are: a fact without a source (written by a client), one found without a query (valued
+    by confidence: no history was searched), one that replaced an earlier value (valued at least as its
+    turns, settle_facts), and every fact when history offers no line."""
+    lines = [item for item in episodes if item.type == "episode"]
+    if not lines:
+        return
+    best: dict[int, float] = {}
+    for line in lines:
+        for source in line.sources:
+            if line.value > best.get(source.episode_id, -1.0):
+                best[source.episode_id] = line.value
+    least = min(line.value for line in lines)
+    for fact in facts:
+        if not fact.sources or "vector" not in fact.score_parts or fact.score_parts.get("update"):
+            continue
+        found = [best[s.episode_id] for s in fact.sources if s.episode_id in best]
+        fact.value = min(fact.value, max(found) if found else least)
+
+
+def settle_facts(
+    facts: Sequence[Candidate], episodes: Sequence[Candidate], *, cover: bool = True, bound: bool = True
+) -> None:
     """A fact and a line of history it came from say the same thing: each covers the other, so that
     packing serves one of them, never both. The one worth more per token is taken first; where room is
     left at the end, the other replaces it when it is worth more (router.packing). Serving both spent
     the tokens of one for nothing: on LoCoMo at 1K, 35 of the 85 chosen facts that cited an evidence
     turn repeated a line chosen beside them. Without `cover` (router.parts, `fact_cover`), a fact and its
-    lines cover nothing of each other: both may be served."""
+    lines cover nothing of each other: both may be served. With `bound` (router.parts, `fact_bound`),
+    each fact is first worth no more than its turns' lines (fact_worth)."""
+    if bound:
+        fact_worth(facts, episodes)
     by_id = {item.id: item for item in episodes}
     for fact in facts:
         if fact.score_parts.get("update"):
