@@ -312,7 +312,7 @@ _HELD = (
     r"^(?:(?P<thing>(?:[\w'’-]+\s+){{0,3}}[\w'’-]+)\s+)?"
     r"(?:(?:is|are|has been|have been|became|has become|have become)|(?P<past>was|were|got|gets)"
     r"|(?:has |have )?(?:{verbs})\s+(?:to|into))\s+"
-    r"(?:(?:now|still|finally|officially|already|(?P<adverb>[a-z]+ly))\s+)*(?:(?:a|an|the)\s+)?"
+    r"(?:(?:{before}|(?P<adverb>[a-z]+ly))\s+)*(?:(?:a|an|the)\s+)?"
     r"(?P<state>[a-z][\w'’ -]*?)(?:,?\s+(?:{now}|again))?$"
 )
 
@@ -324,7 +324,8 @@ _POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "its", "their"})
 def _held() -> re.Pattern[str]:
     verbs = lexicon.alternation(section("change.txt", "verbs"))
     now = lexicon.alternation((*(w for w in section("change.txt", "adverbs") if " " in w), "now"))
-    return re.compile(_HELD.format(verbs=verbs, now=now), re.I)
+    before = lexicon.alternation(data_lexicon.sections("moment.txt")["before a state"])
+    return re.compile(_HELD.format(verbs=verbs, now=now, before=before), re.I)
 
 
 def state_held(value: str) -> str:
