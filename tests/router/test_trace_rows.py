@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from django.db import connection
+from django.db.models import CharField, F, Func, TextField
+from django.db.models.functions import Cast, Length
+
 from router.features import logged_fields
+from router.models import ContextTrace
 from router.services import considered_dict, considered_dicts
 from router.types import Candidate
+from tenants.scope import tenant_scope
+from tests.router.conftest import remember
 
 NOW = datetime(2024, 3, 1, 12, tzinfo=UTC)
 # Halves in decimal that are not halves in binary, values past the fast path's range, negatives.
@@ -67,3 +76,29 @@ def test_left_out_items_with_other_score_parts_keep_their_own_in_order() -> None
     ]
     assert [list(row["score_parts"]) for row in rows] == [sorted(c.score_parts) for c in items]
     assert rows == [considered_dict(c, propensity=0.0, now=NOW) for c in items]
+
+
+@pytest.mark.django_db
+@pytest.mark.isolation("context", "trace-detail")
+def test_a_trace_stores_its_left_out_rows_as_columns_and_answers_them_as_rows(tenant_a, api_a) -> None:
+    """The left-out rows are stored as their columns, in about half the text of the rows (each key once
+    instead of once per row); the trace's answer and its readers get the rows, as a list stored would
+    have read them back."""
+    remember(tenant_a, [f"note {i}: the printer on floor {i} jams on tray {i % 3}" for i in range(40)])
+    body = api_a.post("/v1/context", {"subject": "alice", "query": "printer tray jams", "max_tokens": 300}).json()
+    rows = api_a.get(f"/v1/traces/{body['trace_id']}").json()["considered"]
+    assert len(rows) > 10
+    with tenant_scope(tenant_a):
+        trace = ContextTrace.objects.filter(id=body["trace_id"])
+        ((kind, stored),) = trace.values_list(
+            Func(F("considered"), function="jsonb_typeof", output_field=CharField()),
+            Length(Cast(F("considered"), TextField())),
+        )
+        assert trace.get().considered == rows
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::jsonb::text", [json.dumps(rows)])
+        (as_list,) = cursor.fetchone()
+    assert kind == "object"
+    assert stored < 0.6 * len(as_list)
+    # The answer's rows are those a list stored would give back, to the order of their keys.
+    assert json.dumps(rows) == json.dumps(json.loads(as_list))
