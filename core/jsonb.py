@@ -124,6 +124,29 @@ def grouped_column(
     return {"shapes": [list(keys) for keys in shapes], "shape": list(shape), "values": [list(v) for v in values]}
 
 
+def rows_as_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | list[Any]:
+    """The rows as their columns (rows_table), when they all have the same keys in the same order (else
+    the list itself): a column whose every value is an object is stored by its objects' shapes."""
+    if not rows:
+        return list(rows)
+    keys = tuple(rows[0])
+    if any(tuple(row) != keys for row in rows):
+        return list(rows)
+    columns: dict[str, Any] = {}
+    for key in keys:
+        cells = [row[key] for row in rows]
+        if not all(type(cell) is dict for cell in cells):
+            columns[key] = cells
+            continue
+        shapes: dict[tuple[str, ...], int] = {}
+        shape = [shapes.setdefault(tuple(cell), len(shapes)) for cell in cells]
+        values: list[list[Any]] = [[] for _ in shapes]
+        for k, cell in zip(shape, cells, strict=True):
+            values[k].extend(cell.values())
+        columns[key] = grouped_column(list(shapes), shape, values)
+    return rows_table(len(rows), columns)
+
+
 def is_table(value: Any) -> bool:
     return isinstance(value, dict) and TABLE_ROWS in value and TABLE_COLUMNS in value and len(value) == 2
 

@@ -33,7 +33,7 @@ class ContextTrace(TenantModel):
     budgets = JSONBField(default=dict)
     tokens = JSONBField(default=dict)
     total_tokens = models.PositiveIntegerField(default=0)
-    offered = JSONBField(default=list)
+    offered = RowsField(default=list)
     offered_ids = ArrayField(models.CharField(max_length=300), default=list, blank=True)
     considered = RowsField(default=list)
     latency_ms = models.FloatField(default=0.0)

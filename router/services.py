@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from core.db import set_locals_with_next_statement
 from core.errors import Conflict, ValidationProblem
-from core.jsonb import grouped_column, rows_table, table_rows
+from core.jsonb import grouped_column, rows_as_table, rows_table, table_rows
 from core.rounding import rounded
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
@@ -69,6 +69,78 @@ def traced_dict(item: Candidate, shown: dict[str, Any], *, propensity: float, no
     return {**shown, **logged_fields(item, now=now), "propensity": round(propensity, 6)}
 
 
+def served_rows(
+    items: Sequence[Candidate],
+    *,
+    propensity: Mapping[str, float],
+    now: datetime,
+    by_policy: tuple[dict[str, float], dict[str, float]] | None = None,
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """The served items as the answer shows them (item_dict), by id, and as the trace keeps them
+    (traced_dict, their chance of being served from `propensity`, 1 when absent, and during a trial
+    _chances): the same dicts, built a column at a time, their numbers rounded together
+    (core.rounding.rounded, the same to the bit as round()) and their score parts by shared names."""
+    n = len(items)
+    head = rounded(
+        [*[item.score for item in items], *[item.value for item in items], *[propensity.get(i.id, 1.0) for i in items]],
+        6,
+    )
+    ages = rounded([age_days(item.occurred_at, now) for item in items], 4)
+    shapes, shape, values = _parts_columns(items)
+    place = [0] * len(shapes)
+    shown: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        k = shape[i]
+        names = shapes[k]
+        start = place[k]
+        place[k] = start + len(names)
+        shown[item.id] = answer = {
+            "id": item.id,
+            "type": item.type,
+            "layer": item.layer,
+            "tokens": line_tokens(item),
+            "score": head[i],
+            "value": head[n + i],
+            "score_parts": dict(zip(names, values[k][start : start + len(names)], strict=True)),
+            "sources": [s.as_dict() for s in item.sources],
+            "text": item.text,
+        }
+        rows.append(
+            {
+                **answer,
+                "age_days": ages[i],
+                "filler": item.filler,
+                "requires": bool(item.requires),
+                "covers": bool(item.covers),
+                "propensity": head[2 * n + i],
+            }
+            | _chances(item, by_policy)
+        )
+    return shown, rows
+
+
+def _parts_columns(items: Sequence[Candidate]) -> tuple[list[list[str]], list[int], list[list[float]]]:
+    """The items' score parts by shared names (most of a pool's have the same six): each set of names,
+    sorted (`shapes`), each item's set by position (`shape`), and per set its items' values one after
+    the other, rounded to 6 decimals as round() rounds them."""
+    by_names: dict[tuple[str, ...], int] = {}
+    shape: list[int] = []
+    members: list[list[Candidate]] = []
+    for item in items:
+        k = by_names.setdefault(tuple(item.score_parts), len(by_names))
+        if k == len(members):
+            members.append([])
+        members[k].append(item)
+        shape.append(k)
+    shapes = [sorted(names) for names in by_names]
+    values = [
+        rounded([float(item.score_parts[name]) for item in group for name in ordered], 6)
+        for ordered, group in zip(shapes, members, strict=True)
+    ]
+    return shapes, shape, values
+
+
 def considered_dict(item: Candidate, *, propensity: float, now: datetime) -> dict[str, Any]:
     """A candidate left out, as its trace keeps it: what a policy learns from (its value, cost, score
     parts and features, and its chance of having been served), without the text and sources, which its
@@ -103,20 +175,7 @@ def considered_table(
         [*[item.score for item in items], *[item.value for item in items], *[chance(item.id, 0.0) for item in items]],
         6,
     )
-    by_names: dict[tuple[str, ...], int] = {}
-    shape: list[int] = []
-    members: list[list[Candidate]] = []
-    for item in items:
-        k = by_names.setdefault(tuple(item.score_parts), len(by_names))
-        if k == len(members):
-            members.append([])
-        members[k].append(item)
-        shape.append(k)
-    shapes = [sorted(names) for names in by_names]
-    values = [
-        rounded([float(item.score_parts[name]) for item in group for name in ordered], 6)
-        for ordered, group in zip(shapes, members, strict=True)
-    ]
+    shapes, shape, values = _parts_columns(items)
     columns: dict[str, Any] = {
         "id": [item.id for item in items],
         "type": [item.type for item in items],
@@ -219,11 +278,7 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
         offered_ids=[item.id for item in chosen],
         latency_ms=round(latency_ms, 3),
     )
-    shown = {item.id: item_dict(item) for item in chosen}
-    trace.offered = [
-        traced_dict(item, shown[item.id], propensity=propensity.get(item.id, 1.0), now=now) | _chances(item, by_policy)
-        for item in chosen
-    ]
+    shown, trace.offered = served_rows(chosen, propensity=propensity, now=now, by_policy=by_policy)
     write_after_commit(
         trace_items_record,
         tenant=tenant,
@@ -257,10 +312,11 @@ def trace_items_record(
 ) -> None:
     """The items of a trace: those offered as the answer showed them, and the best of those left out,
     each with its chance of having been served (and during a trial, under each policy)."""
-    # Stored as columns, about half the text of the rows (core.jsonb.RowsField reads them back as rows).
+    # Both stored as columns, each key once instead of once per row (core.jsonb.RowsField reads them back
+    # as the rows): about half the text of the left-out rows, a third of the served ones' (their lines).
     considered_items = considered_table(considered, propensity=propensity, now=now, by_policy=by_policy)
     with _bookkeeping_commit():
-        ContextTrace.objects.filter(id=trace_id).update(offered=offered, considered=considered_items)
+        ContextTrace.objects.filter(id=trace_id).update(offered=rows_as_table(offered), considered=considered_items)
 
 
 def _procedure_success(outcome: str) -> bool | None:

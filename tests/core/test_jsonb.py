@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
 
 from api.renderers import OrjsonRenderer
-from core.jsonb import JSONBField, RowsField, dumps, grouped_column, rows_table, table_rows
+from core.jsonb import JSONBField, RowsField, dumps, grouped_column, rows_as_table, rows_table, table_rows
 
 # What a trace and an answer hold: nested objects of text (any Unicode PostgreSQL stores), numbers of
 # every magnitude, booleans and nulls.
@@ -160,11 +160,14 @@ def test_rows_stored_as_their_columns_read_back_as_the_rows_stored_as_a_list(ten
     assert isinstance(ContextTrace._meta.get_field("considered"), RowsField)
     with tenant_scope(tenant_a):
         as_list = ContextTrace.objects.create(tenant=tenant_a, subject="s", policy="p", considered=rows)
-        as_table = ContextTrace.objects.create(tenant=tenant_a, subject="s", policy="p", considered=_as_table(rows))
-        stored = {t.id: t.considered for t in ContextTrace.objects.filter(id__in=[as_list.id, as_table.id])}
+        as_table = ContextTrace.objects.create(
+            tenant=tenant_a, subject="s", policy="p", considered=_as_table(rows), offered=rows_as_table(rows)
+        )
+        stored = {t.id: t for t in ContextTrace.objects.filter(id__in=[as_list.id, as_table.id])}
         kind = ContextTrace.objects.filter(id=as_table.id).values_list(
             Func(F("considered"), function="jsonb_typeof", output_field=CharField())
         )
         assert list(kind) == [("object",)]
-    assert json.dumps(stored[as_table.id]) == json.dumps(stored[as_list.id])
+    assert json.dumps(stored[as_table.id].considered) == json.dumps(stored[as_list.id].considered)
+    assert json.dumps(stored[as_table.id].offered) == json.dumps(stored[as_list.id].considered)
     assert table_rows(_as_table(rows)) == rows
