@@ -8,7 +8,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
-from core.jsonb import JSONBField
+from core.jsonb import JSONBField, RowsField
 from tenants.models import TenantModel
 
 
@@ -33,9 +33,9 @@ class ContextTrace(TenantModel):
     budgets = JSONBField(default=dict)
     tokens = JSONBField(default=dict)
     total_tokens = models.PositiveIntegerField(default=0)
-    offered = JSONBField(default=list)
+    offered = RowsField(default=list)
     offered_ids = ArrayField(models.CharField(max_length=300), default=list, blank=True)
-    considered = JSONBField(default=list)
+    considered = RowsField(default=list)
     latency_ms = models.FloatField(default=0.0)
     # While a value model is on trial (router.trial): {"model": its label, "arm": "model" or "formula",
     # the one served, "share": the tenant's trial share}; empty otherwise.

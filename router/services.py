@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core.db import set_locals_with_next_statement
 from core.errors import Conflict, ValidationProblem
+from core.jsonb import grouped_column, rows_as_table, rows_table, table_rows
 from core.rounding import rounded
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
@@ -68,6 +69,78 @@ def traced_dict(item: Candidate, shown: dict[str, Any], *, propensity: float, no
     return {**shown, **logged_fields(item, now=now), "propensity": round(propensity, 6)}
 
 
+def served_rows(
+    items: Sequence[Candidate],
+    *,
+    propensity: Mapping[str, float],
+    now: datetime,
+    by_policy: tuple[dict[str, float], dict[str, float]] | None = None,
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """The served items as the answer shows them (item_dict), by id, and as the trace keeps them
+    (traced_dict, their chance of being served from `propensity`, 1 when absent, and during a trial
+    _chances): the same dicts, built a column at a time, their numbers rounded together
+    (core.rounding.rounded, the same to the bit as round()) and their score parts by shared names."""
+    n = len(items)
+    head = rounded(
+        [*[item.score for item in items], *[item.value for item in items], *[propensity.get(i.id, 1.0) for i in items]],
+        6,
+    )
+    ages = rounded([age_days(item.occurred_at, now) for item in items], 4)
+    shapes, shape, values = _parts_columns(items)
+    place = [0] * len(shapes)
+    shown: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        k = shape[i]
+        names = shapes[k]
+        start = place[k]
+        place[k] = start + len(names)
+        shown[item.id] = answer = {
+            "id": item.id,
+            "type": item.type,
+            "layer": item.layer,
+            "tokens": line_tokens(item),
+            "score": head[i],
+            "value": head[n + i],
+            "score_parts": dict(zip(names, values[k][start : start + len(names)], strict=True)),
+            "sources": [s.as_dict() for s in item.sources],
+            "text": item.text,
+        }
+        rows.append(
+            {
+                **answer,
+                "age_days": ages[i],
+                "filler": item.filler,
+                "requires": bool(item.requires),
+                "covers": bool(item.covers),
+                "propensity": head[2 * n + i],
+            }
+            | _chances(item, by_policy)
+        )
+    return shown, rows
+
+
+def _parts_columns(items: Sequence[Candidate]) -> tuple[list[list[str]], list[int], list[list[float]]]:
+    """The items' score parts by shared names (most of a pool's have the same six): each set of names,
+    sorted (`shapes`), each item's set by position (`shape`), and per set its items' values one after
+    the other, rounded to 6 decimals as round() rounds them."""
+    by_names: dict[tuple[str, ...], int] = {}
+    shape: list[int] = []
+    members: list[list[Candidate]] = []
+    for item in items:
+        k = by_names.setdefault(tuple(item.score_parts), len(by_names))
+        if k == len(members):
+            members.append([])
+        members[k].append(item)
+        shape.append(k)
+    shapes = [sorted(names) for names in by_names]
+    values = [
+        rounded([float(item.score_parts[name]) for item in group for name in ordered], 6)
+        for ordered, group in zip(shapes, members, strict=True)
+    ]
+    return shapes, shape, values
+
+
 def considered_dict(item: Candidate, *, propensity: float, now: datetime) -> dict[str, Any]:
     """A candidate left out, as its trace keeps it: what a policy learns from (its value, cost, score
     parts and features, and its chance of having been served), without the text and sources, which its
@@ -78,45 +151,49 @@ def considered_dict(item: Candidate, *, propensity: float, now: datetime) -> dic
 def considered_dicts(
     items: Sequence[Candidate], *, propensity: Mapping[str, float], now: datetime
 ) -> list[dict[str, Any]]:
-    """considered_dict of each item (its chance of having been served from `propensity`, 0 when absent),
-    built a column at a time: the numbers rounded together (core.rounding.rounded, the same to the bit
-    as round(): a trace keeps MAX_CONSIDERED_IN_TRACE of them, about ten numbers each), the score parts
-    of the items that have the same names (most of a pool: every search hit has the same six) as one
-    column each, their names sorted once."""
+    """considered_dict of each item (its chance of having been served from `propensity`, 0 when absent):
+    the rows of considered_table."""
+    return table_rows(considered_table(items, propensity=propensity, now=now))
+
+
+def considered_table(
+    items: Sequence[Candidate],
+    *,
+    propensity: Mapping[str, float],
+    now: datetime,
+    by_policy: tuple[dict[str, float], dict[str, float]] | None = None,
+) -> dict[str, Any]:
+    """The left-out items' rows (considered_dict of each, and during a trial each one's chances under
+    both policies, _chances) as the trace stores them: their columns (core.jsonb.rows_table), each key
+    written once instead of once per row, built a column at a time: the numbers rounded together
+    (core.rounding.rounded, the same to the bit as round(): a trace keeps MAX_CONSIDERED_IN_TRACE of
+    them, about ten numbers each), the score parts of the items that have the same names (most of a
+    pool: every search hit has the same six) as one column of values, their names sorted once."""
     n = len(items)
     chance = propensity.get
     head = rounded(
         [*[item.score for item in items], *[item.value for item in items], *[chance(item.id, 0.0) for item in items]],
         6,
     )
-    ages = rounded([age_days(item.occurred_at, now) for item in items], 4)
-    by_names: dict[tuple[str, ...], list[int]] = {}
-    for i, item in enumerate(items):
-        by_names.setdefault(tuple(item.score_parts), []).append(i)
-    parts: list[dict[str, float]] = [{}] * n
-    for names, members in by_names.items():
-        ordered = sorted(names)
-        width = len(ordered)
-        values = rounded([float(items[i].score_parts[name]) for i in members for name in ordered], 6)
-        for j, i in enumerate(members):
-            parts[i] = dict(zip(ordered, values[j * width : j * width + width], strict=True))
-    return [
-        {
-            "id": item.id,
-            "type": item.type,
-            "tokens": line_tokens(item),
-            "score": head[i],
-            "value": head[n + i],
-            "score_parts": parts[i],
-            "layer": item.layer,
-            "age_days": ages[i],
-            "filler": item.filler,
-            "requires": bool(item.requires),
-            "covers": bool(item.covers),
-            "propensity": head[2 * n + i],
-        }
-        for i, item in enumerate(items)
-    ]
+    shapes, shape, values = _parts_columns(items)
+    columns: dict[str, Any] = {
+        "id": [item.id for item in items],
+        "type": [item.type for item in items],
+        "tokens": [line_tokens(item) for item in items],
+        "score": head[:n],
+        "value": head[n : 2 * n],
+        "score_parts": grouped_column(shapes, shape, values),
+        "layer": [item.layer for item in items],
+        "age_days": rounded([age_days(item.occurred_at, now) for item in items], 4),
+        "filler": [item.filler for item in items],
+        "requires": [bool(item.requires) for item in items],
+        "covers": [bool(item.covers) for item in items],
+        "propensity": head[2 * n :],
+    }
+    if by_policy is not None:
+        columns["p_formula"] = rounded([by_policy[0].get(item.id, 0.0) for item in items], 6)
+        columns["p_model"] = rounded([by_policy[1].get(item.id, 0.0) for item in items], 6)
+    return rows_table(n, columns)
 
 
 def _bookkeeping_commit() -> AbstractContextManager[None]:
@@ -201,11 +278,7 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
         offered_ids=[item.id for item in chosen],
         latency_ms=round(latency_ms, 3),
     )
-    shown = {item.id: item_dict(item) for item in chosen}
-    trace.offered = [
-        traced_dict(item, shown[item.id], propensity=propensity.get(item.id, 1.0), now=now) | _chances(item, by_policy)
-        for item in chosen
-    ]
+    shown, trace.offered = served_rows(chosen, propensity=propensity, now=now, by_policy=by_policy)
     write_after_commit(
         trace_items_record,
         tenant=tenant,
@@ -239,11 +312,11 @@ def trace_items_record(
 ) -> None:
     """The items of a trace: those offered as the answer showed them, and the best of those left out,
     each with its chance of having been served (and during a trial, under each policy)."""
-    considered_items = considered_dicts(considered, propensity=propensity, now=now)
-    if by_policy is not None:
-        considered_items = [row | _chances(c, by_policy) for c, row in zip(considered, considered_items, strict=True)]
+    # Both stored as columns, each key once instead of once per row (core.jsonb.RowsField reads them back
+    # as the rows): about half the text of the left-out rows, a third of the served ones' (their lines).
+    considered_items = considered_table(considered, propensity=propensity, now=now, by_policy=by_policy)
     with _bookkeeping_commit():
-        ContextTrace.objects.filter(id=trace_id).update(offered=offered, considered=considered_items)
+        ContextTrace.objects.filter(id=trace_id).update(offered=rows_as_table(offered), considered=considered_items)
 
 
 def _procedure_success(outcome: str) -> bool | None:

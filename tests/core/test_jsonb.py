@@ -13,12 +13,13 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 from django.db import connection
+from django.db.models import CharField, F, Func
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
 
 from api.renderers import OrjsonRenderer
-from core.jsonb import JSONBField, dumps
+from core.jsonb import JSONBField, RowsField, dumps, grouped_column, rows_as_table, rows_table, table_rows
 
 # What a trace and an answer hold: nested objects of text (any Unicode PostgreSQL stores), numbers of
 # every magnitude, booleans and nulls.
@@ -112,3 +113,61 @@ def test_a_float_that_is_not_a_number_is_written_null_where_json_wrote_nan() -> 
     # The one difference (core.jsonb, api.renderers): json's NaN made PostgreSQL and DRF refuse it.
     assert dumps({"score": float("nan")}) == b'{"score":null}'
     assert OrjsonRenderer().render({"score": float("inf")}) == b'{"score":null}'
+
+
+def _as_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rows as their columns (core.jsonb.rows_table): the objects of a column by their keys' shapes."""
+    columns: dict[str, Any] = {}
+    for key in rows[0] if rows else ():
+        cells = [row[key] for row in rows]
+        if all(isinstance(cell, dict) for cell in cells):
+            shapes: dict[tuple[str, ...], int] = {}
+            shape = [shapes.setdefault(tuple(cell), len(shapes)) for cell in cells]
+            values: list[list[Any]] = [[] for _ in shapes]
+            for k, cell in zip(shape, cells, strict=True):
+                values[k].extend(cell.values())
+            columns[key] = grouped_column([list(keys) for keys in shapes], shape, values)
+        else:
+            columns[key] = cells
+    return rows_table(len(rows), columns)
+
+
+# Rows of one shape at the top (as a trace's), one column of objects of several shapes among them.
+_ROWS = st.tuples(st.lists(_TEXT, unique=True, max_size=6), st.lists(_TEXT, unique=True, max_size=4)).flatmap(
+    lambda keys: st.lists(
+        st.fixed_dictionaries(
+            {
+                **{key: _SCALARS for key in keys[0] if key != "parts"},
+                "parts": st.sampled_from([keys[1], keys[1][::-1], keys[1][:1], []]).flatmap(
+                    lambda names: st.fixed_dictionaries({name: _SCALARS for name in names})
+                ),
+            }
+        ),
+        max_size=8,
+    )
+)
+
+
+@pytest.mark.django_db
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=_ROWS)
+def test_rows_stored_as_their_columns_read_back_as_the_rows_stored_as_a_list(tenant_a, rows: Any) -> None:
+    """A RowsField's rows read back the same, to the order of every object's keys and the text of every
+    number, whether they were stored as a list or as their columns."""
+    from router.models import ContextTrace
+    from tenants.scope import tenant_scope
+
+    assert isinstance(ContextTrace._meta.get_field("considered"), RowsField)
+    with tenant_scope(tenant_a):
+        as_list = ContextTrace.objects.create(tenant=tenant_a, subject="s", policy="p", considered=rows)
+        as_table = ContextTrace.objects.create(
+            tenant=tenant_a, subject="s", policy="p", considered=_as_table(rows), offered=rows_as_table(rows)
+        )
+        stored = {t.id: t for t in ContextTrace.objects.filter(id__in=[as_list.id, as_table.id])}
+        kind = ContextTrace.objects.filter(id=as_table.id).values_list(
+            Func(F("considered"), function="jsonb_typeof", output_field=CharField())
+        )
+        assert list(kind) == [("object",)]
+    assert json.dumps(stored[as_table.id].considered) == json.dumps(stored[as_list.id].considered)
+    assert json.dumps(stored[as_table.id].offered) == json.dumps(stored[as_list.id].considered)
+    assert table_rows(_as_table(rows)) == rows
