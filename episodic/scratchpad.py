@@ -36,7 +36,7 @@ from core.redis import get_redis
 from episodic.models import Episode, EpisodeKind, Session
 from episodic.services import episodes_append
 from episodic.validation import check_session_id
-from tenants.locks import subject_lock
+from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 
@@ -267,6 +267,10 @@ def scratchpad_patch(
     _require_session(tenant, session_external_id, writing=True)
     if not isinstance(patch, dict):
         raise ValidationProblem.at("/", "A merge patch for a scratchpad is a JSON object.")
+    # Patches of one scratchpad take turns (its slot, tenants.locks order 2b): eight at once each read
+    # the version another had just written and, retried, ran out of tries with a 412 that no If-Match
+    # asked for. The retries below are left for writes that take no turn (PUT, expiry).
+    tenant_xact_lock(tenant.id, "scratchpad", session_external_id)
     for _ in range(PATCH_RETRIES):
         current = _read(tenant, session_external_id)
         if current is None:

@@ -18,6 +18,8 @@ answers one of them with an error):
    subject: a write waits for the erasure and is then a new write, and the erasure waits for the
    writes under way (before, an episode appended during an erasure broke its session's foreign key:
    issue 40); a session end takes it before the session's row;
+   2b. a scratchpad's slot ("scratchpad", session id), after its subject's: merge patches of one
+   scratchpad take turns (episodic.scratchpad.scratchpad_patch);
 3. a subject's erasure slot ("erasure", subject hash), then its ErasureRequest rows (filing a request
    takes this one alone; the erasure takes it after the subject's slot, to record its end);
 4. a fact's slot ("fact", subject, entity, attribute), before any row of semantic_fact is locked or

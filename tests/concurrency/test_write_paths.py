@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
+from django.db import connection, transaction
 
 from episodic.models import Episode
 from privacy.models import ErasureRequest
 from procedural.models import Procedure
 from semantic.models import Fact
+from tenants.locks import tenant_xact_lock
 from tenants.scope import tenant_scope
 from tests.concurrency.conftest import THREADS, Hammer, ok, statuses
 
@@ -59,6 +64,51 @@ def test_eight_merge_patches_at_once_all_land(hammer: Hammer, api: httpx.Client)
     assert statuses(hammer.run([call(i) for i in range(THREADS)])) == [200] * THREADS
     pad = ok(api.get("/v1/sessions/s-patch/scratchpad"))
     assert pad["document"] == {f"k{i}": i for i in range(THREADS)} and pad["version"] == version + THREADS
+
+
+def test_a_merge_patch_waits_its_turn_instead_of_racing(hammer: Hammer, api: httpx.Client) -> None:
+    # Racing patches each retried on the version another had just written and, under load, ran out of
+    # tries: a 412 that no If-Match asked for (CI under load, 7 December). A patch now takes its
+    # scratchpad's turn: while another transaction holds it, the patch waits, then lands.
+    _session(api, "s-turn")
+    ok(api.put("/v1/sessions/s-turn/scratchpad", json={"a": 1}))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with tenant_scope(hammer.tenant), transaction.atomic():
+                tenant_xact_lock(hammer.tenant.id, "scratchpad", "s-turn")
+                held.set()
+                release.wait(timeout=30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(timeout=30)
+        with ThreadPoolExecutor(1) as pool:
+            patch = pool.submit(lambda: api.patch("/v1/sessions/s-turn/scratchpad", json={"b": 2}))
+            waited = _waits_on_a_lock(within=10.0) and not patch.done()
+            release.set()
+            answer = patch.result(timeout=30)
+    finally:
+        release.set()
+        holder.join(timeout=30)
+    assert waited
+    assert ok(answer)["document"] == {"a": 1, "b": 2}
+
+
+def _waits_on_a_lock(*, within: float) -> bool:
+    """Some backend waits for a lock another transaction holds (pg_locks), within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+            if cursor.fetchone()[0]:
+                return True
+        time.sleep(0.05)
+    return False
 
 
 def test_eight_outcomes_at_once_are_each_counted(hammer: Hammer, api: httpx.Client) -> None:
