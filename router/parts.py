@@ -9,6 +9,10 @@ ablation with ENGRAM_PACKER_OFF, a comma-separated list of their names; the defa
   never both (router.candidates.semantic.settle_facts);
 - `fact_bound`: a fact is worth no more than the best line of history citing its turn, or, where history
   found none, than the least valuable line it offers (router.candidates.semantic.fact_worth);
+- `fact_defer`: a fact is worth no more per token than its line where the line answers the query better
+  (by value, and holding query words the fact lacks) (router.candidates.semantic.fact_defer);
+- `fact_earlier`: a fact restating only lines labelled "(earlier)" requires what they require
+  (router.candidates.semantic.fact_earlier);
 - `swap`: after the ranking, in the room left, an item replaces the one it covers that was taken first,
   when it is worth more (router.packing);
 - `neighbours`: the turns before and after the best hits are offered (router.candidates.episodic);
@@ -38,6 +42,8 @@ from django.core.exceptions import ImproperlyConfigured
 class PackerParts:
     fact_cover: bool = True
     fact_bound: bool = True
+    fact_defer: bool = True
+    fact_earlier: bool = True
     swap: bool = True
     neighbours: bool = True
     summaries: bool = True

@@ -149,7 +149,15 @@ class HeuristicPolicy:
             )
         if rules_and_facts is not None:
             out.procedural, out.semantic = rules_and_facts.result()
-        settle_facts(out.semantic, out.episodic, cover=parts.fact_cover, bound=parts.fact_bound)
+        settle_facts(
+            out.semantic,
+            out.episodic,
+            cover=parts.fact_cover,
+            bound=parts.fact_bound,
+            query=query,
+            defer=parts.fact_defer,
+            earlier=parts.fact_earlier,
+        )
         return out
 
     def rules_and_facts(

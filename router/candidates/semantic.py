@@ -3,6 +3,7 @@ floor and without fragments, each with the episodes it came from."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -12,6 +13,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.lru import byte_lru_cache
+from core.terms import terms
 from episodic.aliases import Aliases
 from router.candidates.common import (
     HeuristicWeights,
@@ -21,6 +23,7 @@ from router.candidates.common import (
     on_history_scale,
     query_words,
 )
+from router.pricing import line_tokens
 from router.rendering import format_day
 from router.timeframe import Timeframe
 from router.types import Candidate, ContextRequest, Source
@@ -180,8 +183,81 @@ def fact_worth(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> Non
         fact.value = min(fact.value, max(found) if found else least)
 
 
+def _lines_citing(episodes: Sequence[Candidate]) -> dict[int, list[Candidate]]:
+    """History's lines (not its summaries) by the episodes they cite."""
+    out: dict[int, list[Candidate]] = {}
+    for line in episodes:
+        if line.type == "episode":
+            for source in line.sources:
+                out.setdefault(source.episode_id, []).append(line)
+    return out
+
+
+def _restates(fact: Candidate) -> bool:
+    """A fact that restates turns of history for the query: searched, with sources, not an update."""
+    return bool(fact.sources) and "vector" in fact.score_parts and not fact.score_parts.get("update")
+
+
+# A rendered line's own words: a fact's without its "(<day>, confidence <c>)", a line's without its
+# "(earlier)" and speaker labels (router.rendering, core.lines.said_line).
+_FACT_NOTE = re.compile(r"\s*\((?:[^()]*, )?confidence \d+(?:\.\d+)?\)\s*$")
+_LINE_LABEL = re.compile(r"^\s*[^\s:]+(?: [^\s:]+)?: ")
+
+
+def fact_defer(facts: Sequence[Candidate], episodes: Sequence[Candidate], *, query: str, own: dict[str, float]) -> None:
+    """A fact says less than the line it came from: where the line answers the query better, by its
+    value (`own`: each fact's value before fact_worth's bound) and by the query's words (the line holds
+    content terms of the query, core.terms, that the fact's statement does not), the fact is worth no
+    more per token than the line, so that the line is served while it fits and the fact only where it
+    does not. A fact whose statement holds every query term its line holds, or that the query finds at
+    least as relevant as the line, still stands in for it, shorter. On LoCoMo at 1K (reader on), of the
+    questions whose answer episodic only held and all layers lost, a fact that stood in for its line
+    (the words of the answer in the line only) was the cause in 16 of 38 (docs/router.md)."""
+    wanted = frozenset(terms(query))
+    if not wanted:
+        return
+    by_episode = _lines_citing(episodes)
+    for fact in facts:
+        if not _restates(fact):
+            continue
+        lines = [line for s in fact.sources for line in by_episode.get(s.episode_id, ())]
+        if not lines:
+            continue
+        line = max(lines, key=lambda item: item.value)
+        if own.get(fact.id, fact.value) >= line.value:
+            continue
+        asked_of_line = wanted.intersection(terms(_LINE_LABEL.sub("", line.text, count=1)))
+        if asked_of_line <= wanted.intersection(terms(_FACT_NOTE.sub("", fact.text))):
+            continue
+        share = min(1.0, line_tokens(fact) / max(line_tokens(line), 1))
+        fact.value = min(fact.value, line.value * share)
+
+
+def fact_earlier(facts: Sequence[Candidate], episodes: Sequence[Candidate]) -> None:
+    """A fact restating only lines labelled "(earlier)" (an older statement a newer line speaks of,
+    router.candidates.episodic.label_updates) is the older statement too: it is served only with what
+    those lines require (DESIGN invariant 8). Without it the fact, free of the requirement and shorter,
+    was taken before the newer line and stood in for the older one, which would have come in with it: on
+    LoCoMo at 1K (reader on), the cause in 21 of the 38 questions whose answer episodic only held and all
+    layers lost (docs/router.md)."""
+    by_episode = _lines_citing(episodes)
+    for fact in facts:
+        if not _restates(fact):
+            continue
+        lines = [line for s in fact.sources for line in by_episode.get(s.episode_id, ())]
+        if lines and all(line.requires for line in lines):
+            fact.requires = fact.requires.union(*(line.requires for line in lines))
+
+
 def settle_facts(
-    facts: Sequence[Candidate], episodes: Sequence[Candidate], *, cover: bool = True, bound: bool = True
+    facts: Sequence[Candidate],
+    episodes: Sequence[Candidate],
+    *,
+    cover: bool = True,
+    bound: bool = True,
+    query: str = "",
+    defer: bool = True,
+    earlier: bool = True,
 ) -> None:
     """A fact and a line of history it came from say the same thing: each covers the other, so that
     packing serves one of them, never both. The one worth more per token is taken first; where room is
@@ -189,9 +265,14 @@ def settle_facts(
     the tokens of one for nothing: on LoCoMo at 1K, 35 of the 85 chosen facts that cited an evidence
     turn repeated a line chosen beside them. Without `cover` (router.parts, `fact_cover`), a fact and its
     lines cover nothing of each other: both may be served. With `bound` (router.parts, `fact_bound`),
-    each fact is first worth no more than its turns' lines (fact_worth)."""
+    each fact is first worth no more than its turns' lines (fact_worth); with `defer` (`fact_defer`),
+    no more per token than a line that answers the `query` better (fact_defer); with `earlier`
+    (`fact_earlier`), a fact restating only older lines requires what they require (fact_earlier)."""
+    own = {fact.id: fact.value for fact in facts}
     if bound:
         fact_worth(facts, episodes)
+    if defer and query.strip():
+        fact_defer(facts, episodes, query=query, own=own)
     by_id = {item.id: item for item in episodes}
     for fact in facts:
         if fact.score_parts.get("update"):
@@ -207,3 +288,5 @@ def settle_facts(
             line = by_id.get(source_id)
             if line is not None:
                 line.covers = line.covers | {fact.id}
+    if earlier:
+        fact_earlier(facts, episodes)
