@@ -75,7 +75,15 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     held ("aisle seats instead of window seats"); a clause that says a thing is in a state, the state
     ("visa application is pending")."""
     if not predicates.typed_spans(value, subject=subject):
-        return state_held(_held_before_left(value)) or _held_before_left(value)
+        return (
+            state_held(_held_before_left(value))
+            or state_held(_held_before_left(predicates.without_when(value)))
+            or _held_before_left(value)
+        )
+    # A state said with when it started ("is divorced as of March", "is separated since the spring").
+    held = predicates.without_when(value)
+    if held != value and not predicates.typed_spans(held, subject=subject) and (state := state_held(held)):
+        return state
     if is_typed(value, subject=subject):
         return value
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
