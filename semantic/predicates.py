@@ -297,7 +297,9 @@ def left_values(text: str, *, subject: str = "") -> list[Typed]:
     longer X"; in "from X to Y" and "replaced X with Y", Y is held."""
     markers = _section("change.txt", "before the old value")
     spans = typed_spans(text, subject=subject)
-    return [t for t in spans if not t.ranged and _marked(text, t, spans, markers)]
+    after = lexicon.alternation(_section("change.txt", "after the old value"))
+    renamed = re.compile(rf"\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were|got)\s+)?(?:{after})\b", re.I)
+    return [t for t in spans if not t.ranged and (_marked(text, t, spans, markers) or renamed.match(text, t.end))]
 
 
 _CIRCUMSTANCE = re.compile(r"\b(?:on|in|since|during|last|this|until|over|after|before)\s+(?:the\s+)?$", re.I)
@@ -571,7 +573,12 @@ def content_words(text: str, *, subject: str = "") -> frozenset[str]:
     return frozenset(
         one_spelling(_singular(w.removesuffix("'s").removesuffix("’s")))
         for w in re.findall(r"[a-z][a-z'’-]+", text)
-        if w not in function_words and w != MASK and len(w) > 2 and not _ADVERB.fullmatch(w)
+        # A copula ("was", "got", "became") links the thing to its value; it says nothing of what about.
+        if w not in function_words
+        and w != MASK
+        and len(w) > 2
+        and not _ADVERB.fullmatch(w)
+        and not _COPULA.fullmatch(w)
     )
 
 

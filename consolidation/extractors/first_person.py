@@ -356,7 +356,7 @@ def state_held(value: str) -> str:
         # unless it grades it ("totally hooked")
         or (m.group("adverb") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
         # an activity in progress ("is working", "livin' the dream"), whose object is someone's
-        or re.search(r"(?:ing|in')$", words[0])
+        or (re.search(r"(?:ing|in')$", words[0]) and words[0] not in moment.get("states in -ing", ()))
         or any(w in _POSSESSIVES for w in words)
         or (m.group("past") and not re.search(r"(?:ed|en)$", words[-1]))
     ):

@@ -9,7 +9,13 @@ the product's default (the parse reader off). Causes fixed, each failing before:
   frames and the tests of one occasion read it;
 - an adverb between the copula and the state ("is happily married") was a content word;
 - what the subject works or plays as is what the subject is, and a noun for a person inside the value
-  ("a product manager role") is no one else.
+  ("a product manager role") is no one else;
+- a copula ("was", "got") is no content word; a thing named with "the" in the state of a process ("The
+  kitchen renovation is finished", "is on hold") has it as its value, an adjective in -ing that says a
+  state ("pending", "ongoing": consolidation/extractors/data/moment.txt [states in -ing]) is no activity,
+  and an evaluation ("The view is priceless") is none;
+- a name before "renamed", "now called" (semantic/data/change.txt [after the old value]) is the old name,
+  and a thing, not a person.
 The sentences are this file's own; none is a template of evaluation/ (test_cases_are_not_templates.py
 checks it).
 """
@@ -20,6 +26,7 @@ import pytest
 
 from bench.update_pairs import Said, kind_id, probe_said
 from consolidation.extractors.first_person import after_the_clause
+from consolidation.extractors.typed import changed_things
 from semantic import predicates
 
 # fmt: off
@@ -119,3 +126,58 @@ def test_a_circumstance_before_someone_elses_value_replaces_nothing(api_a, end_s
 )
 def test_a_circumstance_of_time_is_read_after_the_clause(clause: str, read: str) -> None:
     assert after_the_clause(clause) == read
+
+
+# fmt: off
+STATES_OF_THINGS = (
+    Said.current("a thing named with 'the' finished", "The kitchen renovation is in progress.",
+                 "The kitchen renovation is finished.", "in progress", "finished"),
+    Said.current("a claim pending, then paid", "The insurance claim is pending.", "The insurance claim is approved now.",
+                 "pending", "approved"),
+    Said.current("an application pending, then refused", "Our mortgage application is pending.",
+                 "Our mortgage application got rejected.", "pending", "rejected"),
+)
+# fmt: on
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", STATES_OF_THINGS, ids=kind_id)
+def test_the_state_of_a_process_closes_the_one_before(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, "crew-12", end_session)
+    assert outcome.updated, outcome.describe()
+
+
+@pytest.mark.parametrize(
+    ("sentence", "facts"),
+    [
+        ("The garage sale is on hold.", [("on hold", "crew-12's garage sale is on hold.")]),
+        ("The refund is pending.", [("pending", "crew-12's refund is pending.")]),
+        ("The view is priceless.", []),
+        ("The graphics are unreal.", []),
+    ],
+)
+def test_a_thing_named_with_the_holds_a_state_of_a_process_not_an_evaluation(sentence: str, facts: list) -> None:
+    assert changed_things(sentence, speaker="crew-12", said_at=None) == facts
+
+
+# fmt: off
+RENAMED = (
+    Said.current("a project renamed, its name opening the sentence", "Our project is called Orion.",
+                 "Orion has been renamed to Vega.", "Orion", "Vega"),
+    Said.current("a band now called", "Our band is called The Larks.", "The Larks are now called The Wrens.",
+                 "Larks", "Wrens"),
+)
+# fmt: on
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("minilm")
+@pytest.mark.parametrize("pair", RENAMED, ids=kind_id)
+def test_a_thing_renamed_by_its_old_name_takes_the_new_one(api_a, end_session, pair: Said) -> None:
+    outcome = probe_said(api_a, pair, "crew-12", end_session)
+    assert outcome.updated, outcome.describe()
+
+
+def test_a_person_who_moved_is_no_thing_renamed() -> None:
+    assert changed_things("Dana moved to Lisbon.", speaker="crew-12", said_at=None) == []
