@@ -297,7 +297,9 @@ def left_values(text: str, *, subject: str = "") -> list[Typed]:
     longer X"; in "from X to Y" and "replaced X with Y", Y is held."""
     markers = _section("change.txt", "before the old value")
     spans = typed_spans(text, subject=subject)
-    return [t for t in spans if not t.ranged and _marked(text, t, spans, markers)]
+    after = lexicon.alternation(_section("change.txt", "after the old value"))
+    renamed = re.compile(rf"\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were|got)\s+)?(?:{after})\b", re.I)
+    return [t for t in spans if not t.ranged and (_marked(text, t, spans, markers) or renamed.match(text, t.end))]
 
 
 _CIRCUMSTANCE = re.compile(r"\b(?:on|in|since|during|last|this|until|over|after|before)\s+(?:the\s+)?$", re.I)
@@ -320,6 +322,24 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
         if marked:
             return marked[0]
     return held[0] if held else None
+
+
+def without_when(text: str) -> str:
+    """`text` without a circumstance of time at its end: "since ..." or "as of ..." (change.txt, [from then
+    on] and [circumstance of time]) to the end, or a date after "on", "in", "from", "until" ("is
+    divorced as of March": "is divorced")."""
+    opens = lexicon.alternation(
+        (*_section("change.txt", "from then on"), *_section("change.txt", "circumstance of time"))
+    )
+    m = re.search(rf"\s+(?:{opens})\s+[^,.;]+[.!]?$", text, re.I)
+    if m is not None:
+        return text[: m.start()]
+    spans = typed_spans(text)
+    if spans and spans[-1].kind == "date" and not text[spans[-1].end :].strip(" .!"):
+        before = re.search(r"\s+(?:on|in|from|until|till|by)\s+(?:the\s+)?$", text[: spans[-1].start], re.I)
+        if before is not None:
+            return text[: before.start()]
+    return text
 
 
 def value_kind(value: str) -> Typed | None:
@@ -514,7 +534,14 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     text = _change_words().sub(" ", _new_thing().sub(r"\1", text))
     text = re.sub(rf"\b(?:with|to|into)\s+(?={MASK}\b)", "", text, flags=re.I)
     text = _WHEN.sub("", text)
+    # An adverb between the copula and the state says how or since when it holds ("is happily married",
+    # "is recently divorced"), not what about.
+    text = re.sub(rf"({_COPULA.pattern})\s+[a-z]+ly\s+(?={MASK}\b)", r"\1 ", text, flags=re.I)
     text = re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text, flags=re.I)
+    if subject:
+        # What the subject works, serves or plays as is what the subject is ("works as a nurse").
+        as_what = rf"^({re.escape(subject)})\s+[a-z]+\s+as\s+(?:(?:an?|the)\s+)?(?={MASK}\b)"
+        text = re.sub(as_what, r"\1 is ", text, flags=re.I)
     return " ".join(text.split()).strip(" .") + "."
 
 
@@ -538,12 +565,20 @@ def one_spelling(word: str) -> str:
 def content_words(text: str, *, subject: str = "") -> frozenset[str]:
     """The words of a frame that say what it is about: not grammar, not the mask, not the subject."""
     function_words = _words("function_words.txt")
-    own = {subject.lower(), f"{subject.lower()}'s", f"{subject.lower()}’s"}
+    text = text.lower()
+    if subject:
+        # The subject's name goes before the words are split: split first, "crew-12" leaves "crew-".
+        text = re.sub(rf"(?<![\w-]){re.escape(subject.lower())}(?:['’]s)?(?![\w-])", " ", text)
     # Adverbs say how or how often ("usually", "only", "fully"), not what about.
     return frozenset(
         one_spelling(_singular(w.removesuffix("'s").removesuffix("’s")))
-        for w in re.findall(r"[a-z][a-z'’-]+", text.lower())
-        if w not in function_words and w not in own and w != MASK and len(w) > 2 and not _ADVERB.fullmatch(w)
+        for w in re.findall(r"[a-z][a-z'’-]+", text)
+        # A copula ("was", "got", "became") links the thing to its value; it says nothing of what about.
+        if w not in function_words
+        and w != MASK
+        and len(w) > 2
+        and not _ADVERB.fullmatch(w)
+        and not _COPULA.fullmatch(w)
     )
 
 
@@ -624,6 +659,10 @@ def someone_elses(text: str, *, subject: str = "", value: str = "") -> bool:
         return True
     if value and _names_a_person_of_theirs(text, subject=subject, value=value):
         return False
+    if value and term_kind(value) is not None:
+        # A noun for a person inside the value names what the subject is ("a product manager role",
+        # "the release manager now"), not someone else.
+        text = re.sub(rf"(?<![\w-]){re.escape(value.strip(' .'))}(?![\w-])", " ", text, flags=re.I)
     for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
         if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
             return True

@@ -79,7 +79,8 @@ def resolve_dates(text: str, now: datetime) -> str:
     ]
     for pattern, replace in rules:
         text = re.sub(pattern, replace, text, flags=re.IGNORECASE)
-    return text
+    # A preposition of its own before the day takes no other ("as of yesterday": "as of 8 November 2026").
+    return re.sub(r"\b(as of|since|from|starting|until|till|after|before) (?:on|in) (?=\d|[A-Z])", r"\1 ", text)
 
 
 # --- first person to third person
@@ -266,7 +267,9 @@ _WORK = re.compile(
 )
 _PAST = re.compile(
     r"^(?:i|we) (?:\w+ )?(?:\w+ed|went|got|took|made|saw|had|did|met|began|ran|won|found|gave|read|wrote|"
-    r"bought|sang|felt|left|built|drew|came|became|brought|caught|taught|lost|spent|tried)\b|"
+    r"bought|sang|felt|left|built|drew|came|became|brought|caught|taught|lost|spent|tried|"
+    + "|".join(w for w in sorted(_IRREGULAR_PAST) if "'" not in w)
+    + r")\b|"
     r"^(?:i|we)(?:'ve| have) (?:\w+ )?\w+(?:ed|en|ne|wn|ht|ung|ot)\b",
     re.IGNORECASE,
 )
@@ -353,7 +356,7 @@ def state_held(value: str) -> str:
         # unless it grades it ("totally hooked")
         or (m.group("adverb") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
         # an activity in progress ("is working", "livin' the dream"), whose object is someone's
-        or re.search(r"(?:ing|in')$", words[0])
+        or (re.search(r"(?:ing|in')$", words[0]) and words[0] not in moment.get("states in -ing", ()))
         or any(w in _POSSESSIVES for w in words)
         or (m.group("past") and not re.search(r"(?:ed|en)$", words[-1]))
     ):
@@ -366,12 +369,38 @@ MAX_WORDS = 40
 _BARE_STATE = re.compile(r"(?:i|we)(?:'m| am|'re| are)\s+(?:now\s+)?(?P<held>[\w'-]+)", re.IGNORECASE)
 
 
+@functools.cache
+def _lead_in() -> re.Pattern[str]:
+    opens = lexicon.alternation(
+        (*section("change.txt", "from then on"), *section("change.txt", "circumstance of time"))
+    )
+    when = lexicon.alternation(section("change.txt", "time of the statement"))
+    first = r"(?:i|i'm|i've|i'd|we|we're|we've|we'd|my|our)\b"
+    return re.compile(
+        rf"^(?P<lead>(?:{opens})(?:\s+(?!{first}|(?:and|or|but)\b)[\w'’:-]+){{1,4}}?|(?:{when})),?\s+(?P<rest>{first}.*)$",
+        re.IGNORECASE,
+    )
+
+
+def after_the_clause(clause: str) -> str:
+    """A circumstance of time said before the speaker ("As of yesterday I'm 50", "Since the move, my
+    commute is 15 minutes") read after the clause, where a circumstance of time stands and is read."""
+    m = _lead_in().match(clause.strip())
+    if m is None:
+        return clause
+    rest = m.group("rest").rstrip()
+    end = re.search(r"[.!]+$", rest)
+    tail = end.group(0) if end else ""
+    return f"{rest[: len(rest) - len(tail)]} {m.group('lead')[0].lower()}{m.group('lead')[1:]}{tail}"
+
+
 def _clauses(sentence: str) -> list[str]:
     parts = [p.strip(" ,") for p in _CLAUSE_SPLIT.split(sentence) if p and p.strip(" ,")]
     out: list[str] = []
     for part in parts:
         part = _LEADING_NOISE.sub("", part).strip(" ,")
         part = re.sub(r"^(?:and|but|so|because|cause|'cause)\s+", "", part, flags=re.IGNORECASE)
+        part = after_the_clause(part)
         if part:
             out.append(part)
     return out
@@ -412,7 +441,7 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
         # 34"): the value is the content.
         if any(t.kind == "count" and t.unit for t in typed_spans(clause)):
             needed -= 1
-        if (bare := _BARE_STATE.fullmatch(clause)) and (
+        if (bare := _BARE_STATE.fullmatch(" ".join(without_now(clause).split()))) and (
             state_held(f"is {bare.group('held')}") or re.fullmatch(r"\d{1,3}", bare.group("held"))
         ):
             needed = 1

@@ -75,7 +75,15 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     held ("aisle seats instead of window seats"); a clause that says a thing is in a state, the state
     ("visa application is pending")."""
     if not predicates.typed_spans(value, subject=subject):
-        return state_held(_held_before_left(value)) or _held_before_left(value)
+        return (
+            state_held(_held_before_left(value))
+            or state_held(_held_before_left(predicates.without_when(value)))
+            or _held_before_left(value)
+        )
+    # A state said with when it started ("is divorced as of March", "is separated since the spring").
+    held = predicates.without_when(value)
+    if held != value and not predicates.typed_spans(held, subject=subject) and (state := state_held(held)):
+        return state
     if is_typed(value, subject=subject):
         return value
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
@@ -168,6 +176,9 @@ def _bare_thing(clause: str, speaker: str) -> re.Match[str] | None:
         return None
     if not predicates.says_change(clause, subject=speaker):
         return None
+    # A name renamed ("Orion has been renamed to Vega") is a thing: people are not renamed.
+    if any(t.start == 0 for t in predicates.left_values(clause, subject=speaker)):
+        return m
     typed = predicates.current_value(clause[0].lower() + clause[1:], subject=speaker)
     return m if typed is not None and typed.kind in {"count", "time", "date", "amount"} else None
 
@@ -196,6 +207,15 @@ def _labelled(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
     return [(spans[0].text, f"{speaker}'s {thing} is {rest.strip(' ,')}.")]
 
 
+def _process_state(state: str) -> bool:
+    first = state.split()[0].lower()
+    return (
+        bool(re.search(r"(?:ed|en)$", first))
+        or first in lexicon.sections("moment.txt").get("states in -ing", ())
+        or first in predicates.function_words()
+    )
+
+
 def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tuple[str, str]]:
     """(value, statement) for a sentence of the speaker's that tells a change of a thing of theirs
     without a pronoun ("The planning meeting moved to Thursdays"), or that gives a thing's value after
@@ -206,7 +226,8 @@ def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> 
         return labelled
     clause = _LEAD_IN.sub("", sentence.strip().rstrip(".!"))
     m = _THE_THING.match(clause) or _bare_thing(clause, speaker)
-    if m is not None and m.start("rest") == 0:  # the thing's own word opens the sentence: no name
+    renamed = any(t.start == 0 for t in predicates.left_values(clause, subject=speaker))
+    if m is not None and m.start("rest") == 0 and not renamed:  # the thing's own word opens the sentence: no name
         clause = clause[0].lower() + clause[1:]
     # Said of a thing with "the", a change or a copula with its value ("The standup is at 9:30").
     if m is None or "?" in sentence or not (predicates.says_change(clause, subject=speaker) or _COPULA.search(clause)):
@@ -220,7 +241,13 @@ def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> 
     ):
         return []
     typed = predicates.current_value(clause, subject=speaker)
-    if typed is None:
+    rest = m.group("rest") if not renamed else clause[m.start("rest") :]
+    # ... or the state of a process a thing named with "the" is in ("The kitchen renovation is finished",
+    # "The permit is on hold"): a participle, a state in -ing or a preposition's phrase, not an
+    # evaluation ("The view is priceless").
+    value = typed.text if typed is not None else state_held(predicates.without_when(rest))
+    if typed is None and value and not _process_state(value):
         return []
-    rest = m.group("rest")
-    return [(typed.text, f"{speaker}'s {rest[0].lower() + rest[1:]}.")]
+    if not value:
+        return []
+    return [(value, f"{speaker}'s {rest if renamed else rest[0].lower() + rest[1:]}.")]
