@@ -60,7 +60,8 @@ def test_erasing_carolx_in_capitals_leaves_the_fact_of_carolx(api_a, django_capt
 
 
 def test_the_context_search_and_export_of_danax_in_capitals_hold_nothing_of_danax(api_a) -> None:
-    _fact(api_a, "danax", "danax", "bank_pin", "7777")
+    # Eight digits: a four-digit PIN turned up inside an id's hex now and then (CI, 7 December).
+    _fact(api_a, "danax", "danax", "bank_pin", "90817263")
     _fact(api_a, "DANAx", "DANAx", "favourite_colour", "ochre")
 
     listed = _ok(api_a.get("/v1/facts", {"subject": "DANAx"}))["results"]
@@ -70,11 +71,11 @@ def test_the_context_search_and_export_of_danax_in_capitals_hold_nothing_of_dana
 
     assert [f["value"] for f in listed] == ["ochre"]
     for answer in (searched, context, export):
-        assert "7777" not in json.dumps(answer)
+        assert "90817263" not in json.dumps(answer)
     assert "ochre" in json.dumps(export)
     # Each subject's fact stays in its own memory: neither superseded nor confirmed the other.
     own = _ok(api_a.get("/v1/facts", {"subject": "danax"}))["results"]
-    assert [(f["subject"], f["value"], f["confirmation_count"]) for f in own] == [("danax", "7777", 1)]
+    assert [(f["subject"], f["value"], f["confirmation_count"]) for f in own] == [("danax", "90817263", 1)]
 
 
 def test_erasing_parisx_leaves_another_subjects_fact_whose_object_is_parisx(
