@@ -307,8 +307,12 @@ def episode_candidates(
     relevance = pool_relevance(request.query, found, w=w, frame=frame)
     passage_ids = np.asarray(found.passage_id, dtype=np.int64)
     anchor_ids = passage_ids[np.lexsort((passage_ids, -relevance))[: w.neighbour_hits]].tolist()
+    # A neighbour the pool holds is passed over below (its passage, or its content, is seen by then):
+    # it is not read.
     neighbours = (
-        passage_rows_neighbours(tenant=tenant, passage_ids=anchor_ids, until=request.as_of) if parts.neighbours else []
+        passage_rows_neighbours(tenant=tenant, passage_ids=anchor_ids, until=request.as_of, known=found.passage_id)
+        if parts.neighbours
+        else []
     )
     shown_from = relevance.tolist()
     by_passage = dict(zip(found.passage_id, shown_from, strict=True))

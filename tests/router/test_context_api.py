@@ -371,3 +371,32 @@ def test_a_context_request_encodes_its_trace_and_answer_without_the_standard_lib
         trace = ContextTrace.objects.get(id=response.json()["trace_id"])
     assert trace.offered and trace.considered is not None and trace.request["query"] == "printer in Lisbon"
     assert encoded == []
+
+
+def test_a_context_request_reads_only_the_neighbouring_turns_it_does_not_hold(tenant_a, api_a, monkeypatch) -> None:
+    """The turns beside the best hits are offered as neighbours unless history's pool has them already,
+    and most of them it has (on LoCoMo 56 of 77 rows a request at 1,000 tokens, 69 of 77 at 4,000): those
+    are not read at all, rather than read with their episodes and sessions and then passed over."""
+    import router.candidates.episodic as episodic_candidates
+
+    pools: list[set[int]] = []
+    read: list[int] = []
+    hits, neighbours = episodic_candidates.episode_hits, episodic_candidates.passage_rows_neighbours
+
+    def pool(**kwargs: Any) -> Any:
+        found = hits(**kwargs)
+        pools.append(set(found.passage_id))
+        return found
+
+    def beside(**kwargs: Any) -> Any:
+        rows = neighbours(**kwargs)
+        read.extend(row.passage_id for _, row in rows)
+        return rows
+
+    monkeypatch.setattr(episodic_candidates, "episode_hits", pool)
+    monkeypatch.setattr(episodic_candidates, "passage_rows_neighbours", beside)
+    remember(tenant_a, HISTORY * 5)
+    response = api_a.post("/v1/context", {"subject": "alice", "query": "printer in Lisbon"}, format="json")
+    assert response.status_code == 200
+    (held,) = pools
+    assert held and not held.intersection(read), sorted(held.intersection(read))
