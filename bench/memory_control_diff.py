@@ -49,6 +49,8 @@ def main() -> None:
             same = run_a["outcomes"][f"formula@{budget}"] == run_b["outcomes"][f"formula@{budget}"]
             for name, column in METRICS:
                 m_a, m_b = _pairs(run_a["outcomes"][f"model@{budget}"], run_b["outcomes"][f"model@{budget}"], column)
+                if not len(m_a):
+                    continue  # not scored on this set (the technical set has no answer containment)
                 p = paired_arrays(m_a, m_b)
                 print(
                     f"| {direction} | {budget} | {name} | {'yes' if same else 'NO'} | {p.model:.3f} | {p.formula:.3f} "
