@@ -207,6 +207,12 @@ class HalfRun:
                 str(b): {key: (c.as_dict() if (c := self.comparison(b, key)) else None) for _, key in METRICS}
                 for b in budgets
             },
+            # Per question, in order, so that two runs on the same questions can be paired
+            # (bench/memory_control_diff.py).
+            "outcomes": {
+                f"{policy}@{budget}": [[o.grounded, o.plain, o.contained, o.used] for o in outcomes]
+                for (policy, budget), outcomes in sorted(self.outcomes.items())
+            },
         }
 
 

@@ -1,14 +1,17 @@
-"""Suite-wide fixtures: the database as the application role, a clean Redis, two tenants with keys."""
+"""Suite-wide fixtures: the database as the application role, a clean Redis, two tenants with keys, the
+production embedder, and ending a session as the worker does."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from core import embedding
 from core.redis import get_redis
 from tenants.dbroles import switch_connection_user
 from tenants.models import ApiKey, Tenant
@@ -96,3 +99,27 @@ def api_b(ctx_b: TenantContext) -> APIClient:
 @pytest.fixture
 def anon_api() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def minilm(settings: Any) -> Iterator[None]:
+    """The production embedder (the update tests need MiniLM's real similarities, e.g. of "PostgreSQL 15"
+    and "16")."""
+    saved = settings.ENGRAM
+    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
+    embedding.get_embedder.cache_clear()
+    yield
+    # The settings first: a query still embedding on a helper thread must not cache this embedder
+    # for the tests that follow.
+    settings.ENGRAM = saved
+    embedding.get_embedder.cache_clear()
+
+
+@pytest.fixture
+def end_session(api_a: Any, django_capture_on_commit_callbacks: Any) -> Callable[[str], None]:
+    def end(session: str) -> None:
+        # The request enqueues consolidation on commit; running the callbacks is what the worker does.
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api_a.post(f"/v1/sessions/{session}/end", {}, format="json").status_code == 200
+
+    return end

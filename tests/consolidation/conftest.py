@@ -12,7 +12,6 @@ import pytest
 from django.utils import timezone
 
 from consolidation.extractors.base import get_extractor
-from core import embedding
 from episodic.models import Episode, Session, SessionStatus
 from episodic.passages import passages_create
 from tenants.models import Tenant
@@ -120,27 +119,3 @@ def recording(settings: Any) -> Iterator[type[RecordingExtractor]]:
     get_extractor.cache_clear()
     yield RecordingExtractor
     get_extractor.cache_clear()
-
-
-@pytest.fixture
-def minilm(settings: Any) -> Iterator[None]:
-    """The production embedder (the update tests need MiniLM's real similarities, e.g. of "PostgreSQL 15"
-    and "16")."""
-    saved = settings.ENGRAM
-    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
-    embedding.get_embedder.cache_clear()
-    yield
-    # The settings first: a query still embedding on a helper thread must not cache this embedder
-    # for the tests that follow.
-    settings.ENGRAM = saved
-    embedding.get_embedder.cache_clear()
-
-
-@pytest.fixture
-def end_session(api_a: Any, django_capture_on_commit_callbacks: Any) -> Callable[[str], None]:
-    def end(session: str) -> None:
-        # The request enqueues consolidation on commit; running the callbacks is what the worker does.
-        with django_capture_on_commit_callbacks(execute=True):
-            assert api_a.post(f"/v1/sessions/{session}/end", {}, format="json").status_code == 200
-
-    return end

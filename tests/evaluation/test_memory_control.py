@@ -4,6 +4,7 @@ scored as memory_eval scores it; the paired difference has its bootstrap interva
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -95,6 +96,14 @@ def test_the_summary_gives_the_trial_estimate_and_checks_its_sign_where_there_wa
     assert "1.200 vs 1.000 (+0.200 [+0.050, +0.350], 120 contexts)" in row
     # The estimate on the formula's logs tied; the trial's, which decided, has the measured sign.
     assert row.endswith("| yes |")
+
+
+def test_a_run_keeps_each_questions_outcome_in_order_so_that_two_runs_can_be_paired() -> None:
+    run = HalfRun(trained_on="conv-a", measured_on="conv-b", mode="forced")
+    run.outcomes = {("model", 1000): [_o(True), _o(False)], ("formula", 1000): [_o(False), _o(False)]}
+    kept = json.loads(json.dumps(run.as_dict()))["outcomes"]
+    assert [row[0] for row in kept["model@1000"]] == [True, False]
+    assert [row[0] for row in kept["formula@1000"]] == [False, False]
 
 
 def test_the_summary_gives_the_trials_confidence_sequence_and_its_inverse_propensity_figure() -> None:

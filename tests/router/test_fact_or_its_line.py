@@ -6,9 +6,11 @@ older statement too: it is never served without the newer line (DESIGN invariant
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
+from episodic.tasks import embed_pending
 from router.budgets import budget_plan
 from router.candidates.semantic import settle_facts
 from router.packing import assemble
@@ -40,6 +42,123 @@ def test_a_fact_restating_an_older_statement_never_comes_without_the_newer(moved
     assert body["tokens"]["total"] <= budget
     if "0101" in body["prompt"]:
         assert "0199" in body["prompt"], body["prompt"]
+
+
+# Through the API, as an agent's memory is written: the sessions' turns posted, each session ended (its
+# consolidation extracts the facts), the production embedder's similarities. Of what the user said, the
+# rule-based extractor keeps one fact, "alice works as head nurse.", from the turn that also names the
+# ward; nothing else said makes a fact, so the fact replaces no earlier value.
+WARD_LINE = (
+    "I just got promoted to head nurse. They told me on Monday, and from next month I will be running the "
+    "children's ward at St Mary's on my own."
+)
+NURSE_SESSIONS: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "s-1": (
+        "2024-03-01",
+        [
+            (
+                "user",
+                "Night shifts at St Mary's hospital are brutal, but the little ones on the children's ward keep "
+                "me going even on the hardest nights.",
+            ),
+            ("assistant", "That sounds demanding but rewarding. How do you unwind after a night shift?"),
+            ("user", "I go for a swim at the community pool before I sleep, it helps me switch off."),
+            ("assistant", "Swimming is a great way to relax."),
+            ("user", "My sister Emma is coming to visit next month with her two kids."),
+        ],
+    ),
+    "s-2": (
+        "2024-03-08",
+        [
+            (
+                "user",
+                "Work was rough this week, the hospital was short of staff and I covered three extra night shifts.",
+            ),
+            ("assistant", "That is a lot. Did you get any rest?"),
+            ("user", "A bit. My manager at work promised we would get two new nurses by April."),
+            ("assistant", "Hopefully that eases the load."),
+            ("user", "I also started a pottery class on Saturdays to have something creative outside of work."),
+        ],
+    ),
+    "s-3": (
+        "2024-03-15",
+        [
+            ("user", "A patient's mother brought cookies to the nurses' station to thank us, it made my whole week."),
+            ("assistant", "What a kind gesture!"),
+            ("user", "Emma and the kids arrived on Friday, we took them to the aquarium."),
+            ("user", "I am thinking about studying for a master's degree in nursing next year."),
+        ],
+    ),
+    "s-4": (
+        "2024-03-22",
+        [
+            ("user", WARD_LINE),
+            ("assistant", "Congratulations, that is a huge step! How are you feeling about it?"),
+            ("user", "Excited and a bit nervous, it is a lot more responsibility than my old job on night shifts."),
+        ],
+    ),
+}
+
+
+@pytest.fixture
+def promoted(tenant_a, api_a, minilm: None, offline_extractor: None, end_session) -> None:
+    for session, (day, turns) in NURSE_SESSIONS.items():
+        episodes = [
+            {
+                "subject": "alice",
+                "session": session,
+                "kind": "message",
+                "role": role,
+                "content": text,
+                "occurred_at": f"{day}T19:{i:02d}:00+00:00",
+                "external_id": f"{session}:{i}",
+            }
+            for i, (role, text) in enumerate(turns)
+        ]
+        assert api_a.post("/v1/episodes", {"episodes": episodes}, format="json").status_code == 201
+        # The worker's drain: the passages' vectors, then the episodes'.
+        embed_pending(tenant=tenant_a, max_batches=10**6)
+        end_session(session)
+    said = {e["external_id"]: e["id"] for e in api_a.get("/v1/episodes", {"session": "s-4"}).json()["results"]}
+    facts = api_a.get("/v1/facts", {"entity": "alice"}).json()["results"]
+    assert [(f["statement"], f["source_episode_ids"]) for f in facts] == [
+        ("alice works as head nurse.", [said["s-4:0"]])
+    ]
+
+
+def _fact_or_line(body: dict[str, Any], external_id: str) -> tuple[bool, bool]:
+    """Whether a fact restating the turn `external_id`, and whether the turn's own line, were served."""
+    fact = any(s["external_id"] == external_id for item in body["layers"]["semantic"] for s in item["sources"])
+    line = any(
+        item["type"] == "episode" and item["sources"][0]["external_id"] == external_id
+        for item in body["layers"]["episodic"]
+    )
+    return fact, line
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("budget", [120, 200, 300])
+def test_a_fact_that_leaves_out_the_word_asked_for_yields_to_its_line_through_the_api(
+    promoted: None, ask, settings, budget: int
+) -> None:
+    # The fact is what the query resembles most (the same job, the same words but one), worth more per
+    # token than its longer line; the line holds "ward", which the fact does not.
+    request = {"query": "Which ward does Alice work in as head nurse?", "max_tokens": budget, "budgets": {"reserve": 0}}
+    body = ask(**request)
+    assert _fact_or_line(body, "s-4:0") == (False, True), body["prompt"]
+    assert "children's ward at St Mary's" in body["prompt"]
+    settings.ENGRAM = {**settings.ENGRAM, "PACKER_OFF": ["fact_defer"]}
+    body = ask(**request)
+    assert _fact_or_line(body, "s-4:0") == (True, False), body["prompt"]
+    assert "children's ward at St Mary's" not in body["prompt"]
+
+
+@pytest.mark.django_db
+def test_a_fact_holding_every_word_its_line_holds_of_the_query_still_stands_in_through_the_api(
+    promoted: None, ask
+) -> None:
+    body = ask(query="Where does Alice work as head nurse?", max_tokens=200, budgets={"reserve": 0})
+    assert _fact_or_line(body, "s-4:0") == (True, False), body["prompt"]
 
 
 # The same decisions on a pool built by hand, packed as POST /v1/context packs (router.packing.assemble).
