@@ -313,6 +313,10 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
     held = [t for t in typed_spans(text, subject=subject) if (t.start, t.end) not in left]
     while len(held) > 1 and held[-1].kind == "date" and _CIRCUMSTANCE.search(text[: held[-1].start]):
         held = held[:-1]
+    # A year said as when, anywhere ("my goal in 2026 is to read 24 books", from "this year"), beside
+    # another value: the other is what the statement holds.
+    if any(t.kind != "date" for t in held):
+        held = [t for t in held if not (_YEAR.fullmatch(t.text) and _CIRCUMSTANCE.search(text[: t.start]))]
     if len(held) > 1 and _change_words().search(text):
         # A change says its new value after "to" ("pushed back a week, to April 9"; "cut by 15 minutes to
         # 45 minutes"): the other values measure the change.

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from core import lexicon
 from semantic.models import Cardinality, FactCategory
-from semantic.predicates import function_words, section, term_kind, typed_spans
+from semantic.predicates import function_words, headed_kind, section, term_kind, typed_spans
 from semantic.validation import is_fragment
 
 from . import lexicon as data_lexicon
@@ -362,6 +362,91 @@ def state_held(value: str) -> str:
     ):
         return ""
     return state
+
+
+# A habit said in the present with its object ("drinks oat milk", "usually takes the bus to work", "follows a
+# keto diet"), and what may follow the object: a circumstance (a preposition's phrase), the words that say
+# it holds now, and the value it replaced ("instead of tea"). A progressive is a habit only where it
+# names what it replaced ("is drinking almond milk rather than oat milk now").
+_HABIT = (
+    r"^(?:(?P<adverb>[a-z]+ly|now)\s+)?(?:(?:is|are)\s+(?P<progressive>[a-z]+ing)|(?P<verb>[a-z]+s))\s+"
+    r"(?:(?:a|an|the|some)\s+)?(?P<object>[a-zA-Z][\w'’-]*(?:\s+[a-z][\w'’-]*){{0,2}}?)"
+    r"(?:\s+(?:to|for|at|in|on|with|before|after|every|most|each)\s+[^,]+?)?(?:,?\s+(?:{now}))?"
+    r"(?P<left>,?\s+(?:{left})\s+.+)?$"
+)
+
+
+@functools.cache
+def _habit() -> re.Pattern[str]:
+    now = lexicon.alternation(section("change.txt", "adverbs"))
+    left = lexicon.alternation(section("change.txt", "after the new value"))
+    return re.compile(_HABIT.format(now=now, left=left), re.I)
+
+
+def habit_held(value: str) -> str:
+    """The object of a habit said in the present ("drinks oat milk": "oat milk"; "drinks coffee instead of
+    tea these days": "coffee"; "follows a keto diet": "keto diet"), or "": a verb in the third person
+    (not one of moment.txt [no habit]), then a thing of a word or a few (`predicates.term_kind`), not a
+    pronoun, a mood, a grade or an activity."""
+    m = _habit().match(value.strip(" ."))
+    if m is None or (m.group("progressive") and not m.group("left")):
+        return ""
+    verb = (m.group("verb") or m.group("progressive") or "").lower()
+    thing = m.group("object")
+    words = thing.lower().split()
+    moment = data_lexicon.sections("moment.txt")
+    grammar = function_words()
+    if (
+        verb in moment.get("no habit", ())
+        or verb.endswith("ss")
+        or (term_kind(thing) is None and headed_kind(thing) is None)
+        or any(w in grammar or w in _POSSESSIVES for w in words)
+        or any(w in moment.get("graded", ()) or w in moment.get("mood", ()) for w in words)
+        or re.search(r"(?:ing|in')$", words[0])
+    ):
+        return ""
+    return thing
+
+
+@functools.cache
+def _aimed() -> re.Pattern[str]:
+    aiming = lexicon.alternation(section("change.txt", "aiming"))
+    now = lexicon.alternation(section("change.txt", "adverbs"))
+    return re.compile(
+        rf"^(?:is|are|am)\s+(?:(?:now|currently|still)\s+)?(?:{aiming})\s+(?:for|at|towards?)\s+"
+        rf"(?P<goal>.+?)(?:,?\s+(?P<now>{now}))?$",
+        re.I,
+    )
+
+
+def goal_aimed(value: str) -> tuple[str, str]:
+    """(the goal's value, the goal as said) for a goal the speaker says they aim at now ("is aiming for
+    12,000 steps a day now": ("12,000 steps", "12,000 steps a day")), or ("", ""): a verb of change.txt
+    [aiming], then a typed value or a thing of a word or a few."""
+    m = _aimed().match(value.strip(" ."))
+    if m is None:
+        return "", ""
+    goal = m.group("goal")
+    spans = typed_spans(goal)
+    if spans:
+        return spans[0].text, goal
+    thing = re.sub(r"^(?:a|an|the)\s+", "", goal, flags=re.I)
+    if term_kind(thing) is None or any(w in function_words() for w in thing.lower().split()):
+        return "", ""
+    return thing, goal
+
+
+@functools.cache
+def _milestone() -> re.Pattern[str]:
+    nouns = lexicon.alternation(section("change.txt", "ordinal reached"))
+    return re.compile(rf"(?:^|\s)(?:their|my|our)\s+(?P<count>\d{{1,3}})(?:st|nd|rd|th)\s+(?:{nouns})\b", re.I)
+
+
+def milestone_reached(value: str) -> str:
+    """The count of years an ordinal of the speaker's own yearly milestone says they reached
+    ("celebrated their 30th birthday": "30"), or ""."""
+    m = _milestone().search(value)
+    return m.group("count") if m else ""
 
 
 MAX_WORDS = 40

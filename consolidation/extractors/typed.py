@@ -23,7 +23,7 @@ from semantic import predicates
 
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
-from .first_person import state_held
+from .first_person import goal_aimed, habit_held, milestone_reached, state_held
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -78,6 +78,7 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
         return (
             state_held(_held_before_left(value))
             or state_held(_held_before_left(predicates.without_when(value)))
+            or habit_held(value)
             or _held_before_left(value)
         )
     # A state said with when it started ("is divorced as of March", "is separated since the spring").
@@ -86,6 +87,9 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
         return state
     if is_typed(value, subject=subject):
         return value
+    # A habit's object that names a typed value with its head noun ("follows a Mediterranean diet").
+    if (habit := habit_held(value)) and is_typed(habit, subject=subject):
+        return habit
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
         typed = predicates.current_value(value, subject=subject)
@@ -124,6 +128,22 @@ def _changed_to_state(value: str, *, sentence: str, speaker: str, said_at: datet
     return state_held(_held_before_left(value))
 
 
+def _reached_or_aimed(value: str, *, sentence: str, speaker: str, said_at: datetime | None) -> tuple[str, str] | None:
+    """(value, statement) of a count of years the speaker reached, said by the ordinal of their own
+    milestone ("celebrated their 30th birthday": "turned 30"), or of a goal they aim at now ("is aiming
+    for 12,000 steps a day": "goal is 12,000 steps a day"); None for anything else, the past, a
+    hypothesis or a question."""
+    if "?" in sentence or predicates.hedges(sentence) or tells_the_past(sentence, said_at):
+        return None
+    if count := milestone_reached(value):
+        return count, f"{speaker} turned {count}."
+    goal, said = goal_aimed(value)
+    if goal:
+        now = " now" if predicates.says_now(value) or predicates.says_change(value, subject=speaker) else ""
+        return goal, f"{speaker}'s goal is{now} {said}."
+    return None
+
+
 def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: datetime | None = None) -> list[F]:
     """The facts of one sentence with typed values (see the module docstring)."""
     out: list[F] = []
@@ -132,9 +152,16 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
         if attribute in LITERAL_ATTRIBUTES:
             out.append(fact)
             continue
+        held = _reached_or_aimed(fact.value, sentence=sentence, speaker=speaker, said_at=said_at)
+        if held is not None:
+            value, statement = held
+            out.append(dataclasses.replace(fact, attribute="about", value=value, statement=statement))  # type: ignore[type-var]
+            continue
         if attribute == "experiences" and (
             state := _state_become(fact.value, sentence=sentence, said_at=said_at)
             or _changed_to_state(fact.value, sentence=sentence, speaker=speaker, said_at=said_at)
+            # a habit in the present ("reads e-books instead of paperbacks now") is held, not told
+            or habit_held(fact.value)
         ):
             out.append(dataclasses.replace(fact, attribute="about", value=state))  # type: ignore[type-var]
             continue
