@@ -88,7 +88,8 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     if is_typed(value, subject=subject):
         return value
     # A habit's object that names a typed value with its head noun ("follows a Mediterranean diet").
-    if (habit := habit_held(value)) and is_typed(habit, subject=subject):
+    habit = habit_held(value)
+    if habit and predicates.typed_spans(habit, subject=subject) and is_typed(habit, subject=subject):
         return habit
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
