@@ -479,8 +479,30 @@ def after_the_clause(clause: str) -> str:
     return f"{rest[: len(rest) - len(tail)]} {m.group('lead')[0].lower()}{m.group('lead')[1:]}{tail}"
 
 
+# A clause joined by "and", "but" or "so" whose own subject is the speaker ("I turned 35 on Saturday and we
+# had a party", "My birthday was Sunday and I'm now 35"); not a subject shared with someone ("my wife and
+# I are ...": a possessive's noun or a name before it).
+_JOINED = re.compile(
+    r"\s+(?:and|but|so)\s+(?=(?:i'm|i've|i'd|we're|we've|we'd|i am|we are|i (?!are\b)[a-z]+|we (?!are\b)[a-z]+)\b)",
+    re.IGNORECASE,
+)
+_SHARED_SUBJECT = re.compile(r"(?:^|\s)(?:(?:my|our|his|her|their|your)\s+[\w'-]+|[A-Z][\w'-]*)$")
+
+
+def _joined(part: str) -> list[str]:
+    pieces = _JOINED.split(part)
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(out[-1].split()) < 2 or (len(out[-1].split()) <= 3 and _SHARED_SUBJECT.search(out[-1])):
+            out[-1] = out[-1] + " and " + piece
+        else:
+            out.append(piece)
+    return out
+
+
 def _clauses(sentence: str) -> list[str]:
     parts = [p.strip(" ,") for p in _CLAUSE_SPLIT.split(sentence) if p and p.strip(" ,")]
+    parts = [piece for part in parts for piece in _joined(part)]
     out: list[str] = []
     for part in parts:
         part = _LEADING_NOISE.sub("", part).strip(" ,")
