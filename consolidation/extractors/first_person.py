@@ -486,7 +486,7 @@ _JOINED = re.compile(
     r"\s+(?:and|but|so)\s+(?=(?:i'm|i've|i'd|we're|we've|we'd|i am|we are|i (?!are\b)[a-z]+|we (?!are\b)[a-z]+)\b)",
     re.IGNORECASE,
 )
-_SHARED_SUBJECT = re.compile(r"(?:^|\s)(?:(?:my|our|his|her|their|your)\s+[\w'-]+|[A-Z][\w'-]*)$")
+_SHARED_SUBJECT = re.compile(r"(?:^|\s)(?:(?i:my|our|his|her|their|your)\s+[\w'-]+|[A-Z][\w'-]*)$")
 
 
 def _joined(part: str) -> list[str]:
@@ -500,9 +500,27 @@ def _joined(part: str) -> list[str]:
     return out
 
 
+@functools.cache
+def _asserted() -> re.Pattern[str]:
+    opens = lexicon.alternation(section("change.txt", "asserted clause"))
+    return re.compile(
+        rf"^(?:{opens})\s+(?P<clause>(?:i|i'm|i've|we|we're|we've|my|our)\b[^,]+)(?:,\s*(?P<main>.+))?$", re.I
+    )
+
+
+def _asserted_first(part: str) -> list[str]:
+    """A clause opened by words that assert it ("Now that I'm 35, ...", "Since I turned 35, I've ..."):
+    read on its own, before the clause it leads to."""
+    m = _asserted().match(part)
+    # Without the comma, where a clause of "my ..." ends is not seen ("Since my divorce I live alone").
+    if m is None or (not m.group("main") and m.group("clause").lower().startswith(("my", "our"))):
+        return [part]
+    return [m.group("clause"), *([m.group("main")] if m.group("main") else [])]
+
+
 def _clauses(sentence: str) -> list[str]:
     parts = [p.strip(" ,") for p in _CLAUSE_SPLIT.split(sentence) if p and p.strip(" ,")]
-    parts = [piece for part in parts for piece in _joined(part)]
+    parts = [piece for part in parts for joined in _joined(part) for piece in _asserted_first(joined)]
     out: list[str] = []
     for part in parts:
         part = _LEADING_NOISE.sub("", part).strip(" ,")

@@ -69,7 +69,10 @@ TOOL_ATTRIBUTES = {
     for name in names
 }
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE = re.compile(
+    r"(?<=[.!?])\s+|\n+|,\s+(?=(?:should|shall|does|do|did|can|could|would|will|is|are|what|how|which|where|when|why|any)\b[^.!?]*\?\s*$)",
+    re.I,
+)
 _QUESTION_OR_HYPOTHETICAL = re.compile(
     r"\?\s*$|^\s*(?:if|when|whether|should|would|could|can|do|does|did|is|are|what|which|how|why)\b|\bif (?:i|we)\b",
     re.IGNORECASE,
