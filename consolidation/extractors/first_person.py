@@ -449,6 +449,13 @@ def milestone_reached(value: str) -> str:
     return m.group("count") if m else ""
 
 
+# A question said after a statement and a comma ("I just turned 35, should I change my plan?"): where a
+# sentence splits, so that the statement is read (rules.sentences).
+QUESTION_AFTER_COMMA = (
+    r",\s+(?=(?:should|shall|does|do|did|can|could|would|will|is|are|what|how|which|where|when|why|any)\b"
+    r"[^.!?]*\?\s*$)"
+)
+
 MAX_WORDS = 40
 # The speaker, a copula, then one word ("I'm single", "I am 34", "we're now engaged").
 _BARE_STATE = re.compile(r"(?:i|we)(?:'m| am|'re| are)\s+(?:now\s+)?(?P<held>[\w'-]+)", re.IGNORECASE)
