@@ -367,9 +367,11 @@ def state_held(value: str) -> str:
 # A habit said in the present with its object ("drinks oat milk", "usually takes the bus to work", "follows a
 # keto diet"), and what may follow the object: a circumstance (a preposition's phrase), the words that say
 # it holds now, and the value it replaced ("instead of tea"). A progressive is a habit only where it
-# names what it replaced ("is drinking almond milk rather than oat milk now").
+# names what it replaced ("is drinking almond milk rather than oat milk now", "has been ordering a flat
+# white instead of a latte"); a habit begun holds now ("has started drinking tea").
 _HABIT = (
-    r"^(?:(?P<adverb>[a-z]+ly|now)\s+)?(?:(?:is|are)\s+(?P<progressive>[a-z]+ing)|(?P<verb>[a-z]+s))\s+"
+    r"^(?:(?P<adverb>[a-z]+ly|now)\s+)?(?:(?:is|are|has been|have been)\s+(?P<progressive>[a-z]+ing)"
+    r"|(?:has |have )?(?:started|begun|began|starts)\s+(?P<begun>[a-z]+ing)|(?P<verb>[a-z]+s))\s+"
     r"(?:(?:a|an|the|some)\s+)?(?P<object>[a-zA-Z][\w'’-]*(?:\s+[a-z][\w'’-]*){{0,2}}?)"
     r"(?:\s+(?:to|for|at|in|on|with|before|after|every|most|each)\s+[^,]+?)?(?:,?\s+(?:{now}))?"
     r"(?P<left>,?\s+(?:{left})\s+.+)?$"
@@ -391,7 +393,7 @@ def habit_held(value: str) -> str:
     m = _habit().match(value.strip(" ."))
     if m is None or (m.group("progressive") and not m.group("left")):
         return ""
-    verb = (m.group("verb") or m.group("progressive") or "").lower()
+    verb = (m.group("verb") or m.group("progressive") or m.group("begun") or "").lower()
     thing = m.group("object")
     words = thing.lower().split()
     moment = data_lexicon.sections("moment.txt")

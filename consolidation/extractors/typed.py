@@ -13,6 +13,7 @@ Events, plans, issues and instructions keep their clause: what happened is their
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -88,8 +89,8 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     if is_typed(value, subject=subject):
         return value
     # A habit's object that names a typed value with its head noun ("follows a Mediterranean diet").
-    habit = habit_held(value)
-    if habit and predicates.typed_spans(habit, subject=subject) and is_typed(habit, subject=subject):
+    habit, held = habit_held(value), predicates.current_value(value, subject=subject)
+    if habit and held is not None and held.text in habit and is_typed(habit, subject=subject):
         return habit
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
@@ -244,13 +245,37 @@ def _process_state(state: str) -> bool:
     )
 
 
+@functools.cache
+def _taking_the_place() -> re.Pattern[str]:
+    verbs = core_lexicon.alternation(predicates.section("change.txt", "taking the place"))
+    return re.compile(
+        r"^(?P<value>[A-Z][\w'’.+#&-]*(?: [A-Z0-9][\w'’.+#&-]*){0,3}|[a-z][\w-]*(?: [a-z][\w-]*){0,2}?)"
+        rf"\s+(?:has\s+|have\s+)?(?:now\s+)?(?:{verbs})(?:\s+(?P<old>(?!as\b)[\w'’.+#&-]+(?: [\w'’.+#&-]+){{0,3}}?))?"
+        r"\s+as\s+(?:my|our)\s+(?P<thing>[a-z][\w-]*(?: [a-z][\w-]*){0,2})$"
+    )
+
+
+def _took_the_place(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
+    """(value, statement) for a value said to take the place of another as a thing of the speaker's
+    ("Muse has overtaken Radiohead as my favourite band": Muse, "... favourite band is now Muse instead of
+    Radiohead")."""
+    m = _taking_the_place().match(sentence.strip().rstrip(".!"))
+    if m is None or m.group("value").lower() in predicates.function_words() | _ARTICLES:
+        return []
+    value, old = m.group("value"), m.group("old")
+    if predicates.comparable_kind(value) is None:
+        return []
+    left = f" instead of {old}" if old else ""
+    return [(value, f"{speaker}'s {m.group('thing')} is now {value}{left}.")]
+
+
 def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tuple[str, str]]:
     """(value, statement) for a sentence of the speaker's that tells a change of a thing of theirs
     without a pronoun ("The planning meeting moved to Thursdays"), or that gives a thing's value after
     its label ("Weekly mileage: 45 km now"): the typed value it holds now and the sentence said of the
     speaker. Nothing for a question, a denial, a hypothesis, someone else's thing, an addition or the
     past."""
-    if labelled := _labelled(sentence, speaker=speaker):
+    if labelled := _labelled(sentence, speaker=speaker) or _took_the_place(sentence, speaker=speaker):
         return labelled
     clause = _LEAD_IN.sub("", sentence.strip().rstrip(".!"))
     m = _THE_THING.match(clause) or _bare_thing(clause, speaker)
