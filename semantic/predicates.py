@@ -529,12 +529,6 @@ def _without_which_thing(statement: str, spans: list[Typed], value: str) -> list
     return [t for t in spans if not (t.start < at and t.kind == "name" and _WHICH_THING.search(statement[: t.start]))]
 
 
-_JOINED_AFTER = re.compile(
-    r",\s+(?!(?:and\s+)?(?:now|these days|nowadays|currently|instead|rather)\b)|\s+(?:and|but|while|though|although|which|who)\s+",
-    re.I,
-)
-
-
 def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     """The statement with its typed values masked and the grammar of change taken out; a state said
     with a word or two (`term_kind`) is masked too when it is the fact's `value`; a date at its end that
@@ -549,16 +543,8 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
             spans = sorted([*spans, Typed(said.start(), said.end(), "term", said.group(0))], key=lambda t: t.start)
     if value:
         spans = _without_which_thing(statement, spans, value)
-    held = next((t for t in spans if value and (t.text == value.strip(" .") or values_same(t.text, value))), None)
     for t in reversed(spans):
-        text = text[: t.start] + ("\0" if t is held else MASK) + text[t.end :]
-    # A clause joined after the value says something else ("is something, married with two kids", "is
-    # something and lives in Leeds"): no part of the predicate.
-    at = text.find("\0")
-    joined = _JOINED_AFTER.search(text, at + 1) if at >= 0 else None
-    if joined is not None:
-        text = text[: joined.start()]
-    text = text.replace("\0", MASK)
+        text = text[: t.start] + MASK + text[t.end :]
     markers = _section("change.txt", "before the old value")
     old = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
     text = re.sub(rf"\b(?:{old})\s+(?:the |our |my |their )?{MASK}\b", " ", text, flags=re.I)

@@ -13,8 +13,7 @@ reader off). General causes, each failing before its fix:
 - a clause joined by "and I" / "and we" was read with the clause before it and named the speaker twice
   ("I turned 35 on Saturday and we had a party"), a statement before a question after a comma was never
   read ("I just turned 52, should I ...?"), and a clause opened by words that assert it ("Now that I'm
-  30, ...", change.txt [asserted clause]) was a subordinate clause; a clause joined after the value was
-  part of the frame ("is 34, married with two kids");
+  30, ...", change.txt [asserted clause]) was a subordinate clause;
 - a value that takes another's place as a thing of the speaker's ("Muse has overtaken Radiohead as my
   favourite band", change.txt [taking the place]); "right now" says the value holds now;
 - after a naming word, a name in lower case is a name ("our repo is called atlas-core", change.txt
