@@ -370,10 +370,10 @@ def state_held(value: str) -> str:
 # names what it replaced ("is drinking almond milk rather than oat milk now", "has been ordering a flat
 # white instead of a latte"); a habit begun holds now ("has started drinking tea").
 _HABIT = (
-    r"^(?:(?P<adverb>[a-z]+ly|now)\s+)?(?:(?:is|are|has been|have been)\s+(?P<progressive>[a-z]+ing)"
-    r"|(?:has |have )?(?:started|begun|began|starts)\s+(?P<begun>[a-z]+ing)|(?P<verb>[a-z]+s))\s+"
+    r"^(?:(?P<adverb>[a-z]+ly|{adverbs})\s+)?(?:(?:is|are|has been|have been)\s+(?P<progressive>[a-z]+ing)"
+    r"|(?:has |have )(?:started|begun)\s+(?P<begun>[a-z]+ing)|(?P<verb>[a-z]+s))\s+"
     r"(?:(?:a|an|the|some)\s+)?(?P<object>[a-zA-Z][\w'’-]*(?:\s+[a-z][\w'’-]*){{0,2}}?)"
-    r"(?:\s+(?:to|for|at|in|on|with|before|after|every|most|each)\s+[^,]+?)?(?:,?\s+(?:{now}))?"
+    r"(?:\s+(?:to|for|at|in|on|with|before|after|every|most|each)(?:\s+[^,\s]+){{1,4}}?)?(?:,?\s+(?:{now}))?"
     r"(?P<left>,?\s+(?:{left})\s+.+)?$"
 )
 
@@ -382,7 +382,8 @@ _HABIT = (
 def _habit() -> re.Pattern[str]:
     now = lexicon.alternation(section("change.txt", "adverbs"))
     left = lexicon.alternation(section("change.txt", "after the new value"))
-    return re.compile(_HABIT.format(now=now, left=left), re.I)
+    adverbs = lexicon.alternation(data_lexicon.sections("moment.txt")["habit adverbs"])
+    return re.compile(_HABIT.format(now=now, left=left, adverbs=adverbs), re.I)
 
 
 def habit_held(value: str) -> str:
@@ -405,6 +406,7 @@ def habit_held(value: str) -> str:
         or any(w in grammar or w in _POSSESSIVES for w in words)
         or any(w in moment.get("graded", ()) or w in moment.get("mood", ()) for w in words)
         or re.search(r"(?:ing|in')$", words[0])
+        or words[0] in moment.get("no object", ())
     ):
         return ""
     return thing

@@ -116,7 +116,13 @@ def _state_become(value: str, *, sentence: str, said_at: datetime | None) -> str
         value.strip(" ."),
         re.I,
     )
-    if m is None or predicates.term_kind(m.group("state")) is None or tells_the_past(sentence, said_at):
+    # "went fishing" is an activity, not a state become
+    if (
+        m is None
+        or predicates.term_kind(m.group("state")) is None
+        or m.group("state").split()[0].lower().endswith("ing")
+        or tells_the_past(sentence, said_at)
+    ):
         return ""
     return m.group("state")
 
@@ -163,7 +169,7 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
             state := _state_become(fact.value, sentence=sentence, said_at=said_at)
             or _changed_to_state(fact.value, sentence=sentence, speaker=speaker, said_at=said_at)
             # a habit in the present ("reads e-books instead of paperbacks now") is held, not told
-            or habit_held(fact.value)
+            or ("" if tells_the_past(sentence, said_at) else habit_held(fact.value))
         ):
             out.append(dataclasses.replace(fact, attribute="about", value=state))  # type: ignore[type-var]
             continue
