@@ -89,8 +89,8 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     if is_typed(value, subject=subject):
         return value
     # A habit's object that names a typed value with its head noun ("follows a Mediterranean diet").
-    habit, held = habit_held(value), predicates.current_value(value, subject=subject)
-    if habit and held is not None and held.text in habit and is_typed(habit, subject=subject):
+    habit, current = habit_held(value), predicates.current_value(value, subject=subject)
+    if habit and current is not None and current.text in habit and is_typed(habit, subject=subject):
         return habit
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
