@@ -137,6 +137,15 @@ def identifier(text: str) -> re.Match[str] | None:
     return _IDENTIFIER.fullmatch(text)
 
 
+_NAME_AFTER_DAY = re.compile(r"(?: [A-Z][a-z][\w'’-]*)+")
+
+
+@functools.cache
+def _named() -> re.Pattern[str]:
+    naming = lexicon.alternation(_section("change.txt", "naming"))
+    return re.compile(rf"\b(?:{naming})\s+(?P<name>[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+)(?![\w-])", re.I)
+
+
 def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
     """The typed values of `text`, in order. The subject's own name is no value, nor is a name that
     only says whose or which thing it is ("Ana's", "our API gateway", "my Trek bike": the value is what
@@ -174,7 +183,16 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         if numbered:
             add(start, end, "name")
     for m in _DAY.finditer(text):  # before a bare year: "September 2026" is one date
+        # ... but a day's or a month's word opening a longer name is the name's ("Friday Notes").
+        longer = _NAME_AFTER_DAY.match(text, m.end())
+        if longer is not None and not _DAY.match(text, m.end() + 1):
+            add(m.start(), longer.end(), "name")
+            continue
         add(*m.span(), "date")
+    # After a naming word, the next word is a name however it is written ("is called atlas-core").
+    for m in _named().finditer(text):
+        if m.group("name").lower() not in function_words:
+            add(*m.span("name"), "name")
     for start, end, kind in value_spans(text):
         if kind == "number" and _YEAR.fullmatch(text[start:end]):
             add(start, end, "date")
@@ -313,6 +331,10 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
     held = [t for t in typed_spans(text, subject=subject) if (t.start, t.end) not in left]
     while len(held) > 1 and held[-1].kind == "date" and _CIRCUMSTANCE.search(text[: held[-1].start]):
         held = held[:-1]
+    # A year said as when, anywhere ("my goal in 2026 is to read 24 books", from "this year"), beside
+    # another value: the other is what the statement holds.
+    if any(t.kind != "date" for t in held):
+        held = [t for t in held if not (_YEAR.fullmatch(t.text) and _CIRCUMSTANCE.search(text[: t.start]))]
     if len(held) > 1 and _change_words().search(text):
         # A change says its new value after "to" ("pushed back a week, to April 9"; "cut by 15 minutes to
         # 45 minutes"): the other values measure the change.

@@ -37,7 +37,7 @@ from semantic.predicates import (
 )
 
 from . import lexicon
-from .first_person import Disclosure, resolve_dates, third_person, without_now
+from .first_person import Disclosure, goal_aimed, habit_held, resolve_dates, third_person, without_now
 
 _OPINION = re.compile(
     r"\b(?:think|thinks|thought|believe|believes|believed|guess|guesses|suppose|supposes|reckon|reckons|assume|"
@@ -181,12 +181,14 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
             _IMMEDIATE.search(value)
             and current_value(value, subject=speaker) is None
             and not (_STATE_NOW.match(value) and re.search(r"\bnow\s*[.!]?$", value, re.IGNORECASE))
+            and not habit_held(value)
+            and not goal_aimed(value)[0]
         )
         # "these days" or "at the moment" after a state with a typed value tells that it holds now ("rides
         # a Cannondale these days"), as "now" does; without one, a passing state ("is busy these days").
         held = value
         now_said = " ".join(without_now(value).split())
-        if _STATE_NOW.match(now_said) and current_value(now_said, subject=speaker) is not None:
+        if _STATE_NOW.match(now_said) and (current_value(now_said, subject=speaker) is not None or habit_held(value)):
             held = now_said
         if _DEICTIC.search(held) or _DELIBERATION.search(value) or immediate:
             return False
@@ -198,7 +200,12 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
             return False
         if _HEDGED_THING.search(value):
             return False
-        if attribute in {"about", "experiences"} and _PROGRESSIVE.match(value):
+        if (
+            attribute in {"about", "experiences"}
+            and _PROGRESSIVE.match(value)
+            and not habit_held(value)
+            and not goal_aimed(value)[0]
+        ):
             return False
     return True
 

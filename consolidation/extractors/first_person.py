@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from core import lexicon
 from semantic.models import Cardinality, FactCategory
-from semantic.predicates import function_words, section, term_kind, typed_spans
+from semantic.predicates import function_words, headed_kind, section, term_kind, typed_spans
 from semantic.validation import is_fragment
 
 from . import lexicon as data_lexicon
@@ -364,6 +364,102 @@ def state_held(value: str) -> str:
     return state
 
 
+# A habit said in the present with its object ("drinks oat milk", "usually takes the bus to work", "follows a
+# keto diet"), and what may follow the object: a circumstance (a preposition's phrase), the words that say
+# it holds now, and the value it replaced ("instead of tea"). A progressive is a habit only where it
+# names what it replaced ("is drinking almond milk rather than oat milk now", "has been ordering a flat
+# white instead of a latte"); a habit begun holds now ("has started drinking tea").
+_HABIT = (
+    r"^(?:(?P<adverb>[a-z]+ly|{adverbs})\s+)?(?:(?:is|are|has been|have been)\s+(?P<progressive>[a-z]+ing)"
+    r"|(?:has |have )(?:started|begun)\s+(?P<begun>[a-z]+ing)|(?P<verb>[a-z]+s))\s+"
+    r"(?:(?:a|an|the|some)\s+)?(?P<object>[a-zA-Z][\w'’-]*(?:\s+[a-z][\w'’-]*){{0,2}}?)"
+    r"(?:\s+(?:to|for|at|in|on|with|before|after|every|most|each)(?:\s+[^,\s]+){{1,4}}?)?(?:,?\s+(?:{now}))?"
+    r"(?P<left>,?\s+(?:{left})\s+.+)?$"
+)
+
+
+@functools.cache
+def _habit() -> re.Pattern[str]:
+    now = lexicon.alternation(section("change.txt", "adverbs"))
+    left = lexicon.alternation(section("change.txt", "after the new value"))
+    adverbs = lexicon.alternation(data_lexicon.sections("moment.txt")["habit adverbs"])
+    return re.compile(_HABIT.format(now=now, left=left, adverbs=adverbs), re.I)
+
+
+def habit_held(value: str) -> str:
+    """The object of a habit said in the present ("drinks oat milk": "oat milk"; "drinks coffee instead of
+    tea these days": "coffee"; "follows a keto diet": "keto diet"), or "": a verb in the third person
+    (not one of moment.txt [no habit]), then a thing of a word or a few (`predicates.term_kind`), not a
+    pronoun, a mood, a grade or an activity."""
+    m = _habit().match(value.strip(" ."))
+    if m is None or (m.group("progressive") and not m.group("left")):
+        return ""
+    verb = (m.group("verb") or m.group("progressive") or m.group("begun") or "").lower()
+    thing = m.group("object")
+    words = thing.lower().split()
+    moment = data_lexicon.sections("moment.txt")
+    grammar = function_words()
+    if (
+        verb in moment.get("no habit", ())
+        or verb.endswith("ss")
+        or (term_kind(thing) is None and headed_kind(thing) is None)
+        or any(w in grammar or w in _POSSESSIVES for w in words)
+        or any(w in moment.get("graded", ()) or w in moment.get("mood", ()) for w in words)
+        or re.search(r"(?:ing|in')$", words[0])
+        or words[0] in moment.get("no object", ())
+    ):
+        return ""
+    return thing
+
+
+@functools.cache
+def _aimed() -> re.Pattern[str]:
+    aiming = lexicon.alternation(section("change.txt", "aiming"))
+    now = lexicon.alternation(section("change.txt", "adverbs"))
+    return re.compile(
+        rf"^(?:is|are|am)\s+(?:(?:now|currently|still)\s+)?(?:{aiming})\s+(?:for|at|towards?)\s+"
+        rf"(?P<goal>.+?)(?:,?\s+(?P<now>{now}))?$",
+        re.I,
+    )
+
+
+def goal_aimed(value: str) -> tuple[str, str]:
+    """(the goal's value, the goal as said) for a goal the speaker says they aim at now ("is aiming for
+    12,000 steps a day now": ("12,000 steps", "12,000 steps a day")), or ("", ""): a verb of change.txt
+    [aiming], then a typed value or a thing of a word or a few."""
+    m = _aimed().match(value.strip(" ."))
+    if m is None:
+        return "", ""
+    goal = m.group("goal")
+    spans = typed_spans(goal)
+    if spans:
+        return spans[0].text, goal
+    thing = re.sub(r"^(?:a|an|the)\s+", "", goal, flags=re.I)
+    if term_kind(thing) is None or any(w in function_words() for w in thing.lower().split()):
+        return "", ""
+    return thing, goal
+
+
+@functools.cache
+def _milestone() -> re.Pattern[str]:
+    nouns = lexicon.alternation(section("change.txt", "ordinal reached"))
+    return re.compile(rf"(?:^|\s)(?:their|my|our)\s+(?P<count>\d{{1,3}})(?:st|nd|rd|th)\s+(?:{nouns})\b", re.I)
+
+
+def milestone_reached(value: str) -> str:
+    """The count of years an ordinal of the speaker's own yearly milestone says they reached
+    ("celebrated their 30th birthday": "30"), or ""."""
+    m = _milestone().search(value)
+    return m.group("count") if m else ""
+
+
+# A question said after a statement and a comma ("I just turned 35, should I change my plan?"): where a
+# sentence splits, so that the statement is read (rules.sentences).
+QUESTION_AFTER_COMMA = (
+    r",\s+(?=(?:should|shall|does|do|did|can|could|would|will|is|are|what|how|which|where|when|why|any)\b"
+    r"[^.!?]*\?\s*$)"
+)
+
 MAX_WORDS = 40
 # The speaker, a copula, then one word ("I'm single", "I am 34", "we're now engaged").
 _BARE_STATE = re.compile(r"(?:i|we)(?:'m| am|'re| are)\s+(?:now\s+)?(?P<held>[\w'-]+)", re.IGNORECASE)
@@ -394,8 +490,48 @@ def after_the_clause(clause: str) -> str:
     return f"{rest[: len(rest) - len(tail)]} {m.group('lead')[0].lower()}{m.group('lead')[1:]}{tail}"
 
 
+# A clause joined by "and", "but" or "so" whose own subject is the speaker ("I turned 35 on Saturday and we
+# had a party", "My birthday was Sunday and I'm now 35"); not a subject shared with someone ("my wife and
+# I are ...": a possessive's noun or a name before it).
+_JOINED = re.compile(
+    r"\s+(?:and|but|so)\s+(?=(?:i'm|i've|i'd|we're|we've|we'd|i am|we are|i (?!are\b)[a-z]+|we (?!are\b)[a-z]+)\b)",
+    re.IGNORECASE,
+)
+_SHARED_SUBJECT = re.compile(r"(?:^|\s)(?:(?i:my|our|his|her|their|your)\s+[\w'-]+|[A-Z][\w'-]*)$")
+
+
+def _joined(part: str) -> list[str]:
+    pieces = _JOINED.split(part)
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(out[-1].split()) < 2 or (len(out[-1].split()) <= 3 and _SHARED_SUBJECT.search(out[-1])):
+            out[-1] = out[-1] + " and " + piece
+        else:
+            out.append(piece)
+    return out
+
+
+@functools.cache
+def _asserted() -> re.Pattern[str]:
+    opens = lexicon.alternation(section("change.txt", "asserted clause"))
+    return re.compile(
+        rf"^(?:{opens})\s+(?P<clause>(?:i|i'm|i've|we|we're|we've|my|our)\b[^,]+)(?:,\s*(?P<main>.+))?$", re.I
+    )
+
+
+def _asserted_first(part: str) -> list[str]:
+    """A clause opened by words that assert it ("Now that I'm 35, ...", "Since I turned 35, I've ..."):
+    read on its own, before the clause it leads to."""
+    m = _asserted().match(part)
+    # Without the comma, where a clause of "my ..." ends is not seen ("Since my divorce I live alone").
+    if m is None or (not m.group("main") and m.group("clause").lower().startswith(("my", "our"))):
+        return [part]
+    return [m.group("clause"), *([m.group("main")] if m.group("main") else [])]
+
+
 def _clauses(sentence: str) -> list[str]:
     parts = [p.strip(" ,") for p in _CLAUSE_SPLIT.split(sentence) if p and p.strip(" ,")]
+    parts = [piece for part in parts for joined in _joined(part) for piece in _asserted_first(joined)]
     out: list[str] = []
     for part in parts:
         part = _LEADING_NOISE.sub("", part).strip(" ,")

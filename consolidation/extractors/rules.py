@@ -29,7 +29,7 @@ from tenants.models import Tenant
 from . import lexicon, reading
 from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .fact_filters import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
-from .first_person import disclose, without_now
+from .first_person import QUESTION_AFTER_COMMA, disclose, without_now
 from .summary import extractive_summary, lines_outside_code
 from .typed import changed_things, typed_facts
 
@@ -69,7 +69,7 @@ TOOL_ATTRIBUTES = {
     for name in names
 }
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE = re.compile(rf"(?<=[.!?])\s+|\n+|{QUESTION_AFTER_COMMA}", re.I)
 _QUESTION_OR_HYPOTHETICAL = re.compile(
     r"\?\s*$|^\s*(?:if|when|whether|should|would|could|can|do|does|did|is|are|what|which|how|why)\b|\bif (?:i|we)\b",
     re.IGNORECASE,

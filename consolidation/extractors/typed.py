@@ -13,6 +13,7 @@ Events, plans, issues and instructions keep their clause: what happened is their
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -23,7 +24,7 @@ from semantic import predicates
 
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
-from .first_person import state_held
+from .first_person import goal_aimed, habit_held, milestone_reached, state_held
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -78,6 +79,7 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
         return (
             state_held(_held_before_left(value))
             or state_held(_held_before_left(predicates.without_when(value)))
+            or habit_held(value)
             or _held_before_left(value)
         )
     # A state said with when it started ("is divorced as of March", "is separated since the spring").
@@ -86,6 +88,10 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
         return state
     if is_typed(value, subject=subject):
         return value
+    # A habit's object that names a typed value with its head noun ("follows a Mediterranean diet").
+    habit, current = habit_held(value), predicates.current_value(value, subject=subject)
+    if habit and current is not None and current.text in habit and is_typed(habit, subject=subject):
+        return habit
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
         typed = predicates.current_value(value, subject=subject)
@@ -110,7 +116,13 @@ def _state_become(value: str, *, sentence: str, said_at: datetime | None) -> str
         value.strip(" ."),
         re.I,
     )
-    if m is None or predicates.term_kind(m.group("state")) is None or tells_the_past(sentence, said_at):
+    # "went fishing" is an activity, not a state become
+    if (
+        m is None
+        or predicates.term_kind(m.group("state")) is None
+        or m.group("state").split()[0].lower().endswith("ing")
+        or tells_the_past(sentence, said_at)
+    ):
         return ""
     return m.group("state")
 
@@ -124,6 +136,22 @@ def _changed_to_state(value: str, *, sentence: str, speaker: str, said_at: datet
     return state_held(_held_before_left(value))
 
 
+def _reached_or_aimed(value: str, *, sentence: str, speaker: str, said_at: datetime | None) -> tuple[str, str] | None:
+    """(value, statement) of a count of years the speaker reached, said by the ordinal of their own
+    milestone ("celebrated their 30th birthday": "turned 30"), or of a goal they aim at now ("is aiming
+    for 12,000 steps a day": "goal is 12,000 steps a day"); None for anything else, the past, a
+    hypothesis or a question."""
+    if "?" in sentence or predicates.hedges(sentence) or tells_the_past(sentence, said_at):
+        return None
+    if count := milestone_reached(value):
+        return count, f"{speaker} turned {count}."
+    goal, said = goal_aimed(value)
+    if goal:
+        now = " now" if predicates.says_now(value) or predicates.says_change(value, subject=speaker) else ""
+        return goal, f"{speaker}'s goal is{now} {said}."
+    return None
+
+
 def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: datetime | None = None) -> list[F]:
     """The facts of one sentence with typed values (see the module docstring)."""
     out: list[F] = []
@@ -132,9 +160,16 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
         if attribute in LITERAL_ATTRIBUTES:
             out.append(fact)
             continue
+        held = _reached_or_aimed(fact.value, sentence=sentence, speaker=speaker, said_at=said_at)
+        if held is not None:
+            value, statement = held
+            out.append(dataclasses.replace(fact, attribute="about", value=value, statement=statement))  # type: ignore[type-var]
+            continue
         if attribute == "experiences" and (
             state := _state_become(fact.value, sentence=sentence, said_at=said_at)
             or _changed_to_state(fact.value, sentence=sentence, speaker=speaker, said_at=said_at)
+            # a habit in the present ("reads e-books instead of paperbacks now") is held, not told
+            or ("" if tells_the_past(sentence, said_at) else habit_held(fact.value))
         ):
             out.append(dataclasses.replace(fact, attribute="about", value=state))  # type: ignore[type-var]
             continue
@@ -216,13 +251,37 @@ def _process_state(state: str) -> bool:
     )
 
 
+@functools.cache
+def _taking_the_place() -> re.Pattern[str]:
+    verbs = core_lexicon.alternation(predicates.section("change.txt", "taking the place"))
+    return re.compile(
+        r"^(?P<value>[A-Z][\w'’.+#&-]*(?: [A-Z0-9][\w'’.+#&-]*){0,3}|[a-z][\w-]*(?: [a-z][\w-]*){0,2}?)"
+        rf"\s+(?:has\s+|have\s+)?(?:now\s+)?(?:{verbs})(?:\s+(?P<old>(?!as\b)[\w'’.+#&-]+(?: [\w'’.+#&-]+){{0,3}}?))?"
+        r"\s+as\s+(?:my|our)\s+(?P<thing>[a-z][\w-]*(?: [a-z][\w-]*){0,2})$"
+    )
+
+
+def _took_the_place(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
+    """(value, statement) for a value said to take the place of another as a thing of the speaker's
+    ("Muse has overtaken Radiohead as my favourite band": Muse, "... favourite band is now Muse instead of
+    Radiohead")."""
+    m = _taking_the_place().match(sentence.strip().rstrip(".!"))
+    if m is None or m.group("value").lower() in predicates.function_words() | _ARTICLES:
+        return []
+    value, old = m.group("value"), m.group("old")
+    if predicates.comparable_kind(value) is None:
+        return []
+    left = f" instead of {old}" if old else ""
+    return [(value, f"{speaker}'s {m.group('thing')} is now {value}{left}.")]
+
+
 def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tuple[str, str]]:
     """(value, statement) for a sentence of the speaker's that tells a change of a thing of theirs
     without a pronoun ("The planning meeting moved to Thursdays"), or that gives a thing's value after
     its label ("Weekly mileage: 45 km now"): the typed value it holds now and the sentence said of the
     speaker. Nothing for a question, a denial, a hypothesis, someone else's thing, an addition or the
     past."""
-    if labelled := _labelled(sentence, speaker=speaker):
+    if labelled := _labelled(sentence, speaker=speaker) or _took_the_place(sentence, speaker=speaker):
         return labelled
     clause = _LEAD_IN.sub("", sentence.strip().rstrip(".!"))
     m = _THE_THING.match(clause) or _bare_thing(clause, speaker)
