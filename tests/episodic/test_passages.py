@@ -19,6 +19,7 @@ from privacy import erasure
 from privacy.services import erasure_request_create
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import item
+from tests.owner import as_owner
 
 SENTENCES = [
     "We moved the billing service to a new cluster last spring.",
@@ -189,13 +190,6 @@ def test_the_migration_marks_the_summary_passages_stored_before_it(append, tenan
     the parts of summary episodes are marked in every tenant, and nothing else."""
     import importlib
 
-    import psycopg
-
-    from tenants.dbroles import owner_credentials
-
-    owner = owner_credentials()
-    if owner is None:
-        pytest.skip("no DATABASE_OWNER_URL: the application role may not update passages")
     mark = importlib.import_module("episodic.migrations.0012_passage_summary").MARK
     stored = {}
     for tenant in (tenant_a, tenant_b):
@@ -206,12 +200,8 @@ def test_the_migration_marks_the_summary_passages_stored_before_it(append, tenan
                 item("user: We hiked the ridge at dawn.", session="s-1", kind="summary", external_id="engram:summary"),
             ],
         )
-    cfg = connection.settings_dict
-    with psycopg.connect(host=cfg["HOST"], port=cfg["PORT"], dbname=cfg["NAME"], user=owner["USER"],
-                         password=owner["PASSWORD"], autocommit=True) as conn:  # fmt: skip
-        # As they were before the column: nothing marked.
-        conn.execute("UPDATE episodic_passage SET summary = false")
-        conn.execute(mark)
+    # As they were before the column: nothing marked.
+    as_owner("UPDATE episodic_passage SET summary = false", mark, why="the application role may not update passages")
     for tenant in (tenant_a, tenant_b):
         turn, summary = stored[tenant.id]
         with tenant_scope(tenant):

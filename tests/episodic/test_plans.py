@@ -7,16 +7,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import psycopg
 import pytest
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
 
 from core.embedding import EMBEDDING_DIM
 from episodic.selectors import episode_list, passage_pool
-from tenants.dbroles import owner_credentials
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import item
+from tests.owner import as_owner
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,21 +28,7 @@ def _analyze() -> None:
     """VACUUM ANALYZE needs the table's owner; the tests run as the application role. VACUUM too, not
     ANALYZE alone: it merges the GIN indexes' pending lists (fastupdate), which the planner prices as
     read on every scan, so the plan would depend on whether autovacuum had got to them yet."""
-    owner = owner_credentials()
-    if owner is None:
-        pytest.skip("no DATABASE_OWNER_URL: cannot refresh statistics")
-    cfg = connection.settings_dict
-    with psycopg.connect(
-        host=cfg["HOST"],
-        port=cfg["PORT"],
-        dbname=cfg["NAME"],
-        user=owner["USER"],
-        password=owner["PASSWORD"],
-        autocommit=True,
-    ) as conn:
-        conn.execute("VACUUM ANALYZE episodic_episode")
-        conn.execute("VACUUM ANALYZE episodic_session")
-        conn.execute("VACUUM ANALYZE episodic_passage")
+    as_owner("VACUUM ANALYZE episodic_episode", "VACUUM ANALYZE episodic_session", "VACUUM ANALYZE episodic_passage")
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -17,9 +16,9 @@ from core.db import set_locals
 from core.embedding import EMBEDDING_DIM, configure_vector_scan
 from episodic.models import Passage
 from episodic.selectors import passage_search_rows
-from tenants.dbroles import owner_credentials
 from tenants.scope import tenant_scope
 from tests.episodic.conftest import T0, item
+from tests.owner import as_owner
 
 pytestmark = pytest.mark.django_db
 
@@ -89,13 +88,7 @@ def hamming_ran(tenant: Any, vector: np.ndarray) -> bool:
 
 def vacuum_analyze() -> None:
     """Statistics and the visibility map, as autovacuum keeps them (VACUUM needs the table's owner)."""
-    owner = owner_credentials()
-    if owner is None:
-        pytest.skip("no DATABASE_OWNER_URL: cannot refresh statistics")
-    cfg = connection.settings_dict
-    with psycopg.connect(host=cfg["HOST"], port=cfg["PORT"], dbname=cfg["NAME"], user=owner["USER"],
-                         password=owner["PASSWORD"], autocommit=True) as conn:  # fmt: skip
-        conn.execute("VACUUM ANALYZE episodic_passage, episodic_episode, episodic_session")
+    as_owner("VACUUM ANALYZE episodic_passage, episodic_episode, episodic_session")
 
 
 def explain(tenant: Any, statement: str) -> dict[str, Any]:

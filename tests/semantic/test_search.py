@@ -14,8 +14,8 @@ from core.embedding import embed_one
 from semantic.models import Fact, FactStatus
 from semantic.normalise import value_key
 from semantic.selectors import configure_vector_scan, fact_search, fact_search_rows, search_sql
-from tenants.dbroles import owner_credentials
 from tenants.scope import tenant_scope
+from tests.owner import as_owner
 
 pytestmark = pytest.mark.django_db
 
@@ -195,20 +195,7 @@ def _search_plan(tenant, vector: list[float], subject: str) -> list[dict[str, An
 
 
 def _analyze_facts() -> None:
-    """ANALYZE needs the table's owner; the tests run as the application role."""
-    owner = owner_credentials()
-    if owner is None:
-        pytest.skip("no DATABASE_OWNER_URL: cannot refresh statistics")
-    cfg = connection.settings_dict
-    with psycopg.connect(
-        host=cfg["HOST"],
-        port=cfg["PORT"],
-        dbname=cfg["NAME"],
-        user=owner["USER"],
-        password=owner["PASSWORD"],
-        autocommit=True,
-    ) as conn:
-        conn.execute("ANALYZE semantic_fact")
+    as_owner("ANALYZE semantic_fact")
 
 
 @pytest.mark.django_db(transaction=True)
