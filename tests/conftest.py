@@ -11,11 +11,11 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from core import embedding
 from core.redis import get_redis
 from tenants.dbroles import switch_connection_user
 from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_create
+from tests.embedders import using_embedder
 from tests.factories.tenants import TenantFactory
 
 ISOLATION_COVERED: set[str] = set()
@@ -105,14 +105,8 @@ def anon_api() -> APIClient:
 def minilm(settings: Any) -> Iterator[None]:
     """The production embedder (the update tests need MiniLM's real similarities, e.g. of "PostgreSQL 15"
     and "16")."""
-    saved = settings.ENGRAM
-    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
-    embedding.get_embedder.cache_clear()
-    yield
-    # The settings first: a query still embedding on a helper thread must not cache this embedder
-    # for the tests that follow.
-    settings.ENGRAM = saved
-    embedding.get_embedder.cache_clear()
+    with using_embedder(settings, "core.embedding.OnnxMiniLMEmbedder"):
+        yield
 
 
 @pytest.fixture

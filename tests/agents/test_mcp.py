@@ -28,11 +28,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pytest_django.live_server_helper import LiveServer
 
-from core import embedding
 from semantic.models import Fact
 from tenants.scope import tenant_scope
 from tenants.services import api_key_create
 from tests.conftest import TenantContext
+from tests.embedders import using_embedder
 
 pytestmark = pytest.mark.live
 
@@ -339,12 +339,8 @@ def test_the_http_tools_act_as_the_callers_tenant(http_server: str, ctx_a: Tenan
 @pytest.fixture
 def onnx_minilm() -> Iterator[None]:
     """The production embedder (ONNX MiniLM) in the live server's process, which is this one."""
-    saved = settings.ENGRAM
-    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
-    embedding.get_embedder.cache_clear()
-    yield
-    settings.ENGRAM = saved
-    embedding.get_embedder.cache_clear()
+    with using_embedder(settings, "core.embedding.OnnxMiniLMEmbedder"):
+        yield
 
 
 @pytest.mark.parametrize("before", [0, 200], ids=["alone", "after-200-memories"])

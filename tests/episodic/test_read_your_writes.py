@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from core import embedding
 from episodic.models import Passage
 from tenants.scope import tenant_scope
+from tests.embedders import using_embedder
 
 pytestmark = pytest.mark.django_db
 
@@ -22,14 +22,8 @@ def _episode(content: str, i: int, session: str = "s-1") -> dict[str, Any]:
 
 @pytest.fixture
 def minilm(settings: Any) -> Iterator[None]:
-    saved = settings.ENGRAM
-    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.MiniLMEmbedder"}
-    embedding.get_embedder.cache_clear()
-    yield
-    # The settings first: a query still embedding on a helper thread must not cache this embedder
-    # for the tests that follow.
-    settings.ENGRAM = saved
-    embedding.get_embedder.cache_clear()
+    with using_embedder(settings, "core.embedding.MiniLMEmbedder"):
+        yield
 
 
 def _pending(tenant) -> int:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from core import embedding
 from episodic.tasks import embed_backlog_for_tenant
+from tests.embedders import using_embedder
 
 pytestmark = pytest.mark.django_db
 
@@ -29,14 +29,8 @@ BESIDE = [
 def default_embedder(settings: Any) -> Iterator[None]:
     """The product's embedder and file (the int8 one), exported by the set-up step if missing."""
     call_command("export_embedding_model", stdout=StringIO())
-    saved = settings.ENGRAM
-    settings.ENGRAM = {**saved, "EMBEDDER": "core.embedding.OnnxMiniLMEmbedder"}
-    embedding.get_embedder.cache_clear()
-    embedding.embedding_cache.clear()
-    yield
-    settings.ENGRAM = saved
-    embedding.get_embedder.cache_clear()
-    embedding.embedding_cache.clear()
+    with using_embedder(settings, "core.embedding.OnnxMiniLMEmbedder", fresh_vectors=True):
+        yield
 
 
 def _events(texts: list[str], session: str) -> list[dict[str, Any]]:
