@@ -38,6 +38,10 @@ T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
+# A write after commit is bookkeeping that may be lost (see the module's docstring): its transaction's
+# commit need not wait for the WAL to reach the disk. Set with the tenant's setting, in one round trip.
+WRITE_SETTINGS = {"synchronous_commit": "off"}
+
 # Writes waiting for the writer beyond this are done in line by the request that adds one: the queue
 # stays bounded when the writer falls behind, and the requests that caused it pay for it.
 MAX_PENDING_WRITES = 64
@@ -73,13 +77,15 @@ def _executor() -> ThreadPoolExecutor | None:
         return _pool
 
 
-def _scoped(ids: frozenset[uuid.UUID], fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+def _scoped(
+    ids: frozenset[uuid.UUID], settings: dict[str, str] | None, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+) -> T:
     close_old_connections()
     wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's own
     with _lock:
         _wrappers[id(wrapper)] = (threading.current_thread().name, wrapper)
     try:
-        with tenant_scope(*ids):
+        with tenant_scope(*ids, also=settings):
             return fn(*args, **kwargs)
     finally:
         close_old_connections()
@@ -101,7 +107,7 @@ def read_beside(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Fut
         return done
 
     def run() -> T:
-        return _scoped(ids, fn, *args, **kwargs)
+        return _scoped(ids, None, fn, *args, **kwargs)
 
     return pool.submit(run)
 
@@ -116,8 +122,10 @@ def _write_done(future: Future[None]) -> None:
 
 def write_after_commit(fn: Callable[P, None], /, *args: P.args, **kwargs: P.kwargs) -> None:
     """fn(*args, **kwargs) once the caller's transaction commits (never if it rolls back), on the writer
-    thread, in a transaction of its own under the caller's tenant scope. In line and at once when no
-    helpers are configured; in line after the commit when MAX_PENDING_WRITES are already waiting."""
+    thread, in a transaction of its own under the caller's tenant scope, whose commit does not wait for
+    the disk (WRITE_SETTINGS). In line and at once, in the caller's transaction, when no helpers are
+    configured; in line after the commit, in a transaction of its own, when MAX_PENDING_WRITES are
+    already waiting."""
     ids = active_tenant_ids()
     if not ids:
         raise RuntimeError("write_after_commit needs an active tenant scope to hand on")
@@ -136,12 +144,12 @@ def write_after_commit(fn: Callable[P, None], /, *args: P.args, **kwargs: P.kwar
                 writer = _writer
                 _pending_writes += 1
         if writer is None:
-            with tenant_scope(*ids):
+            with tenant_scope(*ids, also=WRITE_SETTINGS):
                 fn(*args, **kwargs)
             return
 
         def run() -> None:
-            _scoped(ids, fn, *args, **kwargs)
+            _scoped(ids, WRITE_SETTINGS, fn, *args, **kwargs)
 
         writer.submit(run).add_done_callback(_write_done)
 

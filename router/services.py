@@ -13,10 +13,11 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
-from core.db import set_locals_with_next_statement
+from core.db import execute_bound_by_server, set_locals_with_next_statement
 from core.errors import Conflict, ValidationProblem
-from core.jsonb import grouped_column, rows_as_table, rows_table, table_rows
+from core.jsonb import dumps, grouped_column, rows_as_table, rows_table, table_rows
 from core.rounding import rounded
 from procedural.services import procedure_outcome_record
 from router.budgets import budget_plan
@@ -300,6 +301,9 @@ def _chances(item: Candidate, by_policy: tuple[dict[str, float], dict[str, float
     return {"p_formula": round(by_policy[0].get(item.id, 0.0), 6), "p_model": round(by_policy[1].get(item.id, 0.0), 6)}
 
 
+_TRACE_ITEMS_UPDATE = "UPDATE router_contexttrace SET offered = %s, considered = %s WHERE id = %s AND tenant_id = %s"
+
+
 def trace_items_record(
     *,
     tenant: Tenant,
@@ -315,8 +319,13 @@ def trace_items_record(
     # Both stored as columns, each key once instead of once per row (core.jsonb.RowsField reads them back
     # as the rows): about half the text of the left-out rows, a third of the served ones' (their lines).
     considered_items = considered_table(considered, propensity=propensity, now=now, by_policy=by_policy)
-    with _bookkeeping_commit():
-        ContextTrace.objects.filter(id=trace_id).update(offered=rows_as_table(offered), considered=considered_items)
+    # The documents as parameters (not literals PostgreSQL would scan in the statement's text), in one
+    # statement without the ORM's compilation. On the writer thread, its transaction's commit does not wait
+    # for the disk (router.helper_threads.WRITE_SETTINGS); in line, the request's transaction set it.
+    execute_bound_by_server(
+        _TRACE_ITEMS_UPDATE,
+        [Jsonb(rows_as_table(offered), dumps=dumps), Jsonb(considered_items, dumps=dumps), trace_id, tenant.id],
+    )
 
 
 def _procedure_success(outcome: str) -> bool | None:

@@ -107,8 +107,12 @@ def deactivate() -> None:
 
 
 @contextmanager
-def tenant_scope(*tenants: Tenant | uuid.UUID | str, using: str = "default") -> Iterator[None]:
-    """Run the block inside a transaction scoped to the given tenants (tasks, commands, tests)."""
+def tenant_scope(
+    *tenants: Tenant | uuid.UUID | str, using: str = "default", also: dict[str, str] | None = None
+) -> Iterator[None]:
+    """Run the block inside a transaction scoped to the given tenants (tasks, commands, tests). `also`:
+    other transaction-local settings, set in the same round trip as the tenant's (activate's); they hold
+    until the transaction ends (a nested block's do not end with the block)."""
     ids = _ids(tenants)
     outer = _active.get()
     # Inside narrowed_to() the database setting names more tenants than the Python scope: put that back.
@@ -118,7 +122,7 @@ def tenant_scope(*tenants: Tenant | uuid.UUID | str, using: str = "default") -> 
     # A block that opens the transaction ends it: the setting ends with it, and is not put back.
     nested = conn.in_atomic_block or not conn.get_autocommit()
     with transaction.atomic(using=using):
-        _set_db(ids, using)
+        _set_db(ids, using, also)
         token = _active.set(ids)
         try:
             yield

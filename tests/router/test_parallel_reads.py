@@ -180,6 +180,34 @@ def test_writes_run_in_line_after_the_commit_when_the_writer_is_behind(tenant_a,
     assert done == [(threading.current_thread().name, frozenset({tenant_a.id}), True)]
 
 
+def _record_commit_setting(into: list[tuple[str, str]]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        into.append((threading.current_thread().name, cursor.fetchone()[0]))
+
+
+def test_a_write_after_commit_commits_without_waiting_for_the_disk(tenant_a, readers, monkeypatch) -> None:
+    """What is written after commit may be lost (the queue is in memory): on the writer, and in line when
+    the writer is behind, its transaction's commit does not wait for the WAL to reach the disk, set with
+    the tenant's setting (no statement of its own)."""
+    from router import helper_threads as module
+
+    done: list[tuple[str, str]] = []
+    with tenant_scope(tenant_a):
+        write_after_commit(_record_commit_setting, done)
+    close_readers()
+    monkeypatch.setattr(module, "MAX_PENDING_WRITES", 0)
+    with tenant_scope(tenant_a):
+        write_after_commit(_record_commit_setting, done)
+    assert [(name.split("_")[0], setting) for name, setting in done] == [
+        ("engram-write", "off"),
+        (threading.current_thread().name.split("_")[0], "off"),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+
+
 def test_a_contexts_trace_items_are_written_after_the_answer(tenant_a, tenant_b, api_a, readers) -> None:
     remember(tenant_a, HISTORY)
     # A small window, so that some candidates are left out.
