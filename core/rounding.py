@@ -18,6 +18,8 @@ import numpy as np
 # Below 2^31, half a unit in the last place of the product is under 2^-22, far inside this margin.
 _NEAR_HALF = 1e-6
 _LARGEST = 2.0**31
+# Every whole number below 2^53 is a double, which round() gives back unchanged.
+_EXACT = 2.0**53
 
 
 def rounded(values: Sequence[float] | np.ndarray, digits: int) -> list[float]:
@@ -26,8 +28,15 @@ def rounded(values: Sequence[float] | np.ndarray, digits: int) -> list[float]:
     scale = 10.0**digits
     with np.errstate(invalid="ignore", over="ignore"):
         product = x * scale
-        out = (np.rint(product) / scale).tolist()
+        result = np.rint(product) / scale
         doubtful = ~(np.abs(product) < _LARGEST) | ~(np.abs(product - np.floor(product) - 0.5) > _NEAR_HALF)
+        if digits >= 0:
+            # A whole number (a row's id among its score parts) is its own rounding, however large its
+            # product.
+            whole = (x == np.floor(x)) & (np.abs(x) < _EXACT)
+            result = np.where(whole, x, result)
+            doubtful &= ~whole
+    out = result.tolist()
     for i in np.flatnonzero(doubtful).tolist():
         out[i] = round(float(x[i]), digits)
     return out

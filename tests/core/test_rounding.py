@@ -27,3 +27,22 @@ def test_rounded_is_round_to_the_bit() -> None:
 
 def test_rounded_keeps_nan() -> None:
     assert math.isnan(rounded([math.nan], 6)[0])
+
+
+def test_whole_numbers_are_rounded_without_a_call_per_value(monkeypatch) -> None:
+    """A trace's score parts carry row ids (`passage`: 5629.0), whose product by 10^6 is past the fast
+    path's range: they are their own rounding, and need no call of round() each."""
+    import core.rounding as module
+
+    calls: list[float] = []
+
+    def counted(value: float, digits: int) -> float:
+        calls.append(value)
+        return round(value, digits)
+
+    monkeypatch.setattr(module, "round", counted, raising=False)
+    values = [5629.0, -5258.0, 2.0**52, 0.0, -0.0, 1.0, 3.5e9 + 0.5, 2.0**60]
+    expected = [round(value, 6) for value in values]
+    assert [_bits(v) for v in rounded(values, 6)] == [_bits(v) for v in expected]
+    assert calls == [3.5e9 + 0.5, 2.0**60]
+    assert [_bits(v) for v in rounded([5629.0, 1234.5], -2)] == [_bits(round(5629.0, -2)), _bits(round(1234.5, -2))]
