@@ -120,8 +120,8 @@ def fetch_prepared(
 
 def execute_bound_by_server(query: str, params: Sequence[Any] | dict[str, Any], *, using: str = "default") -> int:
     """Run `query` (a write) with its parameters bound by the server: the statement's text and its
-    values travel apart, so that PostgreSQL does not scan a large value as a literal of the text (a
-    context's trace documents, tens of kilobytes: a sixth of their UPDATE's backend CPU). Prepared as
+    values travel apart, so that a large value (a context's trace documents, tens of kilobytes) is not
+    quoted into the text by the driver, nor scanned back out of it by PostgreSQL. Prepared as
     fetch_prepared's statements are, when the connection prepares. The number of rows it changed.
 
     Its own statement, always: it cannot carry SET LOCAL commands in front of it

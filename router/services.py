@@ -319,9 +319,9 @@ def trace_items_record(
     # Both stored as columns, each key once instead of once per row (core.jsonb.RowsField reads them back
     # as the rows): about half the text of the left-out rows, a third of the served ones' (their lines).
     considered_items = considered_table(considered, propensity=propensity, now=now, by_policy=by_policy)
-    # The documents as parameters (not literals PostgreSQL would scan in the statement's text), in one
-    # statement without the ORM's compilation. On the writer thread, its transaction's commit does not wait
-    # for the disk (router.helper_threads.WRITE_SETTINGS); in line, the request's transaction set it.
+    # The documents as parameters, not quoted into the statement's text as literals, in one statement
+    # without the ORM's compilation. On the writer thread, its transaction's commit does not wait for the
+    # disk (router.helper_threads.WRITE_SETTINGS); in line, the request's transaction set it.
     execute_bound_by_server(
         _TRACE_ITEMS_UPDATE,
         [Jsonb(rows_as_table(offered), dumps=dumps), Jsonb(considered_items, dumps=dumps), trace_id, tenant.id],

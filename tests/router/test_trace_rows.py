@@ -139,8 +139,8 @@ def test_a_trace_stores_its_rows_as_columns_and_answers_them_as_rows(tenant_a, a
 @pytest.mark.django_db
 def test_a_traces_documents_reach_the_database_as_parameters_not_in_the_statements_text(tenant_a, api_a) -> None:
     """The items' documents (tens of kilobytes a request) are bound by the server: the statement's text
-    does not carry them as literals, which PostgreSQL would scan character by character before parsing
-    the JSON (a sixth of the UPDATE's backend CPU). Read back, the rows are those the answer served."""
+    does not carry them as literals, which the driver quoted into it and PostgreSQL scanned back out.
+    Read back, the rows are those the answer served."""
     remember(tenant_a, [f"note {i}: the scanner on floor {i} skips page {i % 4}" for i in range(30)])
     with CaptureQueriesContext(connection) as sent:
         body = api_a.post("/v1/context", {"subject": "alice", "query": "scanner skips pages", "max_tokens": 200}).json()
