@@ -143,7 +143,18 @@ _NAME_AFTER_DAY = re.compile(r"(?: [A-Z][a-z][\w'’-]*)+")
 @functools.cache
 def _named() -> re.Pattern[str]:
     naming = lexicon.alternation(_section("change.txt", "naming"))
-    return re.compile(rf"\b(?:{naming})\s+(?P<name>[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+)(?![\w-])", re.I)
+    # "renamed to", "rebranded as", "known as" in any form of the verb ("renaming to", "rebrand as").
+    stems = {re.sub(r"(?:ed|n)$", "", w.split()[0]) for w in _section("change.txt", "naming") if " " in w}
+    renaming = rf"(?:{'|'.join(sorted(stems))})\w*\s+(?:it\s+|them\s+)?(?:as|to)"
+    # A word of one piece ("is called atlas") only where the naming word is a passive's or a renaming's,
+    # not a verb of its own ("I called mom").
+    return re.compile(
+        rf"\b(?:{naming})\s+(?P<name>[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+)(?![\w-])"
+        rf"|(?:\b(?:is|are|was|were|be|been|being|now|got)\s+(?:called|named)|\b(?:{renaming})|\bre\w+ed\s+(?:to\s+)?as"
+        rf"|\b(?:{naming})\s+(?:[\w-]+\s+){{0,3}}?from\s+(?P<old>[a-z][\w-]*)\s+to)"
+        r"\s+(?P<word>[a-z][a-z0-9]*)(?![\w-])",
+        re.I,
+    )
 
 
 def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
@@ -191,8 +202,9 @@ def typed_spans(text: str, *, subject: str = "") -> list[Typed]:
         add(*m.span(), "date")
     # After a naming word, the next word is a name however it is written ("is called atlas-core").
     for m in _named().finditer(text):
-        if m.group("name").lower() not in function_words:
-            add(*m.span("name"), "name")
+        for group in ("name", "old", "word"):
+            if m.group(group) and m.group(group).lower() not in function_words:
+                add(*m.span(group), "name")
     for start, end, kind in value_spans(text):
         if kind == "number" and _YEAR.fullmatch(text[start:end]):
             add(start, end, "date")
@@ -613,6 +625,17 @@ def says_change(text: str, *, subject: str = "") -> bool:
     )
 
 
+def becomes(text: str, value: str) -> bool:
+    """The statement says the value was become: a verb of change.txt [becoming] right before it ("went
+    vegan", "turned vegetarian", "has gone freelance"), a change whose complement is the new state; not
+    where the speaker went ("went home early": change.txt [not a state become])."""
+    said = value.strip(" .")
+    if not said or said.split()[0].lower() in _section("change.txt", "not a state become"):
+        return False
+    verbs = lexicon.alternation(_section("change.txt", "becoming"))
+    return bool(re.search(rf"\b(?:{verbs})\s+(?:(?:a|an)\s+)?{re.escape(said)}(?![\w-])", text, re.I))
+
+
 def function_words() -> frozenset[str]:
     """Words of grammar (semantic/data/function_words.txt)."""
     return _words("function_words.txt")
@@ -774,8 +797,10 @@ def judge(
         # far apart the two words' meanings are (gouda and halloumi: 0.33; underway and complete: 0.30).
         old_said = content_words(old_frame, subject=subject)
         told = old_said == content_words(new_frame, subject=subject) and bool(old_said)
-        if (told and says_change(new_statement, subject=subject)) or names_left(
-            new_statement, old_value, subject=subject
+        if (
+            (told and says_change(new_statement, subject=subject))
+            or becomes(new_statement, new_value)
+            or names_left(new_statement, old_value, subject=subject)
         ):
             pass
         elif values_similarity is None or values_similarity < floor:
@@ -800,7 +825,7 @@ def judge(
         ok = not new_words or similarity >= SIMILAR_NAMING_OLD
         return Verdict(ok, f"names the old value as left, frames at {similarity:.2f}")
     open_verbs = _words("open_verbs.txt")
-    changed = says_change(new_statement, subject=subject)
+    changed = says_change(new_statement, subject=subject) or becomes(new_statement, new_value)
     # "uses X", "has X": a relation of many values names no one thing; a new value adds to it unless
     # the later statement tells a change ("now uses Y", "switched to Y").
     # Counts of one unit are the exception: "has 4 guitars" and "has 3 guitars" cannot both hold.

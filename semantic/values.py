@@ -274,7 +274,11 @@ def values_conflict(a: str, b: str) -> bool:
     words_a = {t for t in value_tokens(a) if t[0] == "word" and t[1] not in grammar}
     words_b = {t for t in value_tokens(b) if t[0] == "word" and t[1] not in grammar}
     short = 0 < len(words_a) <= SHORT_WORDS and 0 < len(words_b) <= SHORT_WORDS
-    return short and not words_a & words_b
+    # ... nor two of two words that share a head but each name a word the other does not ("half
+    # marathon", "full marathon"; "oat milk", "almond milk"): one word more ("coffee", "black coffee")
+    # may restate, and longer values ("likes hiking in the mountains") may paraphrase.
+    paired = len(words_a) == len(words_b) == 2 and bool(words_a - words_b)
+    return short and (not words_a & words_b or paired)
 
 
 def value_spans(text: str) -> list[tuple[int, int, str]]:

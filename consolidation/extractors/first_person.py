@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from core import lexicon
 from semantic.models import Cardinality, FactCategory
-from semantic.predicates import function_words, headed_kind, section, term_kind, typed_spans
+from semantic.predicates import function_words, headed_kind, section, term_kind, typed_spans, value_kind
 from semantic.validation import is_fragment
 
 from . import lexicon as data_lexicon
@@ -118,6 +118,18 @@ def _third_person(verb: str) -> str:
 
 
 _SLANG = {"gonna": "going to", "wanna": "want to", "gotta": "have to", "kinda": "kind of", "sorta": "sort of"}
+# The speaker typed informally: "i", "im", "ive" for "I", "I'm", "I've" (no English word is spelt so).
+_INFORMAL_I = {"i": "I", "im": "I'm", "ive": "I've", "i'm": "I'm", "i've": "I've", "i'd": "I'd", "i'll": "I'll"}
+
+
+def as_typed_formally(sentence: str) -> str:
+    """The sentence with the speaker's "I" written as "I" however it was typed ("i turned 35", "im 35
+    now"), so that every reader finds the speaker where it looks for "I"."""
+    return re.sub(
+        r"(?<![\w'’.-])(?:i|im|ive|i'm|i've|i'd|i'll)(?![\w'’-]|\.\w)", lambda m: _INFORMAL_I[m.group(0)], sentence
+    )
+
+
 _OBJECT = {"me": None, "us": None, "my": "their", "our": "their", "mine": "'s", "ours": "'s"}
 _OBJECT.update({"myself": "themselves", "ourselves": "themselves"})
 
@@ -208,6 +220,8 @@ _ANAPHORIC = re.compile(
     r"\b(?:it|them|these|those|there|he|him|she|they|that one|this one)\b|\b(?:that|this)$", re.IGNORECASE
 )
 _NEGATED = re.compile(r"\b(?:not|never|no longer|\w+n't)\b", re.IGNORECASE)
+# A value set against the one left, after the clause ("I'm 35 now, not 34"): the clause is not denied.
+_CONTRAST = re.compile(r",\s*(?:but\s+)?not\s+(?:the\s+|an?\s+)?[^\s,;]+(?:\s+[^\s,;]+){0,2}\s*$", re.IGNORECASE)
 _HEDGE = re.compile(r"\b(?:i think|i guess|maybe|probably|might|not sure|kind of|sort of)\b", re.IGNORECASE)
 _STOP = frozenset(
     "i me my we us our you your it its this that the a an and or but so to of in on at for with from by "
@@ -296,6 +310,23 @@ _TOLD_CHANGE = re.compile(
     rf"^(?:i|we)(?:'ve| have)?\s+(?:[a-z]+ly\s+|just\s+|now\s+)?(?:{lexicon.alternation(section('change.txt', 'verbs'))})\b",
     re.IGNORECASE,
 )
+
+# "I went vegan", "we've gone freelance": a verb of becoming (change.txt, [becoming]) then the state it
+# reaches, a word or two; not an activity ("went fishing").
+_BECAME = re.compile(
+    rf"^(?:i|we)(?:'ve| have)?\s+(?:[a-z]+ly\s+|just\s+|now\s+)?(?:{lexicon.alternation(section('change.txt', 'becoming'))})"
+    r"\s+(?:a\s+|an\s+)?(?P<state>[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?)\b",
+    re.IGNORECASE,
+)
+
+
+def _became(clause: str) -> bool:
+    m = _BECAME.match(clause)
+    if m is None:
+        return False
+    state = m.group("state").lower()
+    trips = section("change.txt", "not a state become")
+    return not state.split()[0].endswith("ing") and state.split()[0] not in trips and term_kind(state) is not None
 
 
 def without_now(clause: str, *, phrases_only: bool = False) -> str:
@@ -460,6 +491,112 @@ QUESTION_AFTER_COMMA = (
     r"[^.!?]*\?\s*$)"
 )
 
+# "it" opening a clause that states a value ("it's Muse now", "but now it is at 10"), said after a clause
+# that names a thing of the speaker's without saying what it is now: a question ("My favourite band?"),
+# the past or a denial ("My rent used to be $900", "Pizza is no longer my favourite food").
+_IT_STATES = re.compile(
+    r"(?:^|[,;:]\s*|\s[-–—]\s*)(?:(?:and|but|so)\s+)?(?P<now>now,?\s+)?(?P<it>it|that)(?:'s|’s|\s+is|\s+has\s+become|\s+became)"
+    r"\s+(?P<rest>(?!been\b|not\b|gonna\b|going\b)(?:[^,;.!?]|[,.](?=\d))+?)\s*(?P<end>[.!]?)\s*$",
+    re.IGNORECASE,
+)
+_THING_OF_THEIRS = re.compile(
+    r"\b(?:my|our)\s+(?P<thing>(?:[a-z][\w-]*\s+){0,3}?[a-z][\w-]*)"
+    r"(?=\s*(?:[?,;:]|$)|\s+(?:is|was|are|were|isn't|wasn't|used|has|had|no)\b)",
+    re.IGNORECASE,
+)
+
+
+def _a_value(said: str) -> bool:
+    """What "it" is said to be is a value: a typed value or a state of a word or a few, with the
+    preposition, naming word and adverb of now that go with it ("at 10:30", "called Beacon", "Muse now");
+    not a remark ("a relief to have their support")."""
+    naming = lexicon.alternation(section("change.txt", "naming"))
+    said = re.sub(rf"^(?:now\s+)?(?:at|on|in|from|{naming})\s+|\s+now$", "", said.strip(), flags=re.I)
+    typed = value_kind(said)
+    return (typed is not None and typed.text == said) or (len(said.split()) <= 3 and term_kind(said) is not None)
+
+
+def _no_value_now(clause: str) -> bool:
+    """The clause names a thing without saying what it is now: a question, the past, a denial."""
+    return clause.rstrip().endswith("?") or bool(
+        re.search(r"\b(?:was|were|used to|no longer|anymore|any more|not|\w+n't)\b", clause, re.I)
+    )
+
+
+def pointed_back(sentences: list[str]) -> list[str]:
+    """The sentences of one message, with "it" read as the thing of the speaker's it points back to
+    where the clause before names that thing and says no value of it now ("My favourite band? It's Muse
+    now." -> "My favourite band is Muse now."; "My rent used to be $900, but now it's $1,100." -> the
+    sentence, then "My rent is $1,100 now."): the clause is then read as any statement of a thing of
+    theirs, by every reader."""
+    out: list[str] = []
+    for sentence in sentences:
+        m = _IT_STATES.search(sentence)
+        before = sentence[: m.start()].strip() if m else ""
+        if m is None:
+            out.append(sentence)
+            continue
+        context = before or (out[-1] if out else "")
+        # The thing's words end before an adverb of time ("my favourite food anymore").
+        things = list(
+            _THING_OF_THEIRS.finditer(re.sub(r"\s+(?:anymore|any more|now|again|either)\b", "", context, flags=re.I))
+        )
+        if not things or not _no_value_now(context) or not _a_value(m.group("rest")):
+            out.append(sentence)
+            continue
+        now = " now" if m.group("now") and not re.search(r"\bnow\b", m.group("rest"), re.I) else ""
+        thing = things[0].group(0)
+        resolved = f"{thing[0].upper()}{thing[1:]} is {m.group('rest')}{now}{m.group('end') or '.'}"
+        # The sentence stays as it was said (what its readers made of it before), the clause is added.
+        out += [sentence, resolved] if before else [resolved]
+    return out
+
+
+@functools.cache
+def _asked() -> re.Pattern[str]:
+    verbs = lexicon.alternation(section("change.txt", "asked to change"))
+    return re.compile(
+        rf"^(?:(?:please|pls|can you|could you|would you|kindly)\s+)*(?:{verbs})\s+(?P<thing>(?:my|our)\s+[\w' -]+?)"
+        r"\s+(?:from\s+[^,;]+?\s+)?to\s+(?P<value>[^;!?]+?)(?:,?\s+please)?\s*[.!?]*$",
+        re.IGNORECASE,
+    )
+
+
+@functools.cache
+def _told_to_listener() -> re.Pattern[str]:
+    opens = lexicon.alternation(section("change.txt", "told to the listener"))
+    return re.compile(rf"^(?:{opens})\b[\s,:;-]*(?P<clause>(?:I|I'm|I've|I'd|we|we're|we've|my|our)\b.*)$", re.I)
+
+
+def _a_value_to_keep(said: str) -> bool:
+    """What a request asks to record is a value: the whole of what follows "to" a typed value ("35", "the
+    Owls") or a state of a word or two ("the beacon app"); "Can you change my function to return a list?"
+    asks for work, not for a value to be kept."""
+    said = re.sub(r"^(?:the|a|an)\s+", "", said.strip(), flags=re.I)
+    typed = value_kind(said)
+    if typed is not None:
+        return typed.text == said
+    words = said.split()
+    return len(words) <= 2 and term_kind(said) is not None and not any(w.lower() in function_words() for w in words)
+
+
+def as_stated(sentence: str) -> str:
+    """A request to record a value said as the statement it asks for ("Please update my age to 35." ->
+    "My age is now 35."), and a clause told to the listener to keep in mind said alone ("Just so you
+    know, I'm 35 now." -> "I'm 35 now."): what the speaker says of themselves is in both."""
+    if (
+        (m := _asked().match(sentence.strip()))
+        and _a_value_to_keep(m.group("value"))
+        and len(m.group("thing").split()) <= 4
+    ):
+        thing = m.group("thing")
+        return f"{thing[0].upper()}{thing[1:]} is now {m.group('value').strip()}."
+    if m := _told_to_listener().match(sentence.strip()):
+        clause = m.group("clause")
+        return clause[0].upper() + clause[1:]
+    return sentence
+
+
 MAX_WORDS = 40
 # The speaker, a copula, then one word ("I'm single", "I am 34", "we're now engaged").
 _BARE_STATE = re.compile(r"(?:i|we)(?:'m| am|'re| are)\s+(?:now\s+)?(?P<held>[\w'-]+)", re.IGNORECASE)
@@ -562,7 +699,7 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
         if _NOT_DECLARATIVE.search(clause) or _SMALL_TALK.search(clause) or _PROMISE.search(clause):
             continue
         clause = _TRAILING_COMMENT.sub("", clause)
-        if _ANAPHORIC.search(without_now(clause)) or _NEGATED.search(clause):
+        if _ANAPHORIC.search(without_now(clause)) or _NEGATED.search(_CONTRAST.sub("", clause)):
             continue
         words = clause.split()
         content = [w for w in re.findall(r"[a-z][a-z'-]+", clause.lower()) if w not in _STOP and len(w) > 2]
@@ -570,7 +707,7 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
         content += [t.text for t in typed_spans(clause)]
         # A change told with its value needs fewer words ("I just turned 40").
         # ... and so does one whose subject is followed by a verb of change ("I just turned 40").
-        changed = (elided and elided.group("changed")) or _TOLD_CHANGE.match(clause)
+        changed = (elided and elided.group("changed")) or _TOLD_CHANGE.match(clause) or _became(clause)
         needed = MIN_CONTENT_WORDS - 1 if changed else MIN_CONTENT_WORDS
         # A count with the noun it counts says what it is of ("I have 2 roommates"), and a state or a
         # number said of the speaker with the copula alone is the whole statement ("I'm single", "I'm

@@ -29,7 +29,7 @@ from tenants.models import Tenant
 from . import lexicon, reading
 from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .fact_filters import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
-from .first_person import QUESTION_AFTER_COMMA, disclose, without_now
+from .first_person import QUESTION_AFTER_COMMA, as_stated, as_typed_formally, disclose, pointed_back, without_now
 from .summary import extractive_summary, lines_outside_code
 from .typed import changed_things, typed_facts
 
@@ -1043,10 +1043,7 @@ _NEGATED_USE = re.compile(r"\b(?:don't|do not|no longer|never|stopped|not) (?:us
 
 def sentences(text: str) -> Iterator[str]:
     for line in lines_outside_code(text):
-        for part in _SENTENCE.split(line):
-            part = part.strip()
-            if part:
-                yield part
+        yield from (as_stated(as_typed_formally(part.strip())) for part in _SENTENCE.split(line) if part.strip())
 
 
 def extract_from_text(text: str, subject: str) -> list[Found]:
@@ -1209,6 +1206,13 @@ _NOW_AFTER_THING = re.compile(
 )
 
 
+_NOW_FIRST = re.compile(
+    rf"^(?P<now>{alternation(predicates.section('change.txt', 'adverbs'))}),? (?P<rest>[A-Za-z][\w'’.+#&-]*(?: [\w'’.+#&-]+){{0,3}}"
+    r" (?:is|are|has become|have become|became) (?:my|our) .+)$",
+    re.IGNORECASE,
+)
+
+
 def uninverted(sentence: str) -> str:
     """The sentence said in its plain order: a phrase that says "now" after the value
     (`_NOW_AFTER_THING`), and the speaker's thing first when the value was said first ("Pho has become my
@@ -1217,6 +1221,8 @@ def uninverted(sentence: str) -> str:
     pronoun ("This is my car", "He is my brother")."""
     if moved := _NOW_AFTER_THING.match(sentence.strip()):
         sentence = f"{moved.group('thing')} {moved.group('rest')} {moved.group('now')}."
+    if led := _NOW_FIRST.match(sentence.strip()):  # "These days Arrival is my favourite film"
+        sentence = f"{led.group('rest')[0].upper()}{led.group('rest')[1:].rstrip(' .!')} {led.group('now').lower()}."
     m = _INVERTED.match(sentence.strip())
     if m is None or any(w.lower() in predicates.function_words() for w in m.group("value").split()):
         return sentence
@@ -1231,7 +1237,7 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
     self-disclosure (consolidation.extractors.first_person)."""
     found: list[Found] = []
     seen: set[tuple[str, str]] = set()
-    for sentence in map(uninverted, sentences(text)):
+    for sentence in map(uninverted, pointed_back(list(sentences(text)))):
         parsed: list[tuple[str, str]] = []
         # A pattern's value is copied as said: one that leans on context ("keep working on it") or
         # still speaks in the first or second person is not a fact about the speaker.

@@ -98,3 +98,12 @@ def test_two_short_values_with_no_word_in_common_conflict() -> None:
     assert values_conflict("in progress", "finished")
     assert values_conflict("vegan", "pescatarian")
     assert not values_conflict("in progress", "progress")
+
+
+def test_two_short_values_of_one_head_are_two_values() -> None:
+    # "half marathon" then "full marathon": each names a word the other lacks, so the later statement
+    # is no near-duplicate of the earlier; one word more may restate ("coffee", "black coffee").
+    assert values_conflict("half marathon", "full marathon")
+    assert values_conflict("oat milk", "almond milk")
+    assert not values_conflict("coffee", "black coffee")
+    assert not values_conflict("half marathon", "Half Marathon")
