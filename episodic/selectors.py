@@ -752,9 +752,13 @@ PASSAGE_COLUMNS = (
 # The passage's columns and its episode's that a PassageRow needs (history's pool reads them in its
 # `top`), and PASSAGE_COLUMNS over them, with the session `s`.
 _TOP_COLUMNS = (
-    "p.id, p.tenant_id, p.episode_id, p.session_id, p.content, p.occurred_at, p.token_count, p.position,"
+    "p.id, p.tenant_id, p.episode_id, p.session_id, {content} AS content, p.occurred_at, p.token_count, p.position,"
     " p.char_start, p.char_end, p.last, p.line, p.line_tokens"
 )
+# A passage's content where its reader needs it when it reads the stored line and index terms (the
+# router): a line not stored is made from the content, a passage's term counts not stored are counted
+# in it.
+_CONTENT_WHERE_UNSTORED = "CASE WHEN p.line = '' OR p.index_terms IS NULL THEN p.content ELSE '' END"
 _TOP_EPISODE_COLUMNS = "e.kind, e.role, e.external_id AS episode_external_id, e.content_hash"
 _TOP_PASSAGE_COLUMNS = (
     f"p.episode_id, s.external_id, p.kind, p.role, p.content, {epoch_us_sql('p.occurred_at')},"
@@ -811,6 +815,7 @@ class PassageColumns:
     session: list[str]
     kind: list[str]
     role: list[str]
+    # "" where the pool was read with `stored_lines` and the passage's line and index terms are stored.
     content: list[str]
     # Microseconds since the epoch (core.timestamps), and as datetimes.
     occurred_us: list[int]
@@ -984,13 +989,18 @@ def passage_pool_columns(
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
     count_terms: Sequence[str] = (),
     aliases: Aliases | None = None,
+    stored_lines: bool = False,
 ) -> PassageColumns:
     """passage_search_rows with the summaries of the pool's sessions, in one statement: the three
     channels, their fusion by reciprocal rank, the scored rows of the top `limit` and their sessions'
     summaries are computed by the database and come back in one round trip, with the vector scan's
     settings sent before it. The fusion adds the channels' terms in the order episode_search adds
     them (text, overlap, vector), so that its sums, and the order of ties, are the same to the bit.
-    `aliases`: the aliases of the query's entities for `subject`, when the caller has looked them up."""
+    `aliases`: the aliases of the query's entities for `subject`, when the caller has looked them up.
+    `stored_lines`: the caller reads a passage's stored line and its term counts (`count_terms`)
+    rather than its content, so a passage's content comes back only where either is not stored ("",
+    the empty string, elsewhere): the router's pool is 250 rows at 1,000 tokens, and their content
+    would be read from the database and decoded for nothing."""
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
     if isinstance(query_embedding, list):
@@ -1075,6 +1085,7 @@ def passage_pool_columns(
         if count_terms
         else "'{}'::int[]"
     )
+    top_columns = _TOP_COLUMNS.format(content=_CONTENT_WHERE_UNSTORED if stored_lines else "p.content")
     # The top's rows are read by key and scored where they are read: only the scores and the columns of
     # a line go up to the joins (a passage's vector, text search vector and index terms, carried through
     # them, cost the database more than the rest of the statement; `OFFSET 0` keeps the scores in the
@@ -1084,7 +1095,7 @@ def passage_pool_columns(
     ctes.append(
         f"top AS (SELECT p.*, {_TOP_EPISODE_COLUMNS} FROM (SELECT {text_rank} AS text_rank,"  # noqa: S608
         f" {similarity} AS similarity, {overlap_value} AS overlap, {term_counts} AS term_counts,"
-        f" cardinality(p.index_terms) AS terms_length, {_TOP_COLUMNS} FROM episodic_passage p"
+        f" cardinality(p.index_terms) AS terms_length, {top_columns} FROM episodic_passage p"
         " WHERE p.tenant_id = %(tenant)s AND p.id = ANY(ARRAY(SELECT id FROM fused)) OFFSET 0) p"
         " JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id)"
     )

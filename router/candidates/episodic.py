@@ -82,7 +82,9 @@ def episode_hits(
 ) -> PassageColumns:
     """The episodic layer's ranked search over passages, with its sessions' summaries, in one statement,
     as columns (episodic.selectors.passage_pool_columns); `exclude_ids` are episodes already offered;
-    `extracted`: the query's entities and topics, when the caller has extracted them already."""
+    `extracted`: the query's entities and topics, when the caller has extracted them already. A
+    passage's content comes back only where its line or its term counts are not stored (`stored_lines`):
+    a candidate is made from the stored line (_HitCandidates), and relevance from the term counts."""
 
     # A session's summary episode is never offered (its summary is, as summary:<session>): left in the
     # search it would take places of the pool, set the scale of the pool's relevance and its session's
@@ -99,6 +101,7 @@ def episode_hits(
         extracted=extracted,
         count_terms=query_terms(query),
         aliases=aliases,
+        stored_lines=True,
     )
 
 

@@ -88,3 +88,49 @@ def test_a_context_from_stored_lines_is_the_one_computed_without_them(tenant_a, 
     ]
     assert computed == stored
     assert any("…" in item["text"] for _, _, layers in stored for item in layers["episodic"])
+
+
+def test_the_pool_reads_a_passages_content_only_where_its_line_or_its_terms_are_not_stored(tenant_a) -> None:
+    """The router makes a hit's line from the line stored with the passage and its relevance from the
+    stored term counts: the content of those passages is not read (the pool is 250 rows at 1,000
+    tokens); a passage without a stored line, or without stored index terms, brings its content."""
+    from episodic.models import Passage
+    from router.candidates.episodic import episode_hits
+    from tenants.scope import tenant_scope
+
+    lines = ["The boathouse key is under the flowerpot.", "The boat is green.", "I keep the oars in the shed."]
+    remember(tenant_a, lines)
+    with tenant_scope(tenant_a):
+        passages = {p.content: p.id for p in Passage.objects.for_tenant(tenant_a)}
+        Passage.objects.for_tenant(tenant_a).filter(id=passages[lines[1]]).update(line="", line_tokens=0)
+        Passage.objects.for_tenant(tenant_a).filter(id=passages[lines[2]]).update(index_terms=None)
+        pool = episode_hits(
+            tenant=tenant_a,
+            query="where is the boathouse key, the boat and the oars?",
+            subject="alice",
+            until=None,
+            limit=10,
+            embedding=None,
+            exclude_ids=[],
+        )
+    content = dict(zip(pool.passage_id, pool.content, strict=True))
+    assert content == {passages[lines[0]]: "", passages[lines[1]]: lines[1], passages[lines[2]]: lines[2]}
+
+
+@pytest.mark.parametrize("cleared", [{"line": "", "line_tokens": 0}, {"index_terms": None}])
+def test_a_context_is_the_same_where_some_passages_lines_or_terms_are_not_stored(tenant_a, ask, cleared) -> None:
+    from episodic.models import Passage
+    from tenants.scope import tenant_scope
+
+    remember(tenant_a, [long_text(), "The boathouse key?  Under the\tflowerpot.", "ok"], session="s-long")
+    remember(tenant_a, ["I like sailing on weekends.", ("Marta", "The boat is green.")], start=T0 + timedelta(days=1))
+    asked = [(q, b) for q in (QUESTION, "what colour is Marta's boat?") for b in (150, 900)]
+
+    def shown(body: dict) -> tuple:
+        return body["prompt"], body["tokens"], {k: v for k, v in body["layers"].items() if k != "working"}
+
+    stored = [shown(ask(query=q, max_tokens=b)) for q, b in asked]
+    with tenant_scope(tenant_a):
+        ids = sorted(Passage.objects.for_tenant(tenant_a).values_list("id", flat=True))
+        Passage.objects.for_tenant(tenant_a).filter(id__in=ids[::2]).update(**cleared)
+    assert [shown(ask(query=q, max_tokens=b)) for q, b in asked] == stored
