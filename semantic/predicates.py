@@ -141,11 +141,29 @@ _NAME_AFTER_DAY = re.compile(r"(?: [A-Z][a-z][\w'’-]*)+")
 
 
 @functools.cache
-def _named() -> re.Pattern[str]:
-    naming = lexicon.alternation(_section("change.txt", "naming"))
+def _renaming() -> str:
     # "renamed to", "rebranded as", "known as" in any form of the verb ("renaming to", "rebrand as").
     stems = {re.sub(r"(?:ed|n)$", "", w.split()[0]) for w in _section("change.txt", "naming") if " " in w}
-    renaming = rf"(?:{'|'.join(sorted(stems))})\w*\s+(?:it\s+|them\s+)?(?:as|to)"
+    # ... and with the thing renamed between, where the verb takes one ("renamed it to"): "renamed the
+    # repo to beacon", "are renaming our app to beacon".
+    taking = {re.sub(r"(?:ed|n)$", "", w.split()[0]) for w in _section("change.txt", "naming") if " it " in w}
+    thing = r"(?:the|our|my|their|this|that)\s+(?:[\w-]+\s+){1,2}?"
+    renaming = (
+        rf"(?:(?:{'|'.join(sorted(stems))})\w*\s+(?:it\s+|them\s+)?"
+        rf"|(?:{'|'.join(sorted(taking))})\w*\s+{thing})(?:as|to)"
+    )
+    return renaming
+
+
+def renames(text: str) -> bool:
+    """The text gives a thing a new name ("is renaming the repo to beacon", "was renamed to Vega")."""
+    return bool(re.search(rf"\b(?:{_renaming()})\s+\S", text, re.I))
+
+
+@functools.cache
+def _named() -> re.Pattern[str]:
+    naming = lexicon.alternation(_section("change.txt", "naming"))
+    renaming = _renaming()
     # A word of one piece ("is called atlas") only where the naming word is a passive's or a renaming's,
     # not a verb of its own ("I called mom").
     return re.compile(
@@ -305,6 +323,11 @@ _BETWEEN_STOP = frozenset({"with", "to", "into", "for", "by", "and", "or", "as"}
 
 
 def _marked(text: str, span: Typed, spans: list[Typed], markers: tuple[str, ...]) -> bool:
+    return _marker_at(text, span, spans, markers) is not None
+
+
+def _marker_at(text: str, span: Typed, spans: list[Typed], markers: tuple[str, ...]) -> int | None:
+    """Where the marker that makes `span` the old value starts, or None."""
     before = text[: span.start].lower()
     for marker in markers:
         # The marker, then at most two words ("from our old", "no longer use", "replaced the"), none of
@@ -318,8 +341,8 @@ def _marked(text: str, span: Typed, spans: list[Typed], markers: tuple[str, ...]
             continue
         if any(m.start() < t.start < span.start for t in spans if t is not span):
             continue
-        return True
-    return False
+        return m.start()
+    return None
 
 
 def left_values(text: str, *, subject: str = "") -> list[Typed]:
@@ -330,6 +353,20 @@ def left_values(text: str, *, subject: str = "") -> list[Typed]:
     after = lexicon.alternation(_section("change.txt", "after the old value"))
     renamed = re.compile(rf"\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were|got)\s+)?(?:{after})\b", re.I)
     return [t for t in spans if not t.ranged and (_marked(text, t, spans, markers) or renamed.match(text, t.end))]
+
+
+def without_left(text: str, *, subject: str = "") -> str:
+    """The text without the old values its markers name, and the markers ("The team formerly known as
+    Falcons is now Hawks" -> "The team is now Hawks"): what it says holds now. "formerly" and
+    "previously" there tell which name was left, not a narrative of the past."""
+    markers = _section("change.txt", "before the old value")
+    spans = typed_spans(text, subject=subject)
+    out = text
+    for span in sorted(spans, key=lambda t: t.start, reverse=True):
+        start = None if span.ranged else _marker_at(text, span, spans, markers)
+        if start is not None:
+            out = out[:start].rstrip(" ,") + " " + out[span.end :].lstrip(" ,")
+    return " ".join(out.split())
 
 
 _CIRCUMSTANCE = re.compile(r"\b(?:on|in|since|during|last|this|until|over|after|before)\s+(?:the\s+)?$", re.I)

@@ -31,6 +31,7 @@ from semantic.predicates import (
     current_value,
     for_one_occasion,
     hedges,
+    renames,
     says_now,
     tells_the_past,
     value_kind,
@@ -203,6 +204,8 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
         if (
             attribute in {"about", "experiences"}
             and _PROGRESSIVE.match(value)
+            # a thing being renamed has its new name from now on ("are renaming the repo to beacon")
+            and not renames(value)
             and not habit_held(value)
             and not goal_aimed(value)[0]
         ):

@@ -245,6 +245,26 @@ _ELIDED = re.compile(
     r"turned|relocated|swapped|started|joined)))\b",
     re.IGNORECASE,
 )
+# A subject left out before a verb in the past that tells what the speaker did to a thing of their own,
+# as a diary is written ("Had my 35th birthday last weekend", "Finally sold our old car"): a past form
+# that is not also the base form an order to the listener takes ("Set my alarm", "Read my notes":
+# change.txt [past as the base form]), then "my" or "our".
+_ELIDED_PAST = re.compile(
+    r"^(?:(?:just|finally|recently|already)\s+)?(?P<verb>[a-z]+)\s+(?:my|our)\b",
+    re.IGNORECASE,
+)
+
+
+def _elided_past(clause: str) -> bool:
+    m = _ELIDED_PAST.match(clause)
+    if m is None:
+        return False
+    verb = m.group("verb").lower()
+    if verb in section("change.txt", "past as the base form"):
+        return False
+    return verb in _IRREGULAR_PAST or (len(verb) > 4 and verb.endswith("ed") and not verb.endswith("eed"))
+
+
 # ... unless the subject left out is a dummy "it": "Been a while since we talked", "Gonna be a big change".
 _DUMMY_IT = re.compile(r"^(?:been|(?:gonna|going to) be)\s+(?:a|an|the|ages|quite|such)\b", re.IGNORECASE)
 
@@ -346,7 +366,7 @@ _HELD = (
     r"^(?:(?P<thing>(?:[\w'’-]+\s+){{0,3}}[\w'’-]+)\s+)?"
     r"(?:(?:is|are|has been|have been|became|has become|have become)|(?P<past>was|were|got|gets)"
     r"|(?:has |have )?(?:{verbs})\s+(?:to|into))\s+"
-    r"(?:(?:{before}|(?P<adverb>[a-z]+ly))\s+)*(?:(?:a|an|the)\s+)?"
+    r"(?:(?:{before}|(?P<adverb>[a-z]+ly))\s+)*(?:(?:a|an|the)\s+)?(?:(?P<modifier>[a-z]+ly)\s+)?"
     r"(?P<state>[a-z][\w'’ -]*?)(?:,?\s+(?:{now}|again))?$"
 )
 
@@ -384,8 +404,10 @@ def state_held(value: str) -> str:
         )
         or any(w.endswith("ly") for w in words)
         # an adverb before the state says how or since when ("happily married", "currently single"),
-        # unless it grades it ("totally hooked")
+        # unless it grades it ("totally hooked"); so does one after the article ("a fully vegan diet"
+        # is a vegan diet, "a really nice flat" an evaluation)
         or (m.group("adverb") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
+        or (m.group("modifier") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
         # an activity in progress ("is working", "livin' the dream"), whose object is someone's
         or (re.search(r"(?:ing|in')$", words[0]) and words[0] not in moment.get("states in -ing", ()))
         or any(w in _POSSESSIVES for w in words)
@@ -580,9 +602,31 @@ def _a_value_to_keep(said: str) -> bool:
     return len(words) <= 2 and term_kind(said) is not None and not any(w.lower() in function_words() for w in words)
 
 
+@functools.cache
+def _rather() -> re.Pattern[str]:
+    verbs = lexicon.alternation(section("change.txt", "had rather"))
+    return re.compile(
+        rf"^(?P<who>I|we)(?:'d|\s+would)\s+(?:much\s+|really\s+)?rather\s+(?P<verb>{verbs})\s+(?P<value>[^,;!?]+?)"
+        rf"\s+than\s+(?:(?:{verbs})\s+)?(?P<left>[^,;!?]+?)\s*[.!]*$",
+        re.IGNORECASE,
+    )
+
+
+def _preferred(sentence: str) -> str:
+    """A preference said as what the speaker had rather take than another ("I'd rather have tea than
+    coffee") as the statement it makes, "I prefer tea to coffee": a verb of taking or using
+    (change.txt [had rather]), then two values, the one taken and the one left; "", where either is
+    no value ("I'd rather stay in than go out")."""
+    m = _rather().match(sentence.strip())
+    if m is None or not (_a_value_to_keep(m.group("value")) and _a_value_to_keep(m.group("left"))):
+        return ""
+    return f"{m.group('who')} prefer {m.group('value').strip()} to {m.group('left').strip()}."
+
+
 def as_stated(sentence: str) -> str:
     """A request to record a value said as the statement it asks for ("Please update my age to 35." ->
-    "My age is now 35."), and a clause told to the listener to keep in mind said alone ("Just so you
+    "My age is now 35."), a value the speaker had rather take than another as their preference ("I'd
+    rather have tea than coffee." -> "I prefer tea to coffee."), and a clause told to the listener to keep in mind said alone ("Just so you
     know, I'm 35 now." -> "I'm 35 now."): what the speaker says of themselves is in both."""
     if (
         (m := _asked().match(sentence.strip()))
@@ -591,6 +635,8 @@ def as_stated(sentence: str) -> str:
     ):
         thing = m.group("thing")
         return f"{thing[0].upper()}{thing[1:]} is now {m.group('value').strip()}."
+    if preferred := _preferred(sentence):
+        return preferred
     if m := _told_to_listener().match(sentence.strip()):
         clause = m.group("clause")
         return clause[0].upper() + clause[1:]
@@ -691,6 +737,8 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
         elided = _ELIDED.match(clause)
         if elided and _DUMMY_IT.match(clause):
             continue
+        if elided is None and _elided_past(clause):
+            clause = "I " + clause[0].lower() + clause[1:]
         if elided:
             prefix = "I'm " if elided.group("going") else "I've " if elided.group(0).lower() == "been" else "I "
             clause = prefix + re.sub(r"^gonna\b", "going to", clause[0].lower() + clause[1:], flags=re.IGNORECASE)

@@ -283,7 +283,10 @@ def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> 
     past."""
     if labelled := _labelled(sentence, speaker=speaker) or _took_the_place(sentence, speaker=speaker):
         return labelled
-    clause = _LEAD_IN.sub("", sentence.strip().rstrip(".!"))
+    said = sentence.strip().rstrip(".!")
+    # An old value set off by commas is no lead-in ("The project, formerly called Atlas, is now ..."):
+    # the lead-in is read without the old values and their markers.
+    clause = _LEAD_IN.sub("", said) if _LEAD_IN.match(predicates.without_left(said, subject=speaker)) else said
     m = _THE_THING.match(clause) or _bare_thing(clause, speaker)
     renamed = any(t.start == 0 for t in predicates.left_values(clause, subject=speaker))
     if m is not None and m.start("rest") == 0 and not renamed:  # the thing's own word opens the sentence: no name
@@ -296,7 +299,7 @@ def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> 
         or predicates.hedges(clause)
         or predicates.adds(clause)
         or predicates.someone_elses(clause)
-        or tells_the_past(clause, said_at)
+        or tells_the_past(predicates.without_left(clause, subject=speaker), said_at)
     ):
         return []
     typed = predicates.current_value(clause, subject=speaker)
