@@ -355,6 +355,12 @@ def left_values(text: str, *, subject: str = "") -> list[Typed]:
     return [t for t in spans if not t.ranged and (_marked(text, t, spans, markers) or renamed.match(text, t.end))]
 
 
+def opens_with_left(text: str) -> bool:
+    """The text opens with a marker of the old value ("formerly called Atlas, ...", "previously at 9")."""
+    markers = lexicon.alternation(_section("change.txt", "before the old value"))
+    return bool(re.match(rf"(?:{markers})\b", text.strip(), re.I))
+
+
 def without_left(text: str, *, subject: str = "") -> str:
     """The text without the old values its markers name, and the markers ("The team formerly known as
     Falcons is now Hawks" -> "The team is now Hawks"): what it says holds now. "formerly" and

@@ -284,9 +284,12 @@ def changed_things(sentence: str, *, speaker: str, said_at: datetime | None) -> 
     if labelled := _labelled(sentence, speaker=speaker) or _took_the_place(sentence, speaker=speaker):
         return labelled
     said = sentence.strip().rstrip(".!")
-    # An old value set off by commas is no lead-in ("The project, formerly called Atlas, is now ..."):
-    # the lead-in is read without the old values and their markers.
-    clause = _LEAD_IN.sub("", said) if _LEAD_IN.match(predicates.without_left(said, subject=speaker)) else said
+    # An old value set off by commas is no lead-in ("The project, formerly called Atlas, is now ...").
+    lead = _LEAD_IN.match(said)
+    appositive = lead and "," in lead.group() and "," in said[lead.end() :]
+    clause = (
+        said[lead.end() :] if lead and not (appositive and predicates.opens_with_left(said[lead.end() :])) else said
+    )
     m = _THE_THING.match(clause) or _bare_thing(clause, speaker)
     renamed = any(t.start == 0 for t in predicates.left_values(clause, subject=speaker))
     if m is not None and m.start("rest") == 0 and not renamed:  # the thing's own word opens the sentence: no name
