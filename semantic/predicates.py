@@ -140,19 +140,26 @@ def identifier(text: str) -> re.Match[str] | None:
 _NAME_AFTER_DAY = re.compile(r"(?: [A-Z][a-z][\w'’-]*)+")
 
 
+_THING_RENAMED = r"(?:the|our|my|their|this|that)\s+(?:[\w-]+\s+){1,2}?"
+
+
+@functools.cache
+def _renaming_stems() -> tuple[str, str]:
+    """The stems of the renaming verbs (change.txt [naming], those of more than a word: "renam",
+    "rebrand", "know"), and of those that take the thing renamed as object ("renamed it to")."""
+    naming = _section("change.txt", "naming")
+    stems = {re.sub(r"(?:ed|n)$", "", w.split()[0]) for w in naming if " " in w}
+    taking = {re.sub(r"(?:ed|n)$", "", w.split()[0]) for w in naming if " it " in w}
+    return "|".join(sorted(stems)), "|".join(sorted(taking))
+
+
 @functools.cache
 def _renaming() -> str:
-    # "renamed to", "rebranded as", "known as" in any form of the verb ("renaming to", "rebrand as").
-    stems = {re.sub(r"(?:ed|n)$", "", w.split()[0]) for w in _section("change.txt", "naming") if " " in w}
-    # ... and with the thing renamed between, where the verb takes one ("renamed it to"): "renamed the
+    # "renamed to", "rebranded as", "known as" in any form of the verb ("renaming to", "rebrand as"),
+    # and with the thing renamed between, where the verb takes one ("renamed it to"): "renamed the
     # repo to beacon", "are renaming our app to beacon".
-    taking = {re.sub(r"(?:ed|n)$", "", w.split()[0]) for w in _section("change.txt", "naming") if " it " in w}
-    thing = r"(?:the|our|my|their|this|that)\s+(?:[\w-]+\s+){1,2}?"
-    renaming = (
-        rf"(?:(?:{'|'.join(sorted(stems))})\w*\s+(?:it\s+|them\s+)?"
-        rf"|(?:{'|'.join(sorted(taking))})\w*\s+{thing})(?:as|to)"
-    )
-    return renaming
+    stems, taking = _renaming_stems()
+    return rf"(?:(?:{stems})\w*\s+(?:it\s+|them\s+)?|(?:{taking})\w*\s+{_THING_RENAMED})(?:as|to)"
 
 
 def renames(text: str) -> bool:
@@ -609,6 +616,9 @@ def frame(statement: str, *, subject: str = "", value: str = "") -> str:
     # A perfect's auxiliary goes with its verb of change ("have become", "has moved").
     text = re.sub(rf"\b(?:has|have|had)\s+(?:just\s+|now\s+)?(?={_change_words().pattern})", "", text, flags=re.I)
     text = _change_words().sub(" ", _new_thing().sub(r"\1", text))
+    # ... and so does a renaming verb in any form before the thing it renames ("is renaming the repo to").
+    taking = _renaming_stems()[1]
+    text = re.sub(rf"\b(?:{taking})\w*\s+(?={_THING_RENAMED}(?:to|as)\s+{MASK}\b)", "", text, flags=re.I)
     text = re.sub(rf"\b(?:with|to|into)\s+(?={MASK}\b)", "", text, flags=re.I)
     text = _WHEN.sub("", text)
     # An adverb between the copula and the state says how or since when it holds ("is happily married",
@@ -660,9 +670,11 @@ def content_words(text: str, *, subject: str = "") -> frozenset[str]:
 
 
 def says_change(text: str, *, subject: str = "") -> bool:
-    """The statement tells a change: a verb or adverb of change, or a value it marks as left."""
+    """The statement tells a change: a verb or adverb of change, a new name given ("is renaming the repo
+    to beacon"), or a value it marks as left."""
     return (
         bool(_change_words().search(text))
+        or renames(text)
         or bool(_new_thing().search(text))
         or bool(left_values(text, subject=subject))
     )
