@@ -43,7 +43,7 @@ UPDATES = (
                  "coffee", "green tea"),
     Said.current("a diet fully", "I eat a vegetarian diet.", "I've switched to a fully vegan diet.", "vegetarian",
                  "vegan"),
-    Said.current("a diet strictly", "I follow a paleo diet.", "I switched to a strictly keto diet.", "paleo", "keto"),
+    Said.current("a diet strictly", "I eat a paleo diet.", "I've changed to a strictly keto diet.", "paleo", "keto"),
     Said.current("a band formerly known as", "My band is called Kites.", "The band formerly known as Kites is now Gulls.",
                  "Kites", "Gulls"),
     Said.current("a project previously called", "Our project is called Atlas.",
