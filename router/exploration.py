@@ -81,7 +81,7 @@ def explore(*, built: BuiltContext, chance: float, request_key: str, fmt: str) -
     margins = [c for c in ranked if c.id not in required and not c.filler]
     if not margins:
         return Explored(built, propensity)
-    margin = min(margins, key=lambda c: (_density(c), c.value, c.id))
+    margin = max(margins, key=lambda c: (-_density(c), -c.value, *c.tie()))
     pool = sorted(
         (
             c
@@ -92,7 +92,7 @@ def explore(*, built: BuiltContext, chance: float, request_key: str, fmt: str) -
             and c.id not in covered
             and not (c.covers & chosen_ids)
         ),
-        key=lambda c: (-_density(c), -c.value, c.id),
+        key=lambda c: (-_density(c), -c.value, *c.tie()),
     )[:WINDOW]
     texts: dict[Layer, str] = {layer: render_layer(layer, built.chosen[layer], fmt) for layer in LAYERS}
     fitting = [c for c in pool if _fits(built, texts, (margin, c), fmt)]

@@ -36,8 +36,8 @@ def _density(item: Candidate, cost: int) -> float:
     return item.value / max(cost, 1)
 
 
-def _rank_key(item: Candidate, cost: int) -> tuple[float, float, str]:
-    return (-_density(item, cost), -item.value, item.id)
+def _rank_key(item: Candidate, cost: int) -> tuple[float, float, float, str, str]:
+    return (-_density(item, cost), -item.value, *item.tie())
 
 
 def _drop(chosen: list[Candidate], item: Candidate) -> None:
@@ -74,7 +74,9 @@ def _pack(
     section_cost: dict[str, int] = {}
     group_cost: dict[str, int] = {}
     # _rank_key, written out: the key of every candidate (hundreds) is made here.
-    ranked = sorted(candidates, key=lambda c: (c.filler, -(c.value / max(line_cost[c.id], 1)), -c.value, c.id))
+    ranked = sorted(
+        candidates, key=lambda c: (c.filler, -(c.value / max(line_cost[c.id], 1)), -c.value, -c.score, c.text, c.id)
+    )
     chosen: list[Candidate] = []
     taken: set[str] = set()
     covered: set[str] = set(skip)

@@ -257,7 +257,7 @@ def context_build(*, tenant: Tenant, request: ContextRequest) -> ContextResult:
             label = f"{policy.name}+{on_trial.label}"
     built, propensity = explored.built, explored.propensity
     chosen = [item for layer in LAYERS for item in built.chosen[layer]]
-    considered = sorted(built.considered, key=lambda c: (-c.value, c.id))[:MAX_CONSIDERED_IN_TRACE]
+    considered = sorted(built.considered, key=lambda c: (-c.value, *c.tie()))[:MAX_CONSIDERED_IN_TRACE]
     latency_ms = (time.perf_counter() - started) * 1000
     # What feedback needs (the ids offered, subject, session) is written with the answer; the items'
     # details (tens of kilobytes of JSON, most of the cost of the row) just after it, off the client's time.

@@ -109,6 +109,12 @@ class Candidate:
     # Token count of the rendered line, filled once by router.pricing.line_tokens.
     line_tokens: int = -1
 
+    def tie(self) -> tuple[float, str, str]:
+        """How items of equal value are ordered: by their own score, then their text, and only then by
+        id. A fact's id is a random UUID drawn by its write: ordered by it, two writes of the same
+        memories would serve different contexts."""
+        return (-self.score, self.text, self.id)
+
 
 @dataclasses.dataclass(frozen=True)
 class BudgetPlan:
