@@ -1,9 +1,10 @@
-"""Knowledge updates on a blind set (evaluation/blind/updates_v1.jsonl, updates_v2.jsonl): aggregates only
-(issue 42).
+"""Knowledge updates on a blind set (evaluation/blind/updates_v1.jsonl, updates_v2.jsonl, updates_v3.jsonl):
+aggregates only (issue 42).
 
     set -a && . .data/engram.env && set +a
     .venv/bin/python bench/blind_updates.py            # v1, fresh scratch database engram_blind_updates
     .venv/bin/python bench/blind_updates.py --set v2
+    .venv/bin/python bench/blind_updates.py --set v3
 
 Runs `manage.py blind_updates_eval --set …` in a scratch database of its own (a fresh tenant each run; the
 command checks the set's digest first). Writes docs/benchmarks/blind_updates_<set>.md and .json.
@@ -25,7 +26,7 @@ from evaluation.blind_updates import DEFAULT_SET, SETS  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", default="engram_blind_updates")
-    parser.add_argument("--set", choices=tuple(SETS), default=DEFAULT_SET, help="Which blind set")
+    parser.add_argument("--set", choices=tuple(SETS), default=DEFAULT_SET, help="Which blind set: " + ", ".join(SETS))
     parser.add_argument("--budget", type=int, default=300)
     parser.add_argument("--report", default="", help="Default: docs/benchmarks/blind_updates_<set>.md")
     parser.add_argument("--json", default="", help="Default: docs/benchmarks/blind_updates_<set>.json")

@@ -1,5 +1,5 @@
-"""The blind update sets (evaluation/blind/updates_v1.jsonl, updates_v2.jsonl): reading one, checking its
-digest, and scoring what the public API answers for each pair. The command `manage.py blind_updates_eval`
+"""The blind update sets (evaluation/blind/updates_v1.jsonl, updates_v2.jsonl, updates_v3.jsonl): reading one,
+checking its digest, and scoring what the public API answers for each pair. The command `manage.py blind_updates_eval`
 drives it.
 
 A value is matched by its content terms, case- and accent-insensitively: dates, times, amounts and
@@ -24,7 +24,7 @@ from typing import Any
 from core.timestamps import MONTHS
 
 BLIND_DIR = Path(__file__).resolve().parent / "blind"
-SETS = {"v1": BLIND_DIR / "updates_v1.jsonl", "v2": BLIND_DIR / "updates_v2.jsonl"}
+SETS = {name: BLIND_DIR / f"updates_{name}.jsonl" for name in ("v1", "v2", "v3")}
 DEFAULT_SET = "v1"
 SET_PATH = SETS[DEFAULT_SET]
 SUMS_PATH = BLIND_DIR / "SHA256SUMS"
@@ -145,7 +145,7 @@ class SetDigestMismatch(Exception):
 
 
 def set_path(name: str) -> Path:
-    """The file of a set named by its version (`v1`, `v2`), or the path given for any other set."""
+    """The file of a set named by its version (`v1`, `v2`, `v3`), or the path given for any other set."""
     return SETS.get(name) or Path(name)
 
 

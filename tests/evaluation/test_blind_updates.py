@@ -77,9 +77,16 @@ def test_the_set_has_the_digest_recorded_in_sha256sums(name: str) -> None:
     assert not unmatched
 
 
+def test_every_set_has_its_digest_recorded_and_every_digest_names_a_set() -> None:
+    recorded = {line.split()[1].lstrip("*") for line in SUMS_PATH.read_text().splitlines() if line.strip()}
+    assert recorded == {path.name for path in SETS.values()}
+    assert {"v1", "v2", "v3"} <= set(SETS)
+
+
 def test_a_set_is_named_by_its_version_or_given_by_its_path(tmp_path: Path) -> None:
     assert set_path("v1") == BLIND_DIR / "updates_v1.jsonl"
     assert set_path("v2") == BLIND_DIR / "updates_v2.jsonl"
+    assert set_path("v3") == BLIND_DIR / "updates_v3.jsonl"
     assert set_path(str(tmp_path / "mine.jsonl")) == tmp_path / "mine.jsonl"
 
 

@@ -1,11 +1,12 @@
 """Run the blind update set through the public API, as users write, and report aggregates only.
 
-    manage.py blind_updates_eval [--set v1|v2] [--budget 300] [--tenant SLUG] [--target 0.9]
+    manage.py blind_updates_eval [--set v1|v2|v3] [--budget 300] [--tenant SLUG] [--target 0.9]
                                  [--json docs/benchmarks/blind_updates_v1.json]
                                  [--report docs/benchmarks/blind_updates_v1.md] [--command-line "..."]
 
-The set (evaluation/blind/updates_v1.jsonl by default, `--set v2` for updates_v2.jsonl) is checked against
-its digest in evaluation/blind/SHA256SUMS first; a changed file is refused. Each pair gets a subject of its own in a fresh evaluation tenant: its
+The set (evaluation/blind/updates_v1.jsonl by default, `--set v2` or `--set v3` for updates_v2.jsonl or
+updates_v3.jsonl) is checked against its digest in evaluation/blind/SHA256SUMS first; a changed file is
+refused. Each pair gets a subject of its own in a fresh evaluation tenant: its
 first statement (with the turns around it) is written in session 1, which is ended, its second in session
 2, which is ended, through the real write path (evaluation/write_path.py: POST /v1/episodes, POST
 /v1/sessions/{id}/end, the consolidation that ending enqueues run as the worker runs it, the backlogs
