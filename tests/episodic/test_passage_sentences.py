@@ -13,9 +13,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from core.embedding import get_embedder
+from episodic.models import Passage, PassageSentence, allow_episode_deletion
 from episodic.passages import _sentences
 from tenants.scope import tenant_scope
-from tests.owner import as_owner
 from tests.router.conftest import remember
 
 pytestmark = pytest.mark.django_db
@@ -77,11 +77,9 @@ def test_the_embedding_drain_stores_the_sentences_of_the_passages_it_embeds(tena
 def test_the_backfill_gives_passages_embedded_before_their_sentences_once(tenant_a, capsys) -> None:
     remember(tenant_a, [SEVERAL, ONE, f"{ONE} {SEVERAL}"])
     # As stored before sentence vectors existed.
-    as_owner(
-        "DELETE FROM episodic_passagesentence",
-        "UPDATE episodic_passage SET sentence_count = NULL",
-        why="passages embedded before sentences were stored",
-    )
+    with tenant_scope(tenant_a), allow_episode_deletion():
+        PassageSentence.objects.all().delete()
+        Passage.objects.update(sentence_count=None)
     assert _stored(tenant_a) == {}
     out = StringIO()
     call_command("backfill_passage_sentences", tenant=tenant_a.slug, batch=2, stdout=out)

@@ -106,7 +106,7 @@ def seed_through_the_api(api: Any, tenant: Any, capture: Any, subject: str) -> d
                 "content": "I'm living in Porto.",
                 "occurred_at": (now - timedelta(days=400)).isoformat(),
             },
-            {"subject": subject, "session": s2, "role": "user", "content": "Draft the plan."},
+            {"subject": subject, "session": s2, "role": "user", "content": "Draft the plan. Keep it short."},
             # A nickname learned from the subject's own words (entity_aliases).
             {"subject": subject, "session": s1, "role": "user", "content": "My sister Joanna (Jo) visits in May."},
         ],
