@@ -14,7 +14,7 @@ from django.db import connection
 
 from core.embedding import get_embedder
 from episodic.models import Passage, PassageSentence, allow_episode_deletion
-from episodic.passages import _sentences
+from episodic.passages import _sentences, passages_reembed
 from tenants.scope import tenant_scope
 from tests.router.conftest import remember
 
@@ -93,3 +93,11 @@ def test_the_backfill_gives_passages_embedded_before_their_sentences_once(tenant
     call_command("backfill_passage_sentences", tenant=tenant_a.slug, stdout=out)
     assert "every passage has its sentence vectors" in out.getvalue()
     assert _stored(tenant_a) == stored
+
+
+def test_a_change_of_embedder_embeds_the_sentences_again_in_place(tenant_a) -> None:
+    remember(tenant_a, [SEVERAL, ONE])
+    with tenant_scope(tenant_a), allow_episode_deletion():
+        PassageSentence.objects.update(embedding=[0.5] * 384)
+    passages_reembed(tenant=tenant_a)
+    _check(_stored(tenant_a))
