@@ -31,7 +31,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from consolidation.models import ArchiveManifest, FactDecayAnchor
-from episodic.models import Episode, Passage, Session, allow_episode_deletion
+from episodic.models import Episode, Passage, PassageSentence, Session, allow_episode_deletion
 from episodic.passages import passages_create
 from procedural.models import ProcedureOutcome
 from semantic.models import ActorType, Fact, FactSource, FactStatus
@@ -216,13 +216,14 @@ def write_archive(
 
 
 def episodes_delete(*, tenant: Tenant, episode_ids: Collection[int]) -> int:
-    """Delete episodes with what depends on them: their passages and fact sources go, outcomes keep
+    """Delete episodes with what depends on them: their passages (and their sentences) and fact sources go, outcomes keep
     their row without the episode. Every statement names the tenant; Django's cascade would select and
     delete the dependents by episode id alone. Call inside the tenant scope. Returns the episodes deleted."""
     ids = list(episode_ids)
     if not ids:
         return 0
     with allow_episode_deletion():
+        PassageSentence.objects.filter(episode_id__in=ids).delete()
         Passage.objects.filter(episode_id__in=ids).delete()
         FactSource.objects.filter(episode_id__in=ids).delete()
         ProcedureOutcome.objects.filter(episode_id__in=ids).update(episode=None)

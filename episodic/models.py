@@ -298,6 +298,9 @@ class Passage(TenantModel):
     entities = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     topics = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    # How many sentences the passage has, set with its embedding; where it has 2 or more, each one's
+    # vector is a PassageSentence. Null: not looked at yet (`manage.py backfill_passage_sentences`).
+    sentence_count = models.PositiveSmallIntegerField(null=True, blank=True)
     # The embedding's signs, one bit a dimension (48 bytes): the vector channel's prefilter ranks a
     # subject's passages by Hamming distance on these before it re-scores the best few exactly
     # (episodic.selectors, ENGRAM["VECTOR_PREFILTER_CANDIDATES"]).
@@ -349,6 +352,34 @@ class Passage(TenantModel):
 
     def __str__(self) -> str:
         return f"passage:{self.pk} of episode:{self.episode_id}"
+
+
+class PassageSentence(TenantModel):
+    """The vector of one sentence of a passage of several (episodic.passages._sentences), stored when the
+    passage gets its own: history's pool reads the best sentence's cosine to the query beside the
+    passage's (a passage's one vector dilutes the sentence that answers). A passage of one sentence has
+    none: its vector is its sentence's. Derived, never edited but by a change of embedder, and it goes
+    with its passage."""
+
+    passage = models.ForeignKey(
+        Passage, on_delete=models.DO_NOTHING, related_name="sentences", db_index=False, db_constraint=False
+    )
+    episode = models.ForeignKey(
+        Episode, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
+    )
+    subject = models.CharField(max_length=255)
+    position = models.PositiveSmallIntegerField()
+    embedding = VectorField(dimensions=EMBEDDING_DIM)
+
+    class Meta:
+        constraints = [
+            # Also the pool's lookup of a passage's sentences.
+            models.UniqueConstraint(fields=("tenant", "passage", "position"), name="uniq_passage_sentence"),
+        ]
+        indexes = [models.Index(fields=("tenant", "episode"), name="passage_sentence_episode")]
+
+    def __str__(self) -> str:
+        return f"sentence {self.position} of passage:{self.passage_id}"
 
 
 class AliasSource(models.TextChoices):

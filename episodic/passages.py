@@ -366,26 +366,76 @@ def episodes_finish_embedding(*, tenant: Tenant, episode_ids: Sequence[int]) -> 
 
 
 _STORE_SQL = """
-UPDATE episodic_passage p SET embedding = v.embedding::vector
-FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding)
+UPDATE episodic_passage p SET embedding = v.embedding::vector, sentence_count = v.sentences
+FROM unnest(%s::bigint[], %s::text[], %s::integer[]) AS v(id, embedding, sentences)
 WHERE p.tenant_id = %s AND p.id = v.id
 """
 
+# A sentence's vector again after a change of embedder (passages_reembed): the row is updated.
+_SENTENCES_SQL = """
+INSERT INTO episodic_passagesentence (tenant_id, passage_id, episode_id, subject, position, embedding)
+SELECT p.tenant_id, p.id, p.episode_id, p.subject, v.position, v.embedding::vector
+FROM unnest(%s::bigint[], %s::integer[], %s::text[]) WITH ORDINALITY AS v(passage_id, position, embedding, n)
+JOIN episodic_passage p ON p.tenant_id = %s AND p.id = v.passage_id
+ORDER BY v.n
+ON CONFLICT (tenant_id, passage_id, position) DO UPDATE SET embedding = EXCLUDED.embedding
+"""
 
-def _store_vectors(*, tenant: Tenant, passages: Sequence[Passage], vectors: Any) -> None:
-    # One statement, pinned to the tenant (on Citus, to its shard).
-    literals = [_vector_literal(vector) for vector in vectors]
+
+def sentence_texts(content: str) -> list[str]:
+    """A passage's sentences (_sentences, as split_passages cuts them), trimmed, the empty ones left out."""
+    return [text for start, end in _sentences(content) if (text := content[start:end].strip())]
+
+
+@dataclass(frozen=True)
+class EmbeddedPassages:
+    """The vectors of a batch of passages, and of the sentences of those of 2 or more (`sentences`:
+    passage id, position, vector), from one call of the embedder."""
+
+    vectors: list[str | None]
+    sentence_counts: list[int]
+    sentences: list[tuple[int, int, str | None]]
+
+
+def _embedded(tenant: Tenant, passages: Sequence[Passage], *, own: bool = True) -> EmbeddedPassages:
+    """One call of the embedder for the passages (unless not `own`: their sentences only) and the
+    sentences of those of 2 or more."""
+    texts = _passage_texts(tenant, passages) if own else []
+    n = len(texts)
+    counts: list[int] = []
+    owners: list[tuple[int, int]] = []
+    for passage in passages:
+        said = sentence_texts(passage.content)
+        counts.append(len(said))
+        if len(said) > 1:
+            texts.extend(said)
+            owners.extend((passage.pk, position) for position in range(len(said)))
+    literals = [_vector_literal(vector) for vector in get_embedder().embed(texts)] if texts else []
+    return EmbeddedPassages(
+        vectors=literals[:n],
+        sentence_counts=counts,
+        sentences=[(pid, position, v) for (pid, position), v in zip(owners, literals[n:], strict=True)],
+    )
+
+
+def _store_embedded(*, tenant: Tenant, passages: Sequence[Passage], embedded: EmbeddedPassages) -> None:
+    # One statement each, pinned to the tenant (on Citus, to its shard).
     with connection.cursor() as cursor:
-        cursor.execute(_STORE_SQL, [[p.pk for p in passages], literals, tenant.id])
+        cursor.execute(_STORE_SQL, [[p.pk for p in passages], embedded.vectors, embedded.sentence_counts, tenant.id])
+        if embedded.sentences:
+            cursor.execute(_SENTENCES_SQL, [*map(list, zip(*embedded.sentences, strict=True)), tenant.id])
+
+
+def _store_vectors(*, tenant: Tenant, passages: Sequence[Passage], embedded: EmbeddedPassages) -> None:
+    _store_embedded(tenant=tenant, passages=passages, embedded=embedded)
     episodes_finish_embedding(tenant=tenant, episode_ids=sorted({p.episode_id for p in passages}))
 
 
 def passages_embed(*, tenant: Tenant, passages: Sequence[Passage]) -> None:
-    """Embed these passages (rows loaded with id, episode_id and content), store their vectors, then
-    the vectors of the episodes they complete."""
+    """Embed these passages (rows loaded with id, episode_id and content) and the sentences of those of
+    2 or more, store their vectors, then the vectors of the episodes they complete."""
     if passages:
-        vectors = get_embedder().embed(_passage_texts(tenant, passages))
-        _store_vectors(tenant=tenant, passages=passages, vectors=vectors)
+        _store_vectors(tenant=tenant, passages=passages, embedded=_embedded(tenant, passages))
 
 
 # After a change of embedding file: every episode of the batch takes the mean of its passages' vectors
@@ -394,17 +444,15 @@ _REFRESH_SQL = _MEAN_SQL
 
 
 def passages_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callable[[int], None] | None = None) -> int:
-    """Embed again, with today's embedder, every passage of the tenant that has a vector, batch by
-    batch in id order, each batch its own transaction (safe to stop and run again), and refresh the
-    vectors of their episodes. Vectors of two embedding files do not compare: a deployment that changes
-    file (ENGRAM_EMBEDDING_INT8) runs this once. Passages without a vector are the backlog's. Returns
-    how many passages were embedded."""
+    """Embed again, with today's embedder, every passage of the tenant that has a vector (and its
+    sentences), batch by batch in id order, each batch its own transaction (safe to stop and run again),
+    and refresh the vectors of their episodes. Vectors of two embedding files do not compare: a
+    deployment that changes file (ENGRAM_EMBEDDING_INT8) runs this once. Passages without a vector are
+    the backlog's. Returns how many passages were embedded."""
 
     def store(batch: list[Passage]) -> None:
-        vectors = get_embedder().embed(_passage_texts(tenant, batch))
-        literals = [_vector_literal(vector) for vector in vectors]
+        _store_embedded(tenant=tenant, passages=batch, embedded=_embedded(tenant, batch))
         with connection.cursor() as cursor:
-            cursor.execute(_STORE_SQL, [[p.pk for p in batch], literals, tenant.id])
             cursor.execute(_REFRESH_SQL, {"tenant": tenant.id, "ids": sorted({p.episode_id for p in batch})})
 
     return for_each_batch(
@@ -414,6 +462,53 @@ def passages_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callabl
         batch_size=batch_size,
         progress=progress,
     )
+
+
+@dataclass
+class SentenceBackfill:
+    passages: int = 0
+    several: int = 0
+    vectors: int = 0
+
+
+def passage_sentences_missing(*, tenant: Tenant) -> int:
+    """How many of the tenant's embedded passages were not looked at for sentences yet. Call inside the
+    tenant's scope."""
+    return Passage.objects.filter(embedding__isnull=False, sentence_count__isnull=True).count()
+
+
+def passage_sentences_backfill(
+    *, tenant: Tenant, batch_size: int = 256, progress: Callable[[int], None] | None = None
+) -> SentenceBackfill:
+    """Give every embedded passage of the tenant that was not looked at its sentence count, and the
+    vectors of its sentences where it has 2 or more (its own vector is left as it is), batch by batch in
+    id order, each batch its own transaction (safe to stop and run again)."""
+    report = SentenceBackfill()
+
+    def store(batch: list[Passage]) -> None:
+        embedded = _embedded(tenant, batch, own=False)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE episodic_passage p SET sentence_count = v.n FROM unnest(%s::bigint[], %s::integer[])"
+                " AS v(id, n) WHERE p.tenant_id = %s AND p.id = v.id",
+                [[p.pk for p in batch], embedded.sentence_counts, tenant.id],
+            )
+            if embedded.sentences:
+                cursor.execute(_SENTENCES_SQL, [*map(list, zip(*embedded.sentences, strict=True)), tenant.id])
+        report.passages += len(batch)
+        report.several += sum(1 for n in embedded.sentence_counts if n > 1)
+        report.vectors += len(embedded.sentences)
+
+    for_each_batch(
+        tenant=tenant,
+        rows=lambda: Passage.objects.filter(embedding__isnull=False, sentence_count__isnull=True).only(
+            "id", "episode_id", "content"
+        ),
+        each=store,
+        batch_size=batch_size,
+        progress=progress,
+    )
+    return report
 
 
 def passages_embed_inline(*, tenant: Tenant, episode_ids: Sequence[int], max_passages: int) -> int:
@@ -430,11 +525,10 @@ def passages_embed_inline(*, tenant: Tenant, episode_ids: Sequence[int], max_pas
     )
     if not pending or len(pending) > max_passages:
         return 0
-    texts = _passage_texts(tenant, pending)
     try:
-        vectors = get_embedder().embed(texts)
+        embedded = _embedded(tenant, pending)
     except Exception:  # the write stands; the backlog drain embeds it
         logger.warning("inline embedding failed; %s passages left to the backlog", len(pending), exc_info=True)
         return 0
-    _store_vectors(tenant=tenant, passages=pending, vectors=vectors)
+    _store_vectors(tenant=tenant, passages=pending, embedded=embedded)
     return len(pending)

@@ -838,6 +838,8 @@ class PassageColumns:
     term_counts: list[list[int] | None]
     terms_length: list[int | None]
     summaries: dict[str, tuple[str, datetime]]
+    # The best sentence cosine of each row (passage_pool_columns' `sentences`), None when not read.
+    sentence: list[float] | None = None
 
     def __len__(self) -> int:
         return len(self.passage_id)
@@ -864,7 +866,10 @@ class PassageColumns:
         )
 
     def score_parts(self, i: int) -> dict[str, float]:
-        return {"text": self.text[i], "vector": self.vector[i], "overlap": self.overlap[i], "fused": self.fused[i]}
+        parts = {"text": self.text[i], "vector": self.vector[i], "overlap": self.overlap[i], "fused": self.fused[i]}
+        if self.sentence is not None:
+            parts["sentence"] = self.sentence[i]
+        return parts
 
     def scored_row(self, i: int) -> ScoredPassageRow:
         length = self.terms_length[i]
@@ -990,6 +995,7 @@ def passage_pool_columns(
     count_terms: Sequence[str] = (),
     aliases: Aliases | None = None,
     stored_lines: bool = False,
+    sentences: bool = False,
 ) -> PassageColumns:
     """passage_search_rows with the summaries of the pool's sessions, in one statement: the three
     channels, their fusion by reciprocal rank, the scored rows of the top `limit` and their sessions'
@@ -1000,7 +1006,9 @@ def passage_pool_columns(
     `stored_lines`: the caller reads a passage's stored line and its term counts (`count_terms`)
     rather than its content, so a passage's content comes back only where either is not stored ("",
     the empty string, elsewhere): the router's pool is 250 rows at 1,000 tokens, and their content
-    would be read from the database and decoded for nothing."""
+    would be read from the database and decoded for nothing. `sentences`: each row's best sentence
+    cosine to the query (PassageSentence, read by key in the same scan), the passage's own where it has
+    one sentence; None without."""
     if limit < 1:
         raise ValidationProblem.at("/limit", "Must be at least 1.")
     if isinstance(query_embedding, list):
@@ -1046,7 +1054,7 @@ def passage_pool_columns(
         ctes.append(f"vector AS ({nearest})")
         channels.append("vector")
     if not channels:
-        return _pool_columns([])
+        return _pool_columns([], sentences=sentences)
     # Each channel's term weight / (RRF_K + rank), added left to right from 0 as _rrf adds them; one
     # aggregate over the channels' rows, each id at most once per channel.
     terms = [f"max(c.{name})" for name in channels]
@@ -1086,6 +1094,13 @@ def passage_pool_columns(
         else "'{}'::int[]"
     )
     top_columns = _TOP_COLUMNS.format(content=_CONTENT_WHERE_UNSTORED if stored_lines else "p.content")
+    # Read by the unique key's index where the row is scored, as its similarity is: no round trip more.
+    sentence = (
+        "(SELECT max(1 - (t.embedding <=> (SELECT v FROM q))) FROM episodic_passagesentence t"
+        " WHERE t.tenant_id = p.tenant_id AND t.passage_id = p.id)"
+        if sentences and vector is not None
+        else "NULL::float8"
+    )
     # The top's rows are read by key and scored where they are read: only the scores and the columns of
     # a line go up to the joins (a passage's vector, text search vector and index terms, carried through
     # them, cost the database more than the rest of the statement; `OFFSET 0` keeps the scores in the
@@ -1094,7 +1109,7 @@ def passage_pool_columns(
     # the other.
     ctes.append(
         f"top AS (SELECT p.*, {_TOP_EPISODE_COLUMNS} FROM (SELECT {text_rank} AS text_rank,"  # noqa: S608
-        f" {similarity} AS similarity, {overlap_value} AS overlap, {term_counts} AS term_counts,"
+        f" {similarity} AS similarity, {sentence} AS sentence, {overlap_value} AS overlap, {term_counts} AS term_counts,"
         f" cardinality(p.index_terms) AS terms_length, {top_columns} FROM episodic_passage p"
         " WHERE p.tenant_id = %(tenant)s AND p.id = ANY(ARRAY(SELECT id FROM fused)) OFFSET 0) p"
         " JOIN episodic_episode e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id)"
@@ -1106,7 +1121,7 @@ def passage_pool_columns(
     )
     sql = (
         f"WITH {', '.join(ctes)} SELECT f.fused, f.distance, p.text_rank, p.similarity, p.overlap,"  # noqa: S608
-        f" p.term_counts, p.terms_length, {summary}, {_TOP_PASSAGE_COLUMNS}"
+        f" p.term_counts, p.terms_length, {summary}, {_TOP_PASSAGE_COLUMNS}, p.sentence"
         " FROM fused f JOIN top p ON p.id = f.id"
         " JOIN episodic_session s ON s.tenant_id = p.tenant_id AND s.id = p.session_id"
         " ORDER BY f.fused DESC, f.id DESC"
@@ -1115,14 +1130,14 @@ def passage_pool_columns(
     # The scan settings are transaction-local: open a transaction only when the caller has none.
     with contextlib.nullcontext() if connection.in_atomic_block else transaction.atomic():
         found = fetch_after_set_locals(settings_, sql, params)
-    return _pool_columns(found)
+    return _pool_columns(found, sentences=sentences)
 
 
-def _pool_columns(found: Sequence[Sequence[Any]]) -> PassageColumns:
+def _pool_columns(found: Sequence[Sequence[Any]], *, sentences: bool = False) -> PassageColumns:
     """The pool statement's rows (passage_pool_columns) as columns: transposed at once, the score parts
     rounded a column at a time (core.rounding: as round() rounds each)."""
     best = sum(CHANNEL_WEIGHTS.values()) / (RRF_K + 1)
-    width = 9 + 16
+    width = 9 + 16 + 1
     columns: list[Sequence[Any]] = list(zip(*found, strict=True)) if found else [()] * width
     fused_column = [float(v) for v in columns[0]]
     position, last = list(columns[19]), list(columns[22])
@@ -1132,6 +1147,13 @@ def _pool_columns(found: Sequence[Sequence[Any]]) -> PassageColumns:
     for i in [i for i, v in enumerate(columns[7]) if v is not None]:
         session_summaries[session[i]] = (columns[7][i], from_epoch_us(columns[8][i]))
     lengths = list(columns[6])
+    vector = rounded(
+        [
+            _finite(1 - distance if distance is not None else (similarity or 0.0))
+            for distance, similarity in zip(columns[1], columns[3], strict=True)
+        ],
+        6,
+    )
     return PassageColumns(
         episode_id=list(columns[9]),
         session=session,
@@ -1153,13 +1175,10 @@ def _pool_columns(found: Sequence[Sequence[Any]]) -> PassageColumns:
         line_tokens=list(columns[24]),
         score=rounded([fused / best for fused in fused_column], 6),
         text=rounded([float(v or 0.0) for v in columns[2]], 6),
-        vector=rounded(
-            [
-                _finite(1 - distance if distance is not None else (similarity or 0.0))
-                for distance, similarity in zip(columns[1], columns[3], strict=True)
-            ],
-            6,
-        ),
+        vector=vector,
+        sentence=rounded([_finite(v) if v is not None else w for v, w in zip(columns[25], vector, strict=True)], 6)
+        if sentences
+        else None,
         overlap=rounded([float(v or 0.0) for v in columns[4]], 6),
         fused=rounded(fused_column, 6),
         term_counts=[c if n is not None else None for c, n in zip(columns[5], lengths, strict=True)],

@@ -153,12 +153,24 @@ def _passages_q(plan: Plan) -> Any:
     return _qs("episodic.Passage", plan).filter(Q(subject=plan.subject) | Q(episode_id__in=plan.episode_ids))
 
 
-def _passages_erase(plan: Plan) -> int:
-    qs = _passages_q(plan)
+def _erased_as_eraser(qs: Any) -> int:
+    """Delete what only erasure and archiving may delete (episodes' derived rows); how many went."""
     count = int(qs.count())
     with allow_episode_deletion():
         qs.delete()
     return count
+
+
+def _passages_erase(plan: Plan) -> int:
+    return _erased_as_eraser(_passages_q(plan))
+
+
+def _passage_sentences_q(plan: Plan) -> Any:
+    return _qs("episodic.PassageSentence", plan).filter(Q(subject=plan.subject) | Q(episode_id__in=plan.episode_ids))
+
+
+def _passage_sentences_erase(plan: Plan) -> int:
+    return _erased_as_eraser(_passage_sentences_q(plan))
 
 
 def _sessions_erase(plan: Plan) -> int:
@@ -175,6 +187,9 @@ def _sessions_erase(plan: Plan) -> int:
         if shared_ids:
             _qs("episodic.Session", plan).filter(id__in=shared_ids).update(subject="", summary="")
         gone = [i for i in session_ids if i not in shared_ids]
+        _qs("episodic.PassageSentence", plan).filter(
+            passage_id__in=_qs("episodic.Passage", plan).filter(session_id__in=gone).values("id")
+        ).delete()
         _qs("episodic.Passage", plan).filter(session_id__in=gone).delete()
         _qs("episodic.Session", plan).filter(id__in=gone).delete()
     return len(session_ids)
@@ -330,6 +345,15 @@ LOCATIONS: list[Location] = [
         "contexts served for the subject, with their queries",
         queryset=lambda p: _qs("router.ContextTrace", p).filter(subject=p.subject),
         erase_fn=_context_traces_erase,
+    ),
+    Location(
+        "passage_sentences",
+        "episodic.PassageSentence",
+        "the vectors of the sentences of the subject's passages",
+        queryset=_passage_sentences_q,
+        erase_fn=_passage_sentences_erase,
+        # Derived from the episodes' own content, which the export holds in full.
+        export_fn=lambda p: [],
     ),
     Location(
         "passages",

@@ -32,6 +32,7 @@ from router.helper_threads import read_beside
 from router.parts import packer_parts
 from router.timeframe import Timeframe, query_window
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
+from router.value import reads_sentences
 from tenants.models import Tenant
 
 
@@ -144,6 +145,7 @@ class HeuristicPolicy:
                     extracted=(entities, topics),
                     parts=parts,
                     aliases=aliases,
+                    sentences=reads_sentences(tenant=tenant),
                 ),
                 self.w,
             )

@@ -12,12 +12,14 @@ from functools import lru_cache
 import numpy as np
 from django.utils import timezone
 
-from router.features import FORMULA_PART, candidate_matrix
+from router.features import FORMULA_PART, PART_PREFIX, candidate_matrix
 from router.models import ValueModel, ValueModelState
 from router.packing import RANKED_LAYERS
 from router.pricing import line_tokens
 from router.types import Candidate, LayerCandidates
 from tenants.models import Tenant
+
+SENTENCE_FEATURE = f"{PART_PREFIX}sentence"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +72,17 @@ def trial_model(*, tenant: Tenant) -> LoadedModel | None:
     if tenant.trial_value_model is None or not tenant.config.learned_value or tenant.config.trial_share <= 0:
         return None
     return _load(tenant.id, tenant.trial_value_model)
+
+
+def reads_sentences(*, tenant: Tenant) -> bool:
+    """Whether history's pool reads each passage's best sentence cosine (the score part `sentence`): for
+    a tenant that explores (its traces are what a model learns from) or whose serving model or model on
+    trial reads it. The formula never does, so a tenant that does neither pays nothing for it and its
+    traces are what they were."""
+    if tenant.config.exploration > 0:
+        return True
+    models = (serving_model(tenant=tenant), trial_model(tenant=tenant))
+    return any(m is not None and SENTENCE_FEATURE in m.features for m in models)
 
 
 def pool_of(offered: LayerCandidates) -> list[Candidate]:

@@ -107,10 +107,12 @@ def _append_only_episodes(cursor: Any, role: str, privileges: str) -> None:
     cursor.execute(f'REVOKE "{eraser}" FROM "{role}"')
     _worker_may_erase(cursor, role, eraser)
     # What is filled in after the row is written: the embedding (the worker's drain) and a passage's stored
-    # line (episodic.passages.passage_lines_backfill, for passages written before it was stored).
+    # line (episodic.passages.passage_lines_backfill, for passages written before it was stored), its
+    # sentence count, and its sentences' vectors (again after a change of embedder).
     for table, filled_in in (
         ("episodic_episode", "embedding"),
-        ("episodic_passage", "embedding, line, line_tokens, index_terms"),
+        ("episodic_passage", "embedding, line, line_tokens, index_terms, sentence_count"),
+        ("episodic_passagesentence", "embedding"),
     ):
         cursor.execute(f'REVOKE UPDATE, DELETE ON {table} FROM "{role}"')
         cursor.execute(f'GRANT UPDATE ({filled_in}) ON {table} TO "{role}"')

@@ -79,12 +79,15 @@ def episode_hits(
     exclude_ids: Sequence[int],
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
     aliases: Aliases | None = None,
+    sentences: bool = False,
 ) -> PassageColumns:
     """The episodic layer's ranked search over passages, with its sessions' summaries, in one statement,
     as columns (episodic.selectors.passage_pool_columns); `exclude_ids` are episodes already offered;
     `extracted`: the query's entities and topics, when the caller has extracted them already. A
     passage's content comes back only where its line or its term counts are not stored (`stored_lines`):
-    a candidate is made from the stored line (_HitCandidates), and relevance from the term counts."""
+    a candidate is made from the stored line (_HitCandidates), and relevance from the term counts.
+    `sentences`: each passage's best sentence cosine too (the score part `sentence`), for a tenant that
+    learns its value (router.value.reads_sentences)."""
 
     # A session's summary episode is never offered (its summary is, as summary:<session>): left in the
     # search it would take places of the pool, set the scale of the pool's relevance and its session's
@@ -102,6 +105,7 @@ def episode_hits(
         count_terms=query_terms(query),
         aliases=aliases,
         stored_lines=True,
+        sentences=sentences,
     )
 
 
@@ -270,6 +274,7 @@ def episode_candidates(
     extracted: tuple[Sequence[str], Sequence[str]] | None = None,
     parts: PackerParts = ALL_PARTS,
     aliases: Aliases | None = None,
+    sentences: bool = False,
 ) -> list[Candidate]:
     """The session's recent events, the passages search finds with their relevance as value, and, as
     `parts` (router.parts) has them, the turns beside the best hits, the labels of earlier statements,
@@ -304,6 +309,7 @@ def episode_candidates(
         exclude_ids=sorted(recent_ids),
         extracted=extracted,
         aliases=aliases,
+        sentences=sentences,
     )
     if not len(found):
         return out + latest_candidates(tenant=tenant, request=request, seen_hashes=seen_hashes, w=w, parts=parts)
@@ -396,6 +402,16 @@ class _HitCandidates:
         if line_tokens >= 0:
             # length_scaled, without its call: the factor of the line's known tokens.
             value *= (line_tokens / w.length_reference) ** w.length_exponent
+        parts = {
+            "text": pool.text[i],
+            "vector": pool.vector[i],
+            "overlap": pool.overlap[i],
+            "fused": pool.fused[i],
+            "relevance": relevance,
+            "passage": float(passage_id),
+        }
+        if pool.sentence is not None:
+            parts["sentence"] = pool.sentence[i]
         item = Candidate(
             id=f"passage:{passage_id}" if excerpt else f"episode:{episode_id}",
             type="episode",
@@ -405,14 +421,7 @@ class _HitCandidates:
             line_tokens=line_tokens,
             value=value,
             score=pool.score[i],
-            score_parts={
-                "text": pool.text[i],
-                "vector": pool.vector[i],
-                "overlap": pool.overlap[i],
-                "fused": pool.fused[i],
-                "relevance": relevance,
-                "passage": float(passage_id),
-            },
+            score_parts=parts,
             sources=[
                 Source(
                     episode_id=episode_id,

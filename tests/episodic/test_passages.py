@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.tokens import count_tokens
-from episodic.models import Episode, Passage, allow_episode_deletion
+from episodic.models import Episode, Passage, PassageSentence, allow_episode_deletion
 from episodic.passages import MAX_TOKENS, MIN_TOKENS, passages_create, split_passages
 from episodic.tasks import embed_pending
 from privacy import erasure
@@ -122,6 +122,7 @@ def test_backfill_gives_old_episodes_passages_reusing_their_vector(append, tenan
     with tenant_scope(tenant_a):
         # As stored before passages existed.
         with allow_episode_deletion():
+            PassageSentence.objects.for_tenant(tenant_a).filter(episode_id__in=[first.pk, second.pk]).delete()
             Passage.objects.for_tenant(tenant_a).filter(episode_id__in=[first.pk, second.pk]).delete()
         vector = list(Episode.objects.for_tenant(tenant_a).get(pk=first.pk).embedding)
     out = StringIO()

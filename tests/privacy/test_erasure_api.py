@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.core.files.storage import storages
+from django.db import connection
 from django.utils import timezone
 
 from consolidation.models import ConsolidationRun, RunTrigger
@@ -105,7 +106,7 @@ def seed_through_the_api(api: Any, tenant: Any, capture: Any, subject: str) -> d
                 "content": "I'm living in Porto.",
                 "occurred_at": (now - timedelta(days=400)).isoformat(),
             },
-            {"subject": subject, "session": s2, "role": "user", "content": "Draft the plan."},
+            {"subject": subject, "session": s2, "role": "user", "content": "Draft the plan. Keep it short."},
             # A nickname learned from the subject's own words (entity_aliases).
             {"subject": subject, "session": s1, "role": "user", "content": "My sister Joanna (Jo) visits in May."},
         ],
@@ -356,3 +357,33 @@ def test_a_replay_after_erasure_is_refused_and_brings_nothing_back(
     with tenant_scope(tenant_a):
         kept = list(apps.get_model("tenants.IdempotencyTombstone").objects.for_tenant(tenant_a).values())
     assert len(kept) == 2 and not any(n in str(kept) for n in ("turn-1", "fact-1", SUBJECT, PHONE))
+
+
+def _sentence_rows(tenant: Any) -> dict[str, int]:
+    """Sentence vectors stored per subject of their passage."""
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.subject, count(*) FROM episodic_passagesentence s WHERE s.tenant_id = %s GROUP BY 1",
+            [tenant.id],
+        )
+        return dict(cursor.fetchall())
+
+
+def test_an_erased_subject_leaves_no_sentence_vectors_and_others_keep_theirs(
+    api_a, tenant_a, django_capture_on_commit_callbacks
+) -> None:
+    said = "I moved to Porto last year. My phone number changed too! Call me on the new one."
+    _episodes(
+        api_a,
+        django_capture_on_commit_callbacks,
+        [
+            {"subject": subject, "session": f"{subject}-s", "kind": "message", "role": "user", "content": said}
+            for subject in (SUBJECT, OTHER)
+        ],
+    )
+    assert _sentence_rows(tenant_a) == {SUBJECT: 3, OTHER: 3}
+
+    detail = _erase(api_a, SUBJECT, django_capture_on_commit_callbacks)
+
+    assert detail["status"] == "done", detail
+    assert _sentence_rows(tenant_a) == {OTHER: 3}
