@@ -33,6 +33,13 @@ def assert_updated(client: Any, end_session: Callable[[str], None], pair: Said, 
     assert outcome.updated, outcome.describe()
 
 
+def assert_closed(client: Any, end_session: Callable[[str], None], pair: Said, subject: str) -> None:
+    """The first statement's value was read, and the second closed it: updated, and not only because the
+    first value was never read."""
+    outcome = probe_said(client, pair, subject, end_session)
+    assert outcome.closed, outcome.describe()
+
+
 def assert_kept(client: Any, end_session: Callable[[str], None], pair: Said, subject: str) -> None:
     """The second statement left the first value alone: an active fact still holds it."""
     outcome = probe_said(client, pair, subject, end_session)
