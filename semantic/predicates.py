@@ -802,7 +802,10 @@ def names_left(statement: str, value: str, *, subject: str = "") -> bool:
         return False
     markers = lexicon.alternation(_section("change.txt", "before the old value"))
     said = re.escape(value.strip(" ."))
-    return bool(re.search(rf"\b(?:{markers})\s+(?:(?:the|a|an|my|our|their)\s+)?{said}\b", statement, re.I))
+    # "instead of taking the bus": an activity's verb may stand before the value left
+    return bool(
+        re.search(rf"\b(?:{markers})\s+(?:[a-z]+ing\s+)?(?:(?:the|a|an|my|our|their)\s+)?{said}\b", statement, re.I)
+    )
 
 
 @dataclasses.dataclass(frozen=True)

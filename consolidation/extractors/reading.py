@@ -315,6 +315,19 @@ def _addressed(clause: str, start: int, end: int) -> bool:
     return (before.endswith(",") and not after) or (not before and clause[end:].lstrip().startswith(","))
 
 
+def _another_complement(complements: list[Token], span: predicates.Typed, *, offset: int) -> bool:
+    """Whether the clause completes its verb with a thing other than `span`: how often a habit is done
+    ("drinks coffee every morning", "commutes by train every day") is then no value of it."""
+    for c in complements:
+        words = list(c.subtree)
+        start, end = words[0].idx - offset, words[-1].idx + len(words[-1]) - offset
+        if start < span.end and span.start < end:
+            continue
+        if c.dep_ in _VALUE_HEAD or (c.dep_ == "prep" and any(x.dep_ == "pobj" for x in c.children)):
+            return True
+    return False
+
+
 def _tokens_of(tokens: list[Token], start: int, end: int) -> list[Token]:
     return [t for t in tokens if start <= t.idx < end]
 
@@ -481,13 +494,20 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     typed = [
         t
         for t in predicates.typed_spans(clause, subject=speaker)
-        if t.start >= region_char and t.text.lower() not in _SPEAKER and not _addressed(clause, t.start, t.end)
+        if t.start >= region_char
+        and t.text.lower() not in _SPEAKER
+        and not _addressed(clause, t.start, t.end)
+        and not (t.kind == "frequency" and _another_complement(complements, t, offset=doc[start].idx))
     ]
     predicate = " ".join([head.lemma_, *(c.lower_ for c in head.children if c.dep_ == "prt")])
     thing = "I" if low in _SPEAKER else _span_text([t for t in subject.subtree if start <= t.i <= subject.i])
     if typed:
         current = predicates.current_value(clause, subject=speaker)
-        held = current if current is not None and current.start >= region_char else None
+        held = (
+            current
+            if current is not None and (current.start, current.end) in {(t.start, t.end) for t in typed}
+            else None
+        )
         if held is None:
             left = {(t.start, t.end) for t in predicates.left_values(clause, subject=speaker)}
             held = next((t for t in typed if (t.start, t.end) not in left), None)

@@ -24,7 +24,7 @@ from semantic import predicates
 
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
-from .first_person import goal_aimed, habit_held, milestone_reached, state_held
+from .first_person import goal_aimed, habit_held, manner_held, milestone_reached, state_held
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -80,6 +80,7 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
             state_held(_held_before_left(value))
             or state_held(_held_before_left(predicates.without_when(value)))
             or habit_held(value)
+            or manner_held(value)
             or _held_before_left(value)
         )
     # A state said with when it started ("is divorced as of March", "is separated since the spring").
@@ -92,6 +93,12 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     habit, current = habit_held(value), predicates.current_value(value, subject=subject)
     if habit and current is not None and current.text in habit and is_typed(habit, subject=subject):
         return habit
+    # How often a habit is done is no value of it: "drinks coffee every morning" holds coffee, "drives to
+    # work every day" driving.
+    held = habit or manner_held(value)
+    if held and current is not None and current.kind == "frequency" and held not in current.text:
+        if current.text not in held:
+            return held
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
         typed = predicates.current_value(value, subject=subject)
