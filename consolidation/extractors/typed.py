@@ -140,7 +140,22 @@ def _changed_to_state(value: str, *, sentence: str, speaker: str, said_at: datet
     (`first_person.state_held`); not the past."""
     if not predicates.says_change(value, subject=speaker) or tells_the_past(sentence, said_at):
         return ""
-    return state_held(_held_before_left(value))
+    if held := state_held(_held_before_left(value)):
+        return held
+    # A thing of the speaker's changed to a state ("changed the default branch to main", "switched their
+    # terminal theme to dracula"): the state after "to".
+    m = _THING_CHANGED_TO.match(value.strip(" ."))
+    if m is None or predicates.someone_elses(value, subject=speaker):
+        return ""
+    state = re.sub(r"^(?:a|an|the)\s+", "", _held_before_left(m.group("state")), flags=re.I)
+    return state if predicates.term_kind(state) is not None else ""
+
+
+# A verb, the speaker's thing (with "the" or a possessive), "to"/"into", the state.
+_THING_CHANGED_TO = re.compile(
+    r"^[a-z]+(?:\s+[a-z]+)?\s+(?:the|their|its)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?\s+(?:to|into)\s+(?P<state>[a-z].*)$",
+    re.I,
+)
 
 
 def _reached_or_aimed(value: str, *, sentence: str, speaker: str, said_at: datetime | None) -> tuple[str, str] | None:
