@@ -1,0 +1,73 @@
+"""Updates told as going on, as become, or as left (issue 42, upd12): a progressive said with how often is a
+habit held ("I'm sleeping 8 hours a night now"), a verb of becoming may take an adverb before its state
+("I've gone fully vegan"), and the place one left for another is left ("I left Umbrella Health and joined
+Stark Labs"). Pairs of this file's own, subject `sleeper-4410`, through the public API with the real MiniLM
+and the reader off."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bench.update_pairs import Said
+from tests.consolidation.supersession import (
+    assert_closed,
+    assert_kept,
+    assert_no_value_held,
+    assert_value_held,
+    said_pairs,
+    sentence_cases,
+)
+
+SUBJECT = "sleeper-4410"
+SAID_AT = datetime(2026, 7, 12, 22, 10, tzinfo=UTC)
+
+# fmt: off
+UPDATES = (
+    Said.current("sleep going on", "I sleep about 6 hours a night.", "I'm sleeping 8 hours a night now.",
+                 "6 hours", "8 hours"),
+    Said.current("runs going on", "I run twice a week.", "I'm running four times a week these days.",
+                 "twice a week", "four times a week"),
+    Said.current("a diet gone fully", "I'm vegetarian.", "I've gone fully vegan now.", "vegetarian", "vegan"),
+    Said.current("an employer left for another", "I'm employed by Umbrella Health.",
+                 "I left Umbrella Health and joined Stark Labs.", "Umbrella Health", "Stark Labs"),
+)
+
+KEPT = (
+    Said.current("sleep for one night", "I sleep about 6 hours a night.", "Tonight I'm sleeping 10 hours.",
+                 "6 hours", "10 hours"),
+    Said.current("a friend left", "I'm employed by Umbrella Health.",
+                 "My friend left Umbrella Health and joined Stark Labs.", "Umbrella Health", "Stark Labs"),
+    Said.current("the office left early", "I'm employed by Umbrella Health.",
+                 "I left the Umbrella Health office early today.", "Umbrella Health", "office"),
+)
+
+VALUES = [
+    ("I'm sleeping 8 hours a night now.", "8 hours"),
+    ("I've gone fully vegan now.", "vegan"),
+]
+NO_VALUES = [
+    # a passing activity, an activity of the moment with a count
+    ("I'm sleeping 10 hours tonight.", "10 hours"),
+    ("I'm reading two books right now.", "two books"),
+]
+# fmt: on
+
+
+@said_pairs(UPDATES)
+def test_a_habit_going_on_a_state_become_or_a_place_left_closes_the_old_value(api_a, end_session, pair: Said) -> None:
+    assert_closed(api_a, end_session, pair, SUBJECT)
+
+
+@said_pairs(KEPT)
+def test_one_night_someone_elses_leaving_or_leaving_a_room_keeps_the_old_value(api_a, end_session, pair: Said) -> None:
+    assert_kept(api_a, end_session, pair, SUBJECT)
+
+
+@sentence_cases(VALUES)
+def test_a_habit_going_on_or_a_state_become_is_the_value(sentence: str, value: str) -> None:
+    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
+
+
+@sentence_cases(NO_VALUES)
+def test_a_passing_activity_holds_no_value(sentence: str, value: str) -> None:
+    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
