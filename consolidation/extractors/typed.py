@@ -118,7 +118,7 @@ def _state_become(value: str, *, sentence: str, said_at: datetime | None) -> str
     verb of change.txt [becoming], then a state of a word or two, `predicates.term_kind`), or ""."""
     verbs = core_lexicon.alternation(predicates.section("change.txt", "becoming"))
     m = re.fullmatch(
-        rf"(?:has |have |had )?(?:[a-z]+ly |just )?(?:{verbs})\s+(?:a |an )?(?P<state>[a-z][\w'’ -]*?)"
+        rf"(?:has |have |had )?(?:[a-z]+ly |just )?(?:{verbs})\s+(?:[a-z]+ly\s+)?(?:a |an )?(?P<state>[a-z][\w'’ -]*?)"
         r"(?:,?\s+(?:now|these days|nowadays))?(?:\s+(?:in|on|around|since)\s+[\w ]+)?",
         value.strip(" ."),
         re.I,
