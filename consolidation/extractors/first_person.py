@@ -432,11 +432,16 @@ _HABIT = (
 
 
 @functools.cache
-def _habit() -> re.Pattern[str]:
+def _habit_pattern(template: str) -> re.Pattern[str]:
+    """A habit's pattern with the words that say it holds now, what it replaced and how often."""
     now = lexicon.alternation(section("change.txt", "adverbs"))
     left = lexicon.alternation(section("change.txt", "after the new value"))
     adverbs = lexicon.alternation(data_lexicon.sections("moment.txt")["habit adverbs"])
-    return re.compile(_HABIT.format(now=now, left=left, adverbs=adverbs), re.I)
+    return re.compile(template.format(now=now, left=left, adverbs=adverbs), re.I)
+
+
+def _habit() -> re.Pattern[str]:
+    return _habit_pattern(_HABIT)
 
 
 def habit_held(value: str) -> str:
@@ -476,14 +481,6 @@ _MANNER = (
 )
 
 
-@functools.cache
-def _manner() -> re.Pattern[str]:
-    now = lexicon.alternation(section("change.txt", "adverbs"))
-    left = lexicon.alternation(section("change.txt", "after the new value"))
-    adverbs = lexicon.alternation(data_lexicon.sections("moment.txt")["habit adverbs"])
-    return re.compile(_MANNER.format(now=now, left=left, adverbs=adverbs), re.I)
-
-
 def _gerund(third_person: str) -> str:
     """ "drives" -> "driving", "runs" -> "running", "catches" -> "catching"."""
     verb = third_person.lower()
@@ -506,7 +503,7 @@ def manner_held(value: str) -> str:
     """The way a habit of getting somewhere is done ("commutes by train": "train"; "drives to work every
     day": "driving"), or "": a verb in the third person, then where to, by what, how often, "now" and what it
     replaced. A verb that only says where one goes (moment.txt [no habit]: "goes", "gets") names no way."""
-    m = _manner().match(value.strip(" ."))
+    m = _habit_pattern(_MANNER).match(value.strip(" ."))
     if m is None or m.group(0).strip() == m.group("verb"):
         return ""
     if m.group("means"):

@@ -74,3 +74,35 @@ def assert_no_value_held(
     facts = read(sentence, subject, said_at)
     matches = held or (lambda fact_value, v: fact_value == v)
     assert not [f for f in facts if matches(f.value, value)], shown(facts)
+
+
+def supersession_tests(
+    *,
+    subject: str,
+    said_at: datetime,
+    closed: Sequence[Said],
+    kept: Sequence[Said],
+    values: Sequence[tuple[str, str]],
+    no_values: Sequence[tuple[str, str]],
+) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None], Callable[..., None]]:
+    """The four tests of a module of pairs and sentences, to bind to its own test names: each pair of
+    `closed` closes the value read before, each of `kept` keeps it, each sentence of `values` gives a fact
+    holding exactly its value, none of `no_values` one holding its value."""
+
+    @said_pairs(closed)
+    def closes(api_a: Any, end_session: Callable[[str], None], pair: Said) -> None:
+        assert_closed(api_a, end_session, pair, subject)
+
+    @said_pairs(kept)
+    def keeps(api_a: Any, end_session: Callable[[str], None], pair: Said) -> None:
+        assert_kept(api_a, end_session, pair, subject)
+
+    @sentence_cases(values)
+    def holds(sentence: str, value: str) -> None:
+        assert_value_held(sentence, value, subject=subject, said_at=said_at)
+
+    @sentence_cases(no_values)
+    def holds_none(sentence: str, value: str) -> None:
+        assert_no_value_held(sentence, value, subject=subject, said_at=said_at)
+
+    return closes, keeps, holds, holds_none

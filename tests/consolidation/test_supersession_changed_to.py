@@ -7,14 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from tests.consolidation.supersession import (
-    assert_closed,
-    assert_kept,
-    assert_no_value_held,
-    assert_value_held,
-    said_pairs,
-    sentence_cases,
-)
+from tests.consolidation.supersession import supersession_tests
 
 SUBJECT = "maintainer-6619"
 SAID_AT = datetime(2026, 8, 3, 16, 20, tzinfo=UTC)
@@ -48,21 +41,9 @@ NO_VALUES = [
 # fmt: on
 
 
-@said_pairs(UPDATES)
-def test_a_thing_changed_to_a_state_closes_its_old_state(api_a, end_session, pair: Said) -> None:
-    assert_closed(api_a, end_session, pair, SUBJECT)
-
-
-@said_pairs(KEPT)
-def test_someone_elses_change_or_a_change_considered_keeps_the_old_state(api_a, end_session, pair: Said) -> None:
-    assert_kept(api_a, end_session, pair, SUBJECT)
-
-
-@sentence_cases(VALUES)
-def test_the_state_a_thing_was_changed_to_is_the_value(sentence: str, value: str) -> None:
-    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
-
-
-@sentence_cases(NO_VALUES)
-def test_no_state_is_held_from_someone_elses_change_or_a_question(sentence: str, value: str) -> None:
-    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
+(
+    test_a_thing_changed_to_a_state_closes_its_old_state,
+    test_someone_elses_change_or_a_change_considered_keeps_the_old_state,
+    test_the_state_a_thing_was_changed_to_is_the_value,
+    test_no_state_is_held_from_someone_elses_change_or_a_question,
+) = supersession_tests(subject=SUBJECT, said_at=SAID_AT, closed=UPDATES, kept=KEPT, values=VALUES, no_values=NO_VALUES)

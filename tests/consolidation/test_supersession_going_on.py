@@ -9,14 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from tests.consolidation.supersession import (
-    assert_closed,
-    assert_kept,
-    assert_no_value_held,
-    assert_value_held,
-    said_pairs,
-    sentence_cases,
-)
+from tests.consolidation.supersession import supersession_tests
 
 SUBJECT = "sleeper-4410"
 SAID_AT = datetime(2026, 7, 12, 22, 10, tzinfo=UTC)
@@ -51,21 +44,9 @@ NO_VALUES = [
 # fmt: on
 
 
-@said_pairs(UPDATES)
-def test_a_habit_going_on_a_state_become_or_a_place_left_closes_the_old_value(api_a, end_session, pair: Said) -> None:
-    assert_closed(api_a, end_session, pair, SUBJECT)
-
-
-@said_pairs(KEPT)
-def test_one_night_someone_elses_leaving_or_leaving_a_room_keeps_the_old_value(api_a, end_session, pair: Said) -> None:
-    assert_kept(api_a, end_session, pair, SUBJECT)
-
-
-@sentence_cases(VALUES)
-def test_a_habit_going_on_or_a_state_become_is_the_value(sentence: str, value: str) -> None:
-    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
-
-
-@sentence_cases(NO_VALUES)
-def test_a_passing_activity_holds_no_value(sentence: str, value: str) -> None:
-    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
+(
+    test_a_habit_going_on_a_state_become_or_a_place_left_closes_the_old_value,
+    test_one_night_someone_elses_leaving_or_leaving_a_room_keeps_the_old_value,
+    test_a_habit_going_on_or_a_state_become_is_the_value,
+    test_a_passing_activity_holds_no_value,
+) = supersession_tests(subject=SUBJECT, said_at=SAID_AT, closed=UPDATES, kept=KEPT, values=VALUES, no_values=NO_VALUES)

@@ -9,14 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from tests.consolidation.supersession import (
-    assert_closed,
-    assert_kept,
-    assert_no_value_held,
-    assert_value_held,
-    said_pairs,
-    sentence_cases,
-)
+from tests.consolidation.supersession import supersession_tests
 
 SUBJECT = "commuter-2207"
 SAID_AT = datetime(2026, 9, 22, 7, 45, tzinfo=UTC)
@@ -58,21 +51,9 @@ NO_VALUES = [
 # fmt: on
 
 
-@said_pairs(UPDATES)
-def test_a_habit_or_a_way_of_getting_there_closes_the_old_one(api_a, end_session, pair: Said) -> None:
-    assert_closed(api_a, end_session, pair, SUBJECT)
-
-
-@said_pairs(KEPT)
-def test_someone_elses_habit_a_plan_or_a_wish_keeps_the_old_one(api_a, end_session, pair: Said) -> None:
-    assert_kept(api_a, end_session, pair, SUBJECT)
-
-
-@sentence_cases(VALUES)
-def test_the_habit_holds_its_object_or_its_way_not_how_often(sentence: str, value: str) -> None:
-    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
-
-
-@sentence_cases(NO_VALUES)
-def test_no_way_is_read_where_none_is_said(sentence: str, value: str) -> None:
-    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
+(
+    test_a_habit_or_a_way_of_getting_there_closes_the_old_one,
+    test_someone_elses_habit_a_plan_or_a_wish_keeps_the_old_one,
+    test_the_habit_holds_its_object_or_its_way_not_how_often,
+    test_no_way_is_read_where_none_is_said,
+) = supersession_tests(subject=SUBJECT, said_at=SAID_AT, closed=UPDATES, kept=KEPT, values=VALUES, no_values=NO_VALUES)

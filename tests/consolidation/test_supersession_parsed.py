@@ -13,14 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from tests.consolidation.supersession import (
-    assert_closed,
-    assert_kept,
-    assert_no_value_held,
-    assert_value_held,
-    said_pairs,
-    sentence_cases,
-)
+from tests.consolidation.supersession import supersession_tests
 
 SUBJECT = "rider-5064"
 SAID_AT = datetime(2026, 10, 14, 8, 5, tzinfo=UTC)
@@ -73,23 +66,9 @@ NO_VALUES = [
 # fmt: on
 
 
-@said_pairs(UPDATES)
-def test_a_typed_value_read_by_the_parse_is_closed_by_the_next(api_a, end_session, pair: Said) -> None:
-    assert_closed(api_a, end_session, pair, SUBJECT)
-
-
-@said_pairs(KEPT)
-def test_someone_elses_value_a_plan_a_question_or_the_past_keeps_the_parsed_value(
-    api_a, end_session, pair: Said
-) -> None:
-    assert_kept(api_a, end_session, pair, SUBJECT)
-
-
-@sentence_cases(VALUES)
-def test_the_parse_gives_the_typed_value_with_the_reader_off(sentence: str, value: str) -> None:
-    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
-
-
-@sentence_cases(NO_VALUES)
-def test_the_parse_takes_no_name_that_is_no_value(sentence: str, value: str) -> None:
-    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
+(
+    test_a_typed_value_read_by_the_parse_is_closed_by_the_next,
+    test_someone_elses_value_a_plan_a_question_or_the_past_keeps_the_parsed_value,
+    test_the_parse_gives_the_typed_value_with_the_reader_off,
+    test_the_parse_takes_no_name_that_is_no_value,
+) = supersession_tests(subject=SUBJECT, said_at=SAID_AT, closed=UPDATES, kept=KEPT, values=VALUES, no_values=NO_VALUES)
