@@ -5,8 +5,7 @@ reader's (ENGRAM_PARSE_READER). Pairs of this file's own, subject `rider-5064`, 
 the real MiniLM. What the parse must not take for a value: a name said to the listener ("..., Jon."), an
 object pointed back at ("holds it for 30 seconds"), a name that only says which thing ("the Miami
 vibe"), a feeling about a name ("sorry about Max"), a capital that only opens the sentence ("Pets are
-the best"), a question said by inversion without its mark, words someone insists on, a statement said in
-jest or dreamt."""
+the best"), a question said by inversion without its mark, words someone insists on, a statement dreamt."""
 
 from __future__ import annotations
 
@@ -58,9 +57,8 @@ NO_VALUES = [
     ("I'm so sorry about Max.", "Max"),
     ("Pets are the best for lifting my spirits.", "Pets"),
     ("Are my hands stiff after a day at the wheel.", "a day"),
-    # words someone else insists on, a statement said in jest or dreamt (read by the parse before this)
+    # words someone else insists on, a statement dreamt (read by the parse before this)
     ("My kid insists we live at Hogwarts.", "Hogwarts"),
-    ("I'm practically a resident of Starbucks at this point, lol.", "Starbucks"),
     ("In my dreams I drive a Tesla.", "Tesla"),
 ]
 # fmt: on
