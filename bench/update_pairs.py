@@ -245,7 +245,8 @@ class Outcome:
     counts as the new: it is where a reader learns the update, whether a fact or the turn itself);
     `stale_only`, the context holds the old value without the new; `confirmed` (a paraphrase), one
     fact, never superseded, confirmed by the second statement; `kept`, an active fact still holds the old
-    value (what a statement that replaces nothing must leave)."""
+    value (what a statement that replaces nothing must leave); `closed`, updated, and the old value was
+    read and is held by a fact no longer active (not updated only because the first value was never read)."""
 
     pair: Said | Written
     updated: bool
@@ -255,6 +256,7 @@ class Outcome:
     confirmed: bool
     active: list[str]
     prompt: str
+    closed: bool = False
 
     def describe(self) -> str:
         return f"{self.pair}: active={self.active} prompt={self.prompt!r}"
@@ -299,15 +301,17 @@ def _outcome(client: Client, pair: Said | Written, subject: str, old: str, new: 
     at_old = next((i for i, line in enumerate(lines) if mentions(line, old) >= 0 and mentions(line, new) < 0), -1)
     matching = [f for f in facts if mentions(f["value"], new) >= 0 or mentions(f["value"], old) >= 0]
     kept = any(mentions(v, old) >= 0 for v in active)
+    updated = any(mentions(v, new) >= 0 for v in active) and not kept
     return Outcome(
         pair=pair,
-        updated=any(mentions(v, new) >= 0 for v in active) and not kept,
+        updated=updated,
         kept=kept,
         served=at_new >= 0 and (at_old < 0 or at_new < at_old),
         stale_only=at_old >= 0 and at_new < 0,
         confirmed=len(matching) == 1 and matching[0]["status"] == "active" and matching[0]["confirmation_count"] >= 2,
         active=active,
         prompt=prompt,
+        closed=updated and any(f["status"] != "active" and mentions(f["value"], old) >= 0 for f in facts),
     )
 
 

@@ -99,6 +99,17 @@ _FREQUENCY = re.compile(
     r"(?!\s+(?!(?:now|again|instead|too|and|or|but|so|since|until|from|at|on|in|with|for)\b)[a-z]))(?![\w-])",
     re.I,
 )
+_PER_PERIOD = re.compile(rf"\b(?:a|an|per|each|every)\s+{_PERIOD}\b", re.I)
+
+
+def how_often(text: str) -> bool:
+    """The text says how often or how much per period ("twice a week", "8 hours a night", "30 minutes a
+    day"): a habit, whatever its verb's form."""
+    return bool(_FREQUENCY.search(text)) or any(
+        t.kind == "count" and _PER_PERIOD.match(text, t.end + 1) for t in typed_spans(text)
+    )
+
+
 # A count in words: "three weeks", "thirty-five engineers", "a dozen eggs"; "a" or "an" counts only a
 # unit of time ("an hour"). Neither inside a compound written with hyphens ("one-on-one", "second-hand").
 # A number of two words or of the teens and tens stands alone too ("I'm thirty-five", "turned forty").
@@ -802,7 +813,10 @@ def names_left(statement: str, value: str, *, subject: str = "") -> bool:
         return False
     markers = lexicon.alternation(_section("change.txt", "before the old value"))
     said = re.escape(value.strip(" ."))
-    return bool(re.search(rf"\b(?:{markers})\s+(?:(?:the|a|an|my|our|their)\s+)?{said}\b", statement, re.I))
+    # "instead of taking the bus": an activity's verb may stand before the value left
+    return bool(
+        re.search(rf"\b(?:{markers})\s+(?:[a-z]+ing\s+)?(?:(?:the|a|an|my|our|their)\s+)?{said}\b", statement, re.I)
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,8 +31,10 @@ from semantic.predicates import (
     current_value,
     for_one_occasion,
     hedges,
+    how_often,
     renames,
     says_now,
+    section,
     tells_the_past,
     value_kind,
 )
@@ -40,6 +42,10 @@ from semantic.predicates import (
 from . import lexicon
 from .first_person import Disclosure, goal_aimed, habit_held, resolve_dates, third_person, without_now
 
+_BECOME = re.compile(
+    rf"^(?:has |have |had )?(?:{core_lexicon.alternation(section('change.txt', 'becoming'))})\s+(?:[a-z]+ly\s+)?[a-z]",
+    re.IGNORECASE,
+)
 _OPINION = re.compile(
     r"\b(?:think|thinks|thought|believe|believes|believed|guess|guesses|suppose|supposes|reckon|reckons|assume|"
     r"assumes|agree|agrees|agreed|disagree|disagrees|concur|concurs|feels? (?:like|that)|"
@@ -184,6 +190,8 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
             and not (_STATE_NOW.match(value) and re.search(r"\bnow\s*[.!]?$", value, re.IGNORECASE))
             and not habit_held(value)
             and not goal_aimed(value)[0]
+            # a state become holds from now on ("has gone fully vegan now")
+            and not _BECOME.match(value)
         )
         # "these days" or "at the moment" after a state with a typed value tells that it holds now ("rides
         # a Cannondale these days"), as "now" does; without one, a passing state ("is busy these days").
@@ -206,6 +214,8 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
             and _PROGRESSIVE.match(value)
             # a thing being renamed has its new name from now on ("are renaming the repo to beacon")
             and not renames(value)
+            # ... and one said with how often is a habit ("is sleeping 8 hours a night now")
+            and not how_often(value)
             and not habit_held(value)
             and not goal_aimed(value)[0]
         ):

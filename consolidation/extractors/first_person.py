@@ -432,11 +432,16 @@ _HABIT = (
 
 
 @functools.cache
-def _habit() -> re.Pattern[str]:
+def _habit_pattern(template: str) -> re.Pattern[str]:
+    """A habit's pattern with the words that say it holds now, what it replaced and how often."""
     now = lexicon.alternation(section("change.txt", "adverbs"))
     left = lexicon.alternation(section("change.txt", "after the new value"))
     adverbs = lexicon.alternation(data_lexicon.sections("moment.txt")["habit adverbs"])
-    return re.compile(_HABIT.format(now=now, left=left, adverbs=adverbs), re.I)
+    return re.compile(template.format(now=now, left=left, adverbs=adverbs), re.I)
+
+
+def _habit() -> re.Pattern[str]:
+    return _habit_pattern(_HABIT)
 
 
 def habit_held(value: str) -> str:
@@ -463,6 +468,52 @@ def habit_held(value: str) -> str:
     ):
         return ""
     return thing
+
+
+# A way of getting somewhere said with an intransitive verb: "drives to work every day", "commutes by
+# train", "cycles to the office now instead of driving". The value is the means after "by"/"on", else the
+# verb itself as an activity ("driving"): what "instead of driving" names as left.
+_MANNER = (
+    r"^(?:(?:[a-z]+ly|{adverbs})\s+)?(?P<verb>[a-z]+s)\s+"
+    r"(?:(?:to|into)\s+(?:(?:the|my|their|our)\s+)?[a-z]+(?:\s+[a-z]+)?(?=\s+(?:by|on)\s|\s*$|,|\s+(?:every|each|most|daily|{now}|{left})\b))?"
+    r"(?:\s*(?:by|on)\s+(?:(?:the|a|their|my)\s+)?(?P<means>[a-z]+))?"
+    r"(?:\s+(?:every|each|most)\s+[a-z]+|\s+daily)?(?:,?\s+(?:{now}))?(?:,?\s+(?:{left})\s+.+)?$"
+)
+
+
+def _gerund(third_person: str) -> str:
+    """ "drives" -> "driving", "runs" -> "running", "catches" -> "catching"."""
+    verb = third_person.lower()
+    if verb.endswith("ies"):
+        base = verb[:-3] + "y"
+    elif re.search(r"(?:s|sh|ch|x|z|o)es$", verb):
+        base = verb[:-2]
+    else:
+        base = verb[:-1]
+    if base.endswith("ie"):
+        return base[:-2] + "ying"
+    if base.endswith("e") and not base.endswith(("ee", "ye", "oe")):
+        return base[:-1] + "ing"
+    if re.fullmatch(r"[^aeiou]*[aeiou][^aeiouwxy]", base):  # one syllable ending in a short vowel and a consonant
+        return base + base[-1] + "ing"
+    return base + "ing"
+
+
+def manner_held(value: str) -> str:
+    """The way a habit of getting somewhere is done ("commutes by train": "train"; "drives to work every
+    day": "driving"), or "": a verb in the third person, then where to, by what, how often, "now" and what it
+    replaced. A verb that only says where one goes (moment.txt [no habit]: "goes", "gets") names no way."""
+    m = _habit_pattern(_MANNER).match(value.strip(" ."))
+    if m is None or m.group(0).strip() == m.group("verb"):
+        return ""
+    if m.group("means"):
+        means = m.group("means").lower()
+        return "" if means in function_words() else means
+    verb = m.group("verb").lower()
+    told_where = re.search(r"\b(?:to|into)\b", value, re.I)
+    if verb in data_lexicon.sections("moment.txt").get("no habit", ()) or verb.endswith("ss") or not told_where:
+        return ""
+    return _gerund(verb)
 
 
 @functools.cache

@@ -78,6 +78,8 @@ def _said_of(head: Token, tokens: list[Token], value: str) -> str:
         if c is not head
         and c.dep_ in {"npadvmod", "prep", "tmod"}
         and not (c.dep_ == "prep" and c.head.pos_ in {"NOUN", "PROPN"} and c.head.dep_ in {"nsubj", "nsubjpass"})
+        # a name goes on after its preposition ("Lord of the Rings", "House of Blues")
+        and not (c.dep_ == "prep" and c.head.pos_ == "PROPN" and c.i == c.head.i + 1)
         and low not in "".join(x.text_with_ws for x in c.subtree).lower()
         and not any(x.i in in_value for x in c.subtree)
         # what stands between the verb and its value says what the value is of ("I go to the gym on
@@ -124,7 +126,15 @@ def _is_question(doc: Doc) -> bool:
     if doc.text.rstrip().endswith("?"):
         return True
     first = next((t for t in doc if not t.is_punct), None)
-    return first is not None and first.tag_ in {"WDT", "WP", "WP$", "WRB"} and first.head.dep_ == "ROOT"
+    if first is None:
+        return False
+    if first.tag_ in {"WDT", "WP", "WP$", "WRB"} and first.head.dep_ == "ROOT":
+        return True
+    # Said by inversion without its mark ("Are my hands stiff after a day"): a verb opens the sentence
+    # before the subject of the clause it heads.
+    clause = first if first.dep_ == "ROOT" else first.head
+    subject = _subject(clause) if first.pos_ == "AUX" else None
+    return subject is not None and subject.i > first.i
 
 
 def _clause_heads(doc: Doc) -> list[Token]:
@@ -235,6 +245,9 @@ def _states(head: Token, speaker: str) -> bool:
     aux = [c for c in head.children if c.dep_ in {"aux", "auxpass"}]
     if any(a.tag_ == "MD" for a in aux):  # would, could, might, will, 'll, should, can, must
         return False
+    # "I did take Seraphim to the park": the past said with emphasis, an event.
+    if any(a.lemma_ == "do" and a.tag_ == "VBD" for a in aux):
+        return False
     # "going to", "used to": a plan or the past.
     if (
         head.lemma_ in {"go", "use"}
@@ -291,9 +304,59 @@ def _own_thing_in(tokens: list[Token]) -> Token | None:
     return None
 
 
+_POINTED_BACK = frozenset({"it", "this", "that", "them", "these", "those"})
+_OWN_CLAUSE = frozenset({"xcomp", "ccomp", "advcl", "relcl", "acl", "pcomp"})
+
+
+def _addressed(clause: str, start: int, end: int) -> bool:
+    """A name set off by a comma at the clause's edge is said to the listener ("I get it, Jon.", "Jon,
+    great news ..."), not a value."""
+    before, after = clause[:start].rstrip(), clause[end:].strip(" .!")
+    return (before.endswith(",") and not after) or (not before and clause[end:].lstrip().startswith(","))
+
+
+def _another_complement(complements: list[Token], span: predicates.Typed, *, offset: int) -> bool:
+    """Whether the clause completes its verb with a thing other than `span`: how often a habit is done
+    ("drinks coffee every morning", "commutes by train every day") is then no value of it."""
+    for c in complements:
+        words = list(c.subtree)
+        start, end = words[0].idx - offset, words[-1].idx + len(words[-1]) - offset
+        if start < span.end and span.start < end:
+            continue
+        if c.dep_ in _VALUE_HEAD or (c.dep_ == "prep" and any(x.dep_ == "pobj" for x in c.children)):
+            return True
+    return False
+
+
+def _tokens_of(tokens: list[Token], start: int, end: int) -> list[Token]:
+    return [t for t in tokens if start <= t.idx < end]
+
+
+def _names_the_thing(named: list[Token], head: Token) -> bool:
+    """Whether a typed value is what the complement names: not a name that only says which thing the
+    complement's noun is ("the Lisbon vibe": a modifier of a common noun), nor the object of a feeling
+    or a quality ("sorry about Max", "excited about Lisbon": reached through an adjective)."""
+    if not named:
+        return False
+    last = max(named, key=lambda t: t.i)
+    if last.dep_ in {"compound", "amod", "nmod"} and last.head.pos_ == "NOUN" and last.head not in named:
+        return False
+    between = [last, *(a for a in last.ancestors if a.i != head.i and head in a.ancestors)]
+    # ... nor a value inside a clause of its own ("know to save more often", "blessed to travel to Bali",
+    # "a piece called Finding Freedom"), unless the verb says the value is held ("started using Obsidian").
+    if any(a.dep_ in _OWN_CLAUSE and not (a.dep_ == "xcomp" and a.head.lemma_ in ASPECT) for a in between):
+        return False
+    return not any(a.pos_ == "ADJ" and a.dep_ in {"acomp", "amod"} for a in between)
+
+
 def read_clause(head: Token, speaker: str) -> Statement | None:
     subject = _subject(head)
     if subject is None or subject.dep_ == "expl" or not _states(head, speaker):
+        return None
+    # A subject after its verb is no statement of it ("Here are my hands after a day", "So are my kids"),
+    # nor a name set off by a comma, said to the listener ("Hey John, great news - I'm ...").
+    nxt = subject.doc[subject.i + 1] if subject.i + 1 < len(subject.doc) else None
+    if subject.i > head.i or (subject.pos_ == "PROPN" and nxt is not None and nxt.text == ","):
         return None
     doc = head.doc
     # The clause is its subject, its verb and what completes it: what stands before the subject
@@ -312,9 +375,10 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     clause_tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a is not head)]
     start = min(t.i for t in clause_tokens)
     end = max(t.i for t in clause_tokens) + 1
-    while end > start and doc[end - 1].is_punct:
+    while end > start and doc[end - 1].is_punct and not doc[end - 1].is_quote and not doc[end - 1].is_right_punct:
         end -= 1
-    while start < end and (doc[start].is_punct or doc[start].dep_ in {"cc", "intj"}):
+    # ... nor a predeterminer ("All our infrastructure"): it says how much of the thing, not which
+    while start < end and (doc[start].is_punct or doc[start].dep_ in {"cc", "intj"} or doc[start].tag_ == "PDT"):
         start += 1
     clause = doc[start:end].text
     tokens = list(doc[start:end])
@@ -370,6 +434,15 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         and not predicates.says_change(clause, subject=speaker)
     ):
         return None
+    # "We went up to the Rocky Mountains": the speaker's going somewhere is a trip; a thing's ("rent went
+    # up") or a state's ("went vegan") is a change.
+    if (
+        head.lemma_ == "go"
+        and head.tag_ in {"VBD", "VBN"}
+        and subject.lower_ in _SPEAKER
+        and not any(c.dep_ == "acomp" for c in complements)
+    ):
+        return None
     if subject.lemma_.lower() in _PEOPLE or subject.lower_ in _PEOPLE:
         return None
     if the_thing and subject.tag_ == "NNPS":
@@ -394,7 +467,9 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     if named_as_own is not None:
         name = _span_text([t for t in subject.subtree if t.dep_ not in {"det", "punct"}])
         thing = _span_text([t for t in named_as_own.subtree if t.i <= named_as_own.i])
-        return Statement(clause, thing, head.lemma_, name, bool(predicates.value_kind(name)))
+        # A common noun whose capital only opens the sentence ("Pets are the best for ...") is no name.
+        a_name = bool(predicates.value_kind(name)) and not (subject.left_edge.i == 0 and subject.pos_ == "NOUN")
+        return Statement(clause, thing, head.lemma_, name, a_name)
     # "My loan got approved by the bank", "... approved at the council": a phrase after the participle
     # that holds no typed value and leads nowhere ("to", "into") is a circumstance of the state.
     if passive and not any(
@@ -411,24 +486,37 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     # only complement was the speaker's thing itself ("the landlord raised my rent"), no value is said.
     if not complements:
         return None
+    # "holds it for 30 seconds", "working on it": the clause leans on a thing said before.
+    if any(t.lower_ in _POINTED_BACK and t.dep_ in {"dobj", "pobj", "attr"} for c in complements for t in c.subtree):
+        return None
     region_start = min(t.i for c in complements for t in c.subtree)
     region_char = doc[region_start].idx - doc[start].idx
     typed = [
         t
         for t in predicates.typed_spans(clause, subject=speaker)
-        if t.start >= region_char and t.text.lower() not in _SPEAKER
+        if t.start >= region_char
+        and t.text.lower() not in _SPEAKER
+        and not _addressed(clause, t.start, t.end)
+        and not (t.kind == "frequency" and _another_complement(complements, t, offset=doc[start].idx))
     ]
     predicate = " ".join([head.lemma_, *(c.lower_ for c in head.children if c.dep_ == "prt")])
-    thing = "I" if low in _SPEAKER else _span_text([t for t in subject.subtree if t.i <= subject.i])
+    thing = "I" if low in _SPEAKER else _span_text([t for t in subject.subtree if start <= t.i <= subject.i])
     if typed:
         current = predicates.current_value(clause, subject=speaker)
-        held = current if current is not None and current.start >= region_char else None
+        held = (
+            current
+            if current is not None and (current.start, current.end) in {(t.start, t.end) for t in typed}
+            else None
+        )
         if held is None:
             left = {(t.start, t.end) for t in predicates.left_values(clause, subject=speaker)}
             held = next((t for t in typed if (t.start, t.end) not in left), None)
         if held is None:
             return None
-        return Statement(clause, thing, predicate, held.text, True, _said_of(head, tokens, held.text))
+        named = _tokens_of(tokens, held.start + doc[start].idx, held.end + doc[start].idx)
+        return Statement(
+            clause, thing, predicate, held.text, _names_the_thing(named, head), _said_of(head, tokens, held.text)
+        )
     # "changed the default branch to main": with a verb of change, the value follows "to" or "into".
     towards = [c for c in complements if c.dep_ == "prep" and c.lower_ in {"to", "into"}]
     main = (towards[0] if towards and predicates.says_change(clause, subject=speaker) else None) or next(
@@ -474,18 +562,20 @@ def statements(sentence: str, *, speaker: str) -> list[Statement]:
     return out
 
 
-def facts(sentence: str, *, speaker: str, said_at: datetime | None) -> list[tuple[str, str]]:
+def facts(sentence: str, *, speaker: str, said_at: datetime | None, typed_only: bool = False) -> list[tuple[str, str]]:
     """(value, statement) for each clause of `sentence` that states a value of the speaker's, the
-    statement said of the speaker in the third person."""
+    statement said of the speaker in the third person; with `typed_only`, only the clauses whose value is
+    a typed value the complement names (a name, a version, a count, a date, a time, an amount)."""
     out = []
     for found in statements(sentence, speaker=speaker):
-        if tells_the_past(found.clause, said_at):
+        if tells_the_past(found.clause, said_at) or (typed_only and not found.typed):
             continue
         said = found.said or found.clause
         if found.subject != "I" and not found.subject.lower().startswith(("my ", "our ")):
             # A thing of the speaker's named with "the" or bare: said as theirs.
             thing = re.sub(r"^the\s+", "", said, flags=re.I)
             said = f"{speaker}'s {thing[0].lower() + thing[1:]}"
-        statement = third_person(said[0].upper() + said[1:], speaker).rstrip(" .!") + "."
+        opened = said if said.startswith(speaker) else said[0].upper() + said[1:]
+        statement = third_person(opened, speaker).rstrip(" .!") + "."
         out.append((found.value, statement))
     return out

@@ -1315,12 +1315,11 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
 
 def _parsed(sentence: str, speaker: str, said_at: datetime) -> list[tuple[str, str]]:
     """The parse's (value, statement) pairs whose clause passes the tests every fact passes
-    (fact_filters): "is using something like X" or "is listening on port 8080" is no fact. None
-    while the reader is off (settings.ENGRAM["PARSE_READER"])."""
-    if not settings.ENGRAM["PARSE_READER"]:
-        return []
+    (fact_filters): "is using something like X" or "is listening on port 8080" is no fact. While the
+    reader is off (settings.ENGRAM["PARSE_READER"]), only the typed values the parse reads."""
+    typed_only = not settings.ENGRAM["PARSE_READER"]
     out = []
-    for value, statement in reading.facts(sentence, speaker=speaker, said_at=said_at):
+    for value, statement in reading.facts(sentence, speaker=speaker, said_at=said_at, typed_only=typed_only):
         said = re.sub(r"^'s\s+", "", statement[len(speaker) :].strip()) if statement.startswith(speaker) else statement
         # The statement keeps "these days" or "now" (it tells the value is new); what is tested is the state.
         said = " ".join(without_now(said, phrases_only=True).split())

@@ -24,7 +24,7 @@ from semantic import predicates
 
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
-from .first_person import goal_aimed, habit_held, milestone_reached, state_held
+from .first_person import goal_aimed, habit_held, manner_held, milestone_reached, state_held
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -80,6 +80,7 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
             state_held(_held_before_left(value))
             or state_held(_held_before_left(predicates.without_when(value)))
             or habit_held(value)
+            or manner_held(value)
             or _held_before_left(value)
         )
     # A state said with when it started ("is divorced as of March", "is separated since the spring").
@@ -92,6 +93,12 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     habit, current = habit_held(value), predicates.current_value(value, subject=subject)
     if habit and current is not None and current.text in habit and is_typed(habit, subject=subject):
         return habit
+    # How often a habit is done is no value of it: "drinks coffee every morning" holds coffee, "drives to
+    # work every day" driving.
+    held = habit or manner_held(value)
+    if held and current is not None and current.kind == "frequency" and held not in current.text:
+        if current.text not in held:
+            return held
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
         typed = predicates.current_value(value, subject=subject)
@@ -111,7 +118,7 @@ def _state_become(value: str, *, sentence: str, said_at: datetime | None) -> str
     verb of change.txt [becoming], then a state of a word or two, `predicates.term_kind`), or ""."""
     verbs = core_lexicon.alternation(predicates.section("change.txt", "becoming"))
     m = re.fullmatch(
-        rf"(?:has |have |had )?(?:[a-z]+ly |just )?(?:{verbs})\s+(?:a |an )?(?P<state>[a-z][\w'’ -]*?)"
+        rf"(?:has |have |had )?(?:[a-z]+ly |just )?(?:{verbs})\s+(?:[a-z]+ly\s+)?(?:a |an )?(?P<state>[a-z][\w'’ -]*?)"
         r"(?:,?\s+(?:now|these days|nowadays))?(?:\s+(?:in|on|around|since)\s+[\w ]+)?",
         value.strip(" ."),
         re.I,
@@ -133,7 +140,22 @@ def _changed_to_state(value: str, *, sentence: str, speaker: str, said_at: datet
     (`first_person.state_held`); not the past."""
     if not predicates.says_change(value, subject=speaker) or tells_the_past(sentence, said_at):
         return ""
-    return state_held(_held_before_left(value))
+    if held := state_held(_held_before_left(value)):
+        return held
+    # A thing of the speaker's changed to a state ("changed the default branch to main", "switched their
+    # terminal theme to dracula"): the state after "to".
+    m = _THING_CHANGED_TO.match(value.strip(" ."))
+    if m is None or predicates.someone_elses(value, subject=speaker):
+        return ""
+    state = re.sub(r"^(?:a|an|the)\s+", "", _held_before_left(m.group("state")), flags=re.I)
+    return state if predicates.term_kind(state) is not None else ""
+
+
+# A verb, the speaker's thing (with "the" or a possessive), "to"/"into", the state.
+_THING_CHANGED_TO = re.compile(
+    r"^[a-z]+(?:\s+[a-z]+)?\s+(?:the|their|its)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?\s+(?:to|into)\s+(?P<state>[a-z].*)$",
+    re.I,
+)
 
 
 def _reached_or_aimed(value: str, *, sentence: str, speaker: str, said_at: datetime | None) -> tuple[str, str] | None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
+from bench.update_pairs import Said, kind_id
+from tests.consolidation.supersession import assert_kept, assert_updated
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm", "parse_reader")]
 
@@ -53,11 +54,9 @@ NOT_UPDATES = (
 
 @pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
 def test_a_new_value_read_by_the_parse_supersedes_the_old(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "u-read", end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, "u-read")
 
 
 @pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
 def test_a_turn_that_states_nothing_now_leaves_the_old_value(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "u-keep", end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, "u-keep")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
+from bench.update_pairs import Said, kind_id
+from tests.consolidation.supersession import assert_kept, assert_updated
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm")]
 
@@ -58,11 +59,9 @@ NOT_UPDATES = (
 
 @pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
 def test_a_later_value_of_the_same_predicate_supersedes_the_earlier(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "u-upd", end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, "u-upd")
 
 
 @pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
 def test_a_statement_that_changes_nothing_leaves_the_earlier_fact_active(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "u-not", end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, "u-not")

@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
+from bench.update_pairs import Said
 from consolidation.extractors.rules import extract_with_disclosures
+from tests.consolidation.supersession import assert_kept, assert_updated, assert_value_held, said_pairs, sentence_cases
 
 SAID_AT = datetime(2026, 11, 2, 8, 15, tzinfo=UTC)
 SUBJECT = "member-5150"
@@ -59,20 +60,14 @@ NOT_UPDATES = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
+@said_pairs(UPDATES)
 def test_a_new_value_closes_the_old(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
+@said_pairs(NOT_UPDATES)
 def test_a_statement_that_replaces_nothing_keeps_the_old_value(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, SUBJECT)
 
 
 # fmt: off
@@ -102,10 +97,9 @@ NOTHING = [
 # fmt: on
 
 
-@pytest.mark.parametrize(("sentence", "value"), STATES, ids=[s for s, _ in STATES])
+@sentence_cases(STATES)
 def test_the_state_held_now_is_read(sentence: str, value: str) -> None:
-    facts = extract_with_disclosures(sentence, SUBJECT, SAID_AT)
-    assert any(f.value == value for f in facts), [(f.attribute, f.value, f.statement) for f in facts]
+    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
 
 
 @pytest.mark.parametrize("sentence", NOTHING)

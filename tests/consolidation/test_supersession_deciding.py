@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
+from bench.update_pairs import Said, kind_id
+from tests.consolidation.supersession import assert_kept, assert_updated
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minilm", "parse_reader")]
 
@@ -64,11 +65,9 @@ NOT_UPDATES = (
 
 @pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
 def test_a_new_value_read_with_its_type_closes_the_old(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "u-decide", end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, "u-decide")
 
 
 @pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
 def test_a_statement_that_replaces_nothing_keeps_the_old_value(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "u-decide", end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, "u-decide")

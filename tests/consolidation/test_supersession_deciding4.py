@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
-from consolidation.extractors.rules import extract_with_disclosures
+from bench.update_pairs import Said
 from semantic import predicates
 from semantic.services import embed_statements
+from tests.consolidation.supersession import assert_kept, assert_updated, assert_value_held, said_pairs
 
 pytestmark = pytest.mark.usefixtures("parse_reader")
 
@@ -113,12 +113,9 @@ NOT_UPDATES = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
+@said_pairs(NOT_UPDATES)
 def test_a_statement_that_replaces_nothing_keeps_the_old_value(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, SUBJECT)
 
 
 # A pair that only the values' own cosine decides, sitting within the int8 arithmetic's reach of its
@@ -133,15 +130,12 @@ def values_cosine(pair: Said) -> float:
     return float(np.dot(np.asarray(old, dtype=np.float32), np.asarray(new, dtype=np.float32)))
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
+@said_pairs(UPDATES)
 def test_a_new_value_closes_the_old(api_a, end_session, pair: Said, request: pytest.FixtureRequest) -> None:
     if pair.kind in ON_THE_FLOOR and (cosine := values_cosine(pair)) < ON_THE_FLOOR[pair.kind]:
         reason = f"values cosine {cosine:.4f} on this processor, under the floor {ON_THE_FLOOR[pair.kind]}"
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
 # fmt: off
@@ -168,5 +162,4 @@ CHANGES = [
     ("sentence", "value"), VALUES + STATE_VALUES + CHANGES, ids=[s for s, _ in VALUES + STATE_VALUES + CHANGES]
 )
 def test_a_list_a_range_or_a_state_is_one_value(sentence: str, value: str) -> None:
-    facts = extract_with_disclosures(sentence, SUBJECT, SAID_AT)
-    assert any(f.value == value for f in facts), [(f.attribute, f.value, f.statement) for f in facts]
+    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
+from bench.update_pairs import Said
 from consolidation.extractors.first_person import after_the_clause
 from consolidation.extractors.typed import changed_things
 from semantic import predicates
+from tests.consolidation.supersession import assert_kept, assert_updated, said_pairs
 
 # fmt: off
 ADDED = (
@@ -43,24 +44,18 @@ CHANGED = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("subject", ["crew-12", "crew-1207", "tech-07"])
-@pytest.mark.parametrize("pair", ADDED, ids=kind_id)
+@said_pairs(ADDED)
 def test_a_second_value_of_an_open_relation_keeps_the_first_whatever_the_subject_id(
     api_a, end_session, pair: Said, subject: str
 ) -> None:
-    outcome = probe_said(api_a, pair, subject, end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, subject)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
 @pytest.mark.parametrize("subject", ["crew-12", "tech-07"])
-@pytest.mark.parametrize("pair", CHANGED, ids=kind_id)
+@said_pairs(CHANGED)
 def test_a_change_still_closes_the_old_value_with_a_subject_id(api_a, end_session, pair: Said, subject: str) -> None:
-    outcome = probe_said(api_a, pair, subject, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, subject)
 
 
 @pytest.mark.parametrize(
@@ -97,20 +92,14 @@ NOT_LEAD_INS = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", LEAD_INS, ids=kind_id)
+@said_pairs(LEAD_INS)
 def test_a_circumstance_of_time_before_the_speaker_still_tells_the_new_value(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "crew-12", end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, "crew-12")
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", NOT_LEAD_INS, ids=kind_id)
+@said_pairs(NOT_LEAD_INS)
 def test_a_circumstance_before_someone_elses_value_replaces_nothing(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "crew-12", end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, "crew-12")
 
 
 @pytest.mark.parametrize(
@@ -140,12 +129,9 @@ STATES_OF_THINGS = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", STATES_OF_THINGS, ids=kind_id)
+@said_pairs(STATES_OF_THINGS)
 def test_the_state_of_a_process_closes_the_one_before(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "crew-12", end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, "crew-12")
 
 
 @pytest.mark.parametrize(
@@ -171,12 +157,9 @@ RENAMED = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", RENAMED, ids=kind_id)
+@said_pairs(RENAMED)
 def test_a_thing_renamed_by_its_old_name_takes_the_new_one(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, "crew-12", end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, "crew-12")
 
 
 def test_a_person_who_moved_is_no_thing_renamed() -> None:

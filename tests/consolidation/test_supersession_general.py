@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
-from consolidation.extractors.rules import extract_with_disclosures
+from bench.update_pairs import Said
+from tests.consolidation.supersession import assert_kept, assert_updated, assert_value_held, said_pairs
 
 pytestmark = pytest.mark.usefixtures("parse_reader")
 
@@ -71,20 +71,14 @@ NOT_UPDATES = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
+@said_pairs(UPDATES)
 def test_a_new_value_closes_the_old(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", NOT_UPDATES, ids=kind_id)
+@said_pairs(NOT_UPDATES)
 def test_a_statement_that_replaces_nothing_keeps_the_old_value(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, SUBJECT)
 
 
 # fmt: off
@@ -100,7 +94,6 @@ STATEMENTS = [
 
 @pytest.mark.parametrize(("sentence", "value", "thing"), STATEMENTS, ids=[s for s, _, _ in STATEMENTS])
 def test_the_statement_keeps_what_was_changed_and_the_whole_value(sentence: str, value: str, thing: str) -> None:
-    facts = extract_with_disclosures(sentence, SUBJECT, SAID_AT)
-    assert any(f.value == value and value in f.statement and thing in f.statement for f in facts), [
-        (f.attribute, f.value, f.statement) for f in facts
-    ]
+    assert_value_held(
+        sentence, value, subject=SUBJECT, said_at=SAID_AT, also=lambda f: value in f.statement and thing in f.statement
+    )

@@ -27,10 +27,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-
-from bench.update_pairs import Said, kind_id, probe_said
-from consolidation.extractors.rules import extract_with_disclosures
+from bench.update_pairs import Said
+from tests.consolidation.supersession import (
+    assert_kept,
+    assert_no_value_held,
+    assert_updated,
+    assert_value_held,
+    said_pairs,
+    sentence_cases,
+)
 
 SUBJECT = "patron-2290"
 SAID_AT = datetime(2026, 11, 2, 8, 15, tzinfo=UTC)
@@ -91,22 +96,16 @@ KEPT = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", UPDATES, ids=kind_id)
+@said_pairs(UPDATES)
 def test_a_later_habit_age_goal_or_name_closes_the_old_value(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", KEPT, ids=kind_id)
+@said_pairs(KEPT)
 def test_an_addition_someone_elses_value_a_question_or_the_past_keeps_the_old_value(
     api_a, end_session, pair: Said
 ) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, SUBJECT)
 
 
 # fmt: off
@@ -137,13 +136,11 @@ NO_VALUES = [
 # fmt: on
 
 
-@pytest.mark.parametrize(("sentence", "value"), VALUES, ids=[s for s, _ in VALUES])
+@sentence_cases(VALUES)
 def test_the_value_held_is_the_typed_value_never_the_clause(sentence: str, value: str) -> None:
-    facts = extract_with_disclosures(sentence, SUBJECT, SAID_AT)
-    assert any(f.value == value for f in facts), [(f.attribute, f.value, f.statement) for f in facts]
+    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
 
 
-@pytest.mark.parametrize(("sentence", "value"), NO_VALUES, ids=[s for s, _ in NO_VALUES])
+@sentence_cases(NO_VALUES)
 def test_no_value_is_held_where_none_is_said(sentence: str, value: str) -> None:
-    facts = extract_with_disclosures(sentence, SUBJECT, SAID_AT)
-    assert not [f for f in facts if f.value == value], [(f.attribute, f.value, f.statement) for f in facts]
+    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)

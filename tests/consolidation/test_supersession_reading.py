@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bench.update_pairs import Said, kind_id, probe_said
+from bench.update_pairs import Said
 from consolidation.extractors.rules import extract_with_disclosures
+from tests.consolidation.supersession import assert_kept, assert_updated, said_pairs
 
 pytestmark = pytest.mark.usefixtures("parse_reader")
 
@@ -108,12 +109,9 @@ MOMENT_NOW = (
 # fmt: on
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", STATES_NOW, ids=kind_id)
+@said_pairs(STATES_NOW)
 def test_a_state_said_with_now_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
 @pytest.mark.parametrize("sentence", MOMENT_NOW)
@@ -121,52 +119,34 @@ def test_what_holds_only_at_the_moment_is_no_fact(sentence: str) -> None:
     assert extract_with_disclosures(sentence, SUBJECT, SAID_AT) == []
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", COUNTS_AND_CHANGES, ids=kind_id)
+@said_pairs(COUNTS_AND_CHANGES)
 def test_a_count_or_a_date_said_with_a_circumstance_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", RELATIONS_AND_NEW, ids=kind_id)
+@said_pairs(RELATIONS_AND_NEW)
 def test_a_person_of_ones_own_or_a_new_favourite_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", OTHER_THINGS, ids=kind_id)
+@said_pairs(OTHER_THINGS)
 def test_a_value_of_another_thing_leaves_the_old_one(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.kept, outcome.describe()
+    assert_kept(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", SPELLINGS_AND_MOVES, ids=kind_id)
+@said_pairs(SPELLINGS_AND_MOVES)
 def test_another_spelling_or_a_move_replaces_the_old_value(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", NAMES_ALONE, ids=kind_id)
+@said_pairs(NAMES_ALONE)
 def test_a_name_said_alone_is_a_value_of_its_own(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", LABELLED, ids=kind_id)
+@said_pairs(LABELLED)
 def test_a_label_and_its_value_replace_the_old_one(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
 @pytest.mark.parametrize("sentence", ["Quick update: I might move to Oslo.", "Heads up: 14."])
@@ -175,20 +155,14 @@ def test_a_lead_in_is_no_label(sentence: str) -> None:
     assert not any(f.attribute == "about" and ("Oslo" in f.value or f.value == "14") for f in facts), facts
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", HOW_OFTEN, ids=kind_id)
+@said_pairs(HOW_OFTEN)
 def test_a_new_frequency_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", SHORT_STATES, ids=kind_id)
+@said_pairs(SHORT_STATES)
 def test_a_new_state_is_no_near_duplicate_of_the_old(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
 
 
 @pytest.mark.xfail(
@@ -196,9 +170,6 @@ def test_a_new_state_is_no_near_duplicate_of_the_old(api_a, end_session, pair: S
     reason="the status rule files a named thing's state under the thing, the parse a later state told otherwise "
     "under the speaker: the two are never compared (docs/consolidation.md, r11)",
 )
-@pytest.mark.django_db
-@pytest.mark.usefixtures("minilm")
-@pytest.mark.parametrize("pair", STATES_BY_PARTICIPLE, ids=kind_id)
+@said_pairs(STATES_BY_PARTICIPLE)
 def test_a_state_said_as_what_happened_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
-    outcome = probe_said(api_a, pair, SUBJECT, end_session)
-    assert outcome.updated, outcome.describe()
+    assert_updated(api_a, end_session, pair, SUBJECT)
