@@ -363,6 +363,50 @@ def test_a_model_that_does_not_beat_the_formula_never_serves(tenant_a, api_a) ->
         assert tenant_a.trial_value_model == (model.id if on_trial else None)
 
 
+def _spread_ctx(k: int, rng: np.random.Generator, served_count: int) -> LoggedContext:
+    """A context the formula logged without exploration: 10 candidates, its value falling with the index,
+    the first `served_count` served. Lines 0, 1, 4, 5 and 7 hold the question's evidence (their relevance
+    is high; the others' low) and the agent uses them when served; the formula serves fillers 2 and 3
+    above 4, 5 and 7. The larger contexts show what the smaller ones never served."""
+    evidence = {0, 1, 4, 5, 7}
+    rows = [
+        {
+            "id": f"s{k}:{i}",
+            "type": "episode",
+            "layer": "episodic",
+            "tokens": 20,
+            "value": 1.0 - i / 20,
+            "score": 1.0 - i / 20,
+            "score_parts": {"relevance": float(rng.uniform(0.6, 1.0) if i in evidence else rng.uniform(0.0, 0.4))},
+            "age_days": float(i),
+        }
+        for i in range(10)
+    ]
+    served = np.arange(10) < served_count
+    used = np.array([i in evidence for i in range(10)]) & served
+    return LoggedContext(f"s{k}", "heuristic-v1", rows, served, served.astype(float), used, budget=21 * served_count)
+
+
+def test_a_model_that_departs_to_what_larger_contexts_show_is_used_serves(tenant_a, api_a) -> None:
+    """Inverse propensity counts what the logs never served as 0, so on these logs it places the model
+    (evidence first) no higher than the formula: at 4 items the model's lines 4 and 5 were never served in
+    that context. The doubly robust estimate credits them what the formula's ranking expects at their value
+    (measured where 6 and 8 items were served), with the error of that credit in its interval: the model
+    serves, and what it then serves is the evidence."""
+    rng = np.random.default_rng(13)
+    _log(tenant_a, [_spread_ctx(k, rng, served_count=(2, 4, 6, 8)[k % 4]) for k in range(200)])
+    with _engram(**LEARNING):
+        with tenant_scope(tenant_a):
+            model = value_model_train(tenant=tenant_a)
+        assert model is not None
+        assert model.estimate["low"] <= 0, model.estimate  # by inverse propensity, no better
+        assert model.estimate["doubly_robust"]["low"] > 0, model.estimate
+        assert model.state == ValueModelState.SERVING, model.note
+        assert "doubly robust" in model.note
+        tenant_a.refresh_from_db()
+        assert tenant_a.serving_value_model == model.id
+
+
 @pytest.mark.parametrize(
     ("ips", "robust", "state"),
     [
