@@ -265,18 +265,7 @@ def robust_estimate(
         mb, fb = figures(refit)
         differences[b] = (mb - fb)[draws[b]].mean()
         formulas[b] = fb[draws[b]].mean()
-    low, high = _interval(differences)
-    f_low, f_high = _interval(formulas)
-    return Estimate(
-        model=float(m.mean()),
-        formula=float(f.mean()),
-        difference=float((m - f).mean()),
-        low=low,
-        high=high,
-        formula_low=f_low,
-        formula_high=f_high,
-        contexts=len(contexts),
-    )
+    return _summary(m, f, differences, formulas)
 
 
 def _paired(m: np.ndarray, f: np.ndarray, *, seed: int) -> Estimate:
@@ -284,8 +273,14 @@ def _paired(m: np.ndarray, f: np.ndarray, *, seed: int) -> Estimate:
     intervals of their paired difference and of `f`."""
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(m), size=(BOOTSTRAP, len(m)))
-    low, high = _interval((m - f)[draws].mean(axis=1))
-    f_low, f_high = _interval(f[draws].mean(axis=1))
+    return _summary(m, f, (m - f)[draws].mean(axis=1), f[draws].mean(axis=1))
+
+
+def _summary(m: np.ndarray, f: np.ndarray, differences: np.ndarray, formulas: np.ndarray) -> Estimate:
+    """The estimate of per-context figures `m` and `f`, with the 95% intervals of bootstrap draws of the
+    difference's mean and the formula's."""
+    low, high = _interval(differences)
+    f_low, f_high = _interval(formulas)
     return Estimate(
         model=float(m.mean()),
         formula=float(f.mean()),

@@ -454,15 +454,16 @@ def test_a_model_serves_when_either_estimate_beats_the_formula_and_goes_on_trial
     +0.10 and +0.12 grounded recall at 1K when forced)."""
     from router import learning
 
-    def figures(difference: float, low: float, high: float, contexts) -> learning.Estimate:
+    def figures(bounds: tuple[float, float, float], contexts) -> learning.Estimate:
+        difference, low, high = bounds
         return learning.Estimate(
             model=1.0 + difference, formula=1.0, difference=difference, low=low, high=high,
             formula_low=0.9, formula_high=1.1, contexts=len(contexts),
         )  # fmt: skip
 
-    monkeypatch.setattr(learning, "off_policy_estimate", lambda *, model, contexts, seed=0: figures(*ips, contexts))
+    monkeypatch.setattr(learning, "off_policy_estimate", lambda *, model, contexts, seed=0: figures(ips, contexts))
     monkeypatch.setattr(
-        learning, "robust_estimate", lambda *, model, contexts, fitted_on, seed=0: figures(*robust, contexts)
+        learning, "robust_estimate", lambda *, model, contexts, fitted_on, seed=0: figures(robust, contexts)
     )
     rng = np.random.default_rng(5)
     _log(tenant_a, [_ctx(k, rng, informative=True) for k in range(60)])
