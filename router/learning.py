@@ -524,6 +524,15 @@ def _isotonic(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> ExpectedUse | None
     return ExpectedUse(values=np.asarray(iso.X_thresholds_), chances=np.asarray(iso.y_thresholds_))
 
 
+def switch_estimate(estimate: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """Of a model's stored estimate (inverse propensity, with the doubly robust figure beside it), the one
+    the switch reads: the one whose interval's lower end is higher, so either above 0 switches."""
+    robust = estimate.get("doubly_robust")
+    if robust and float(robust.get("low", -math.inf)) > float(estimate.get("low", -math.inf)):
+        return "doubly robust", robust
+    return "inverse propensity", estimate
+
+
 @transaction.atomic
 def value_model_train(*, tenant: Tenant) -> ValueModel | None:
     """Train the tenant's next value model on its logged feedback, estimate it against the formula on
@@ -568,12 +577,11 @@ def value_model_train(*, tenant: Tenant) -> ValueModel | None:
     # The doubly robust estimate credits such an item what the formula's ranking expects of it, and its
     # interval, refitting that expectation on each draw, holds the error of the credit too: either
     # interval above 0 switches the model on.
-    beats = estimate.low > 0.0 or (robust is not None and robust.low > 0.0)
-    said = robust if robust is not None and robust.low > estimate.low else estimate
+    kind, said = switch_estimate(row.estimate)
+    beats = float(said["low"]) > 0.0
     row.note = (
-        f"estimate {said.model:.3f} against the formula's {said.formula:.3f} used items per context "
-        f"({'doubly robust' if said is robust else 'inverse propensity'}); difference {said.difference:+.3f}, "
-        f"95% interval [{said.low:+.3f}, {said.high:+.3f}]"
+        f"estimate {said['model']:.3f} against the formula's {said['formula']:.3f} used items per context "
+        f"({kind}); difference {said['difference']:+.3f}, 95% interval [{said['low']:+.3f}, {said['high']:+.3f}]"
     )
     row.save()
     # Not shown worse by either: on trial, where its own choices are logged and the switch is decided
