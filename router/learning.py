@@ -14,9 +14,11 @@ rolled back on its own when what it then serves falls below the formula's interv
   replayed on the logged pool of each trace (greedy by value per token within the tokens the trace
   served), and what it would have had used is estimated by inverse propensity: an item counts
   used / chance when the logs served it, 0 when they never did (so a model that departs from the logs
-  is estimated low, never high). The paired difference per trace gives a bootstrap interval.
-- Switch: a model serves when the interval of (model - formula) lies above 0 and the tenant allows
-  learned values (TenantSettings.learned_value). The watch rolls it back when the items used per
+  is estimated low, never high). The paired difference per trace gives a bootstrap interval. Beside it,
+  doubly robust (`robust_estimate`): an item never served is credited the chance of use the formula's
+  ranking expects at its value, refitted on each bootstrap draw so the interval holds that credit's error.
+- Switch: a model serves when either interval of (model - formula) lies above 0 (`switch_estimate`) and
+  the tenant allows learned values (TenantSettings.learned_value). The watch rolls it back when the items used per
   context it measures while serving fall below the formula's interval.
 - Trial: a model not shown worse (the interval's upper end at or above 0, by inverse propensity or by
   the doubly robust estimate, since the former cannot credit a departure) goes on trial (router.trial):
