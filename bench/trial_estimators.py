@@ -34,18 +34,22 @@ import numpy as np  # noqa: E402
 from router.learning import Estimate, LoggedContext, trial_estimate, trial_verdict  # noqa: E402
 
 
-def trial_contexts(path: Path) -> list[LoggedContext]:
+def logged(path: Path) -> list[LoggedContext]:
+    """The logged contexts of one feedback half as `--keep-logs` kept them, oldest first."""
     contexts = []
     for line in path.open():
         r = json.loads(line)
-        if any("p_model" in row for row in r["rows"]):
-            contexts.append(
-                LoggedContext(
-                    r["trace_id"], r["policy"], r["rows"], np.array(r["served"]), np.array(r["propensity"]),
-                    np.array(r["used"]), r["budget"],
-                )
-            )  # fmt: skip
+        contexts.append(
+            LoggedContext(
+                r["trace_id"], r["policy"], r["rows"], np.array(r["served"]), np.array(r["propensity"]),
+                np.array(r["used"]), r["budget"],
+            )
+        )  # fmt: skip
     return contexts
+
+
+def trial_contexts(path: Path) -> list[LoggedContext]:
+    return [ctx for ctx in logged(path) if any("p_model" in row for row in ctx.rows)]
 
 
 def row(name: str, e: Estimate) -> str:

@@ -26,6 +26,7 @@ import numpy as np
 
 from evaluation.grounding import content_terms
 from evaluation.recall import Evidence, Question, ServedItem, Tally, grounded_found, resolve_sources
+from router.learning import switch_estimate
 from router.rendering import LINE_PREFIX
 
 LAYERS = ("procedural", "semantic", "episodic")
@@ -254,6 +255,16 @@ def _estimate_cell(estimate: Mapping[str, Any]) -> str:
     )
 
 
+def _switch_cell(kind: str, read: Mapping[str, Any], estimate: Mapping[str, Any]) -> str:
+    """The estimate the switch read; where that is the doubly robust one, inverse propensity's beside it."""
+    if read is estimate:
+        return _estimate_cell(estimate)
+    return (
+        _estimate_cell(read)[:-1] + f", {kind}; inverse propensity {_f(estimate.get('difference'), sign=True)} "
+        f"[{_f(estimate.get('low'), sign=True)}, {_f(estimate.get('high'), sign=True)}])"
+    )
+
+
 def _trial_cell(trial: Mapping[str, Any]) -> str:
     """The trial's estimate, with the confidence sequence that decides and the inverse-propensity figure
     beside it, where the trial logged them."""
@@ -310,8 +321,10 @@ def summary_table(runs: Sequence[HalfRun], budgets: Sequence[int]) -> list[str]:
             cells.append("–" if c is None else f"{c.difference:+.3f} [{c.low:+.3f}, {c.high:+.3f}]")
         est = run.model.get("estimate") or {}
         trial = run.model.get("trial") or {}
-        # The trial's estimate decides where there was one: its sign is what is checked.
-        deciding = trial if "difference" in trial else est
+        # The trial's estimate decides where there was one, else the one the switch read: its sign is
+        # what is checked.
+        kind, read = switch_estimate(est) if est else ("", est)
+        deciding = trial if "difference" in trial else read
         first = run.comparison(budgets[0], "grounded") if budgets else None
         right = "–"
         if deciding and first is not None:
@@ -320,7 +333,7 @@ def summary_table(runs: Sequence[HalfRun], budgets: Sequence[int]) -> list[str]:
         trial_cell = _trial_cell(trial) if "difference" in trial else "–"
         lines.append(
             f"| {run.trained_on} → {run.measured_on} | {version}, measured {model_label(run.mode)} | "
-            f"{_estimate_cell(est)} | {trial_cell} | " + " | ".join(cells) + f" | {right} |"
+            f"{_switch_cell(kind, read, est)} | {trial_cell} | " + " | ".join(cells) + f" | {right} |"
         )
     return lines
 

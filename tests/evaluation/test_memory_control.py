@@ -98,6 +98,26 @@ def test_the_summary_gives_the_trial_estimate_and_checks_its_sign_where_there_wa
     assert row.endswith("| yes |")
 
 
+def test_the_summary_checks_the_sign_of_the_estimate_the_switch_read() -> None:
+    """Inverse propensity placed the model below the formula; the doubly robust figure, whose interval lies
+    above 0, switched it on: its sign is the one checked, and both are shown."""
+    run = HalfRun(trained_on="conv-a", measured_on="conv-b", mode="served")
+    robust = {"model": 2.7, "formula": 2.4, "difference": 0.3, "low": 0.1, "high": 0.5, "contexts": 90}
+    run.model = {
+        "version": 1,
+        "state": "serving",
+        "estimate": {
+            "model": 1.8, "formula": 2.1, "difference": -0.3, "low": -0.5, "high": -0.1, "contexts": 90,
+            "doubly_robust": robust,
+        },
+        "trial": {},
+    }  # fmt: skip
+    run.outcomes = {("model", 1000): [_o(True)] * 3 + [_o(False)], ("formula", 1000): [_o(True)] * 2 + [_o(False)] * 2}
+    _, _, row = summary_table([run], [1000])
+    assert "2.700 vs 2.400 (+0.300 [+0.100, +0.500], 90 contexts, doubly robust; inverse propensity -0.300" in row
+    assert row.endswith("| yes |")
+
+
 def test_a_run_keeps_each_questions_outcome_in_order_so_that_two_runs_can_be_paired() -> None:
     run = HalfRun(trained_on="conv-a", measured_on="conv-b", mode="forced")
     run.outcomes = {("model", 1000): [_o(True), _o(False)], ("formula", 1000): [_o(False), _o(False)]}
