@@ -84,14 +84,20 @@ def supersession_tests(
     kept: Sequence[Said],
     values: Sequence[tuple[str, str]],
     no_values: Sequence[tuple[str, str]],
+    updated_only: bool = False,
+    also: Callable[[Found], bool] | None = None,
+    held: Callable[[str, str], bool] | None = None,
 ) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None], Callable[..., None]]:
     """The four tests of a module of pairs and sentences, to bind to its own test names: each pair of
-    `closed` closes the value read before, each of `kept` keeps it, each sentence of `values` gives a fact
-    holding exactly its value, none of `no_values` one holding its value."""
+    `closed` closes the value read before (with `updated_only`, only holds the new value and not the old:
+    modules written before a first value had to be read), each of `kept` keeps it, each sentence of
+    `values` gives a fact holding exactly its value (and passing `also`), none of `no_values` one holding
+    its value (`held`, as `assert_no_value_held` reads it)."""
+    check = assert_updated if updated_only else assert_closed
 
     @said_pairs(closed)
     def closes(api_a: Any, end_session: Callable[[str], None], pair: Said) -> None:
-        assert_closed(api_a, end_session, pair, subject)
+        check(api_a, end_session, pair, subject)
 
     @said_pairs(kept)
     def keeps(api_a: Any, end_session: Callable[[str], None], pair: Said) -> None:
@@ -99,10 +105,10 @@ def supersession_tests(
 
     @sentence_cases(values)
     def holds(sentence: str, value: str) -> None:
-        assert_value_held(sentence, value, subject=subject, said_at=said_at)
+        assert_value_held(sentence, value, subject=subject, said_at=said_at, also=also)
 
     @sentence_cases(no_values)
     def holds_none(sentence: str, value: str) -> None:
-        assert_no_value_held(sentence, value, subject=subject, said_at=said_at)
+        assert_no_value_held(sentence, value, subject=subject, said_at=said_at, held=held)
 
     return closes, keeps, holds, holds_none

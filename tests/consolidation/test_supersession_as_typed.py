@@ -25,14 +25,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from tests.consolidation.supersession import (
-    assert_kept,
-    assert_no_value_held,
-    assert_updated,
-    assert_value_held,
-    said_pairs,
-    sentence_cases,
-)
+from consolidation.extractors.rules import Found
+from tests.consolidation.supersession import supersession_tests
 
 SUBJECT = "member-7731"
 SAID_AT = datetime(2026, 11, 9, 19, 40, tzinfo=UTC)
@@ -81,16 +75,6 @@ KEPT = (
 # fmt: on
 
 
-@said_pairs(UPDATES)
-def test_a_value_said_as_typed_closes_the_old_value(api_a, end_session, pair: Said) -> None:
-    assert_updated(api_a, end_session, pair, SUBJECT)
-
-
-@said_pairs(KEPT)
-def test_someone_elses_value_a_plan_a_question_or_a_refusal_keeps_the_old_value(api_a, end_session, pair: Said) -> None:
-    assert_kept(api_a, end_session, pair, SUBJECT)
-
-
 # fmt: off
 VALUES = [
     ("Had my 41st birthday on Saturday.", "41"),
@@ -111,11 +95,23 @@ NO_VALUES = [
 # fmt: on
 
 
-@sentence_cases(VALUES)
-def test_the_value_said_as_typed_is_the_typed_value(sentence: str, value: str) -> None:
-    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT, also=lambda f: f.statement.startswith(SUBJECT))
+def _statement_is_the_subjects(fact: Found) -> bool:
+    return fact.statement.startswith(SUBJECT)
 
 
-@sentence_cases(NO_VALUES)
-def test_no_value_is_held_where_none_is_said_as_typed(sentence: str, value: str) -> None:
-    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT, held=str.endswith)
+(
+    test_a_value_said_as_typed_closes_the_old_value,
+    test_someone_elses_value_a_plan_a_question_or_a_refusal_keeps_the_old_value,
+    test_the_value_said_as_typed_is_the_typed_value,
+    test_no_value_is_held_where_none_is_said_as_typed,
+) = supersession_tests(
+    subject=SUBJECT,
+    said_at=SAID_AT,
+    closed=UPDATES,
+    kept=KEPT,
+    values=VALUES,
+    no_values=NO_VALUES,
+    updated_only=True,
+    also=_statement_is_the_subjects,
+    held=str.endswith,
+)

@@ -28,14 +28,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from tests.consolidation.supersession import (
-    assert_kept,
-    assert_no_value_held,
-    assert_updated,
-    assert_value_held,
-    said_pairs,
-    sentence_cases,
-)
+from tests.consolidation.supersession import supersession_tests
 
 SUBJECT = "patron-2290"
 SAID_AT = datetime(2026, 11, 2, 8, 15, tzinfo=UTC)
@@ -96,18 +89,6 @@ KEPT = (
 # fmt: on
 
 
-@said_pairs(UPDATES)
-def test_a_later_habit_age_goal_or_name_closes_the_old_value(api_a, end_session, pair: Said) -> None:
-    assert_updated(api_a, end_session, pair, SUBJECT)
-
-
-@said_pairs(KEPT)
-def test_an_addition_someone_elses_value_a_question_or_the_past_keeps_the_old_value(
-    api_a, end_session, pair: Said
-) -> None:
-    assert_kept(api_a, end_session, pair, SUBJECT)
-
-
 # fmt: off
 VALUES = [
     ("I drink oat milk.", "oat milk"),
@@ -136,11 +117,11 @@ NO_VALUES = [
 # fmt: on
 
 
-@sentence_cases(VALUES)
-def test_the_value_held_is_the_typed_value_never_the_clause(sentence: str, value: str) -> None:
-    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
-
-
-@sentence_cases(NO_VALUES)
-def test_no_value_is_held_where_none_is_said(sentence: str, value: str) -> None:
-    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
+(
+    test_a_later_habit_age_goal_or_name_closes_the_old_value,
+    test_an_addition_someone_elses_value_a_question_or_the_past_keeps_the_old_value,
+    test_the_value_held_is_the_typed_value_never_the_clause,
+    test_no_value_is_held_where_none_is_said,
+) = supersession_tests(
+    subject=SUBJECT, said_at=SAID_AT, closed=UPDATES, kept=KEPT, values=VALUES, no_values=NO_VALUES, updated_only=True
+)

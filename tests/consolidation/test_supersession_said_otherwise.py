@@ -29,14 +29,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from tests.consolidation.supersession import (
-    assert_kept,
-    assert_no_value_held,
-    assert_updated,
-    assert_value_held,
-    said_pairs,
-    sentence_cases,
-)
+from consolidation.extractors.rules import Found
+from tests.consolidation.supersession import supersession_tests
 
 SUBJECT = "visitor-5120"
 SAID_AT = datetime(2026, 11, 2, 8, 15, tzinfo=UTC)
@@ -92,18 +86,6 @@ KEPT = (
 # fmt: on
 
 
-@said_pairs(UPDATES)
-def test_a_value_said_otherwise_closes_the_old_value(api_a, end_session, pair: Said) -> None:
-    assert_updated(api_a, end_session, pair, SUBJECT)
-
-
-@said_pairs(KEPT)
-def test_someone_elses_value_an_addition_a_trip_or_a_question_keeps_the_old_value(
-    api_a, end_session, pair: Said
-) -> None:
-    assert_kept(api_a, end_session, pair, SUBJECT)
-
-
 # fmt: off
 VALUES = [
     ("Our repo is called atlas.", "atlas"),
@@ -121,11 +103,22 @@ NO_VALUES = [
 # fmt: on
 
 
-@sentence_cases(VALUES)
-def test_the_value_said_otherwise_is_the_typed_value(sentence: str, value: str) -> None:
-    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT, also=lambda f: f.statement.startswith(SUBJECT))
+def _statement_is_the_subjects(fact: Found) -> bool:
+    return fact.statement.startswith(SUBJECT)
 
 
-@sentence_cases(NO_VALUES)
-def test_no_value_is_held_where_none_is_said_otherwise(sentence: str, value: str) -> None:
-    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
+(
+    test_a_value_said_otherwise_closes_the_old_value,
+    test_someone_elses_value_an_addition_a_trip_or_a_question_keeps_the_old_value,
+    test_the_value_said_otherwise_is_the_typed_value,
+    test_no_value_is_held_where_none_is_said_otherwise,
+) = supersession_tests(
+    subject=SUBJECT,
+    said_at=SAID_AT,
+    closed=UPDATES,
+    kept=KEPT,
+    values=VALUES,
+    no_values=NO_VALUES,
+    updated_only=True,
+    also=_statement_is_the_subjects,
+)

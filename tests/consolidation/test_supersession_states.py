@@ -17,14 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from tests.consolidation.supersession import (
-    assert_kept,
-    assert_no_value_held,
-    assert_updated,
-    assert_value_held,
-    said_pairs,
-    sentence_cases,
-)
+from tests.consolidation.supersession import supersession_tests
 
 SAID_AT = datetime(2026, 11, 2, 8, 15, tzinfo=UTC)
 SUBJECT = "member-7007"
@@ -57,16 +50,6 @@ NOT_UPDATES = (
 # fmt: on
 
 
-@said_pairs(UPDATES)
-def test_a_new_state_closes_the_old(api_a, end_session, pair: Said) -> None:
-    assert_updated(api_a, end_session, pair, SUBJECT)
-
-
-@said_pairs(NOT_UPDATES)
-def test_a_statement_that_replaces_nothing_keeps_the_old_state(api_a, end_session, pair: Said) -> None:
-    assert_kept(api_a, end_session, pair, SUBJECT)
-
-
 # fmt: off
 STATES = [
     ("Our house sale is on hold.", "on hold"),
@@ -93,11 +76,17 @@ CLAUSES = [
 # fmt: on
 
 
-@sentence_cases(STATES)
-def test_the_state_is_the_value(sentence: str, value: str) -> None:
-    assert_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
-
-
-@sentence_cases(CLAUSES)
-def test_no_state_is_read_where_none_is_held(sentence: str, value: str) -> None:
-    assert_no_value_held(sentence, value, subject=SUBJECT, said_at=SAID_AT)
+(
+    test_a_new_state_closes_the_old,
+    test_a_statement_that_replaces_nothing_keeps_the_old_state,
+    test_the_state_is_the_value,
+    test_no_state_is_read_where_none_is_held,
+) = supersession_tests(
+    subject=SUBJECT,
+    said_at=SAID_AT,
+    closed=UPDATES,
+    kept=NOT_UPDATES,
+    values=STATES,
+    no_values=CLAUSES,
+    updated_only=True,
+)
