@@ -1,9 +1,9 @@
 """Prometheus across forked processes: gunicorn's workers and Celery's pool each count on their own.
 
 With PROMETHEUS_MULTIPROC_DIR set (before prometheus_client is imported), every process writes its
-values to its own files in that directory and a MultiProcessCollector adds them up when scraped:
-django-prometheus's /metrics view does so for the web processes (config/gunicorn_conf.py cleans the
-directory when the master starts and marks each worker that exits). The Celery worker serves its own
+values to its own files in that directory and a collector adds them up when scraped (core.scrape):
+the API's /metrics view (core.metrics_access) does so for the web processes (config/gunicorn_conf.py
+cleans the directory when the master starts and marks each worker that exits). The Celery worker serves its own
 pool's directory on a small HTTP endpoint (ENGRAM_WORKER_METRICS_PORT) from its main process: workers
 run on any number of hosts, so their counters cannot meet the web's in one directory; each worker is
 a scrape target of its own, reachable on the internal network only.
@@ -15,7 +15,9 @@ import logging
 import os
 from pathlib import Path
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, multiprocess, start_http_server
+from prometheus_client import Counter, Histogram, multiprocess, start_http_server
+
+from core.scrape import scrape_registry
 
 logger = logging.getLogger(__name__)
 
@@ -54,14 +56,6 @@ def process_mark_dead(pid: int) -> None:
     """Drop a dead process's live gauges (its counters stay: what it counted happened)."""
     if multiprocess_dir() is not None:
         multiprocess.mark_process_dead(pid)
-
-
-def scrape_registry() -> CollectorRegistry:
-    if multiprocess_dir() is None:
-        return REGISTRY
-    registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry)
-    return registry
 
 
 def worker_metrics_serve() -> int | None:

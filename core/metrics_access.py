@@ -10,9 +10,10 @@ import json
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from django_prometheus.exports import ExportToDjangoView
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core.addresses import client_address
+from core.scrape import scrape_registry
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
@@ -50,7 +51,7 @@ def _token_ok(request: HttpRequest) -> bool:
 def metrics(request: HttpRequest) -> HttpResponse:
     # Behind a trusted proxy, the client it forwards for: otherwise a proxy on loopback would pass on all.
     if _address_allowed(client_address(request.META)) or _token_ok(request):
-        return ExportToDjangoView(request)
+        return HttpResponse(generate_latest(scrape_registry()), content_type=CONTENT_TYPE_LATEST)
     if settings.METRICS_TOKEN:
         return _problem(401, "Not authenticated", "Metrics need 'Authorization: Bearer <METRICS_TOKEN>'.")
     return _problem(403, "Permission denied", "Metrics are served to the addresses of METRICS_ALLOWED_ADDRESSES.")
