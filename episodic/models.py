@@ -298,8 +298,9 @@ class Passage(TenantModel):
     entities = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     topics = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
-    # How many sentences the passage has, set with its embedding; where it has 2 or more, each one's
-    # vector is a PassageSentence. Null: not looked at yet (`manage.py backfill_passage_sentences`).
+    # How many sentences the passage has, set with its embedding where the tenant keeps sentence vectors
+    # (Tenant.keeps_sentence_vectors); where it has 2 or more, each one's vector is a PassageSentence.
+    # Null: not looked at (a tenant that keeps none; or not yet: the embedding drain looks).
     sentence_count = models.PositiveSmallIntegerField(null=True, blank=True)
     # The embedding's signs, one bit a dimension (48 bytes): the vector channel's prefilter ranks a
     # subject's passages by Hamming distance on these before it re-scores the best few exactly
@@ -340,6 +341,12 @@ class Passage(TenantModel):
             GinIndex(fields=("tenant", "subject", "search_vector"), name="passage_subject_fts_gin"),
             models.Index(
                 fields=("tenant", "id"), condition=models.Q(embedding__isnull=True), name="passage_embedding_backlog"
+            ),
+            # Embedded, sentences not looked at: the drain's work for a tenant that starts keeping them.
+            models.Index(
+                fields=("tenant", "id"),
+                condition=models.Q(embedding__isnull=False, sentence_count__isnull=True),
+                name="passage_sentence_backlog",
             ),
             HnswIndex(
                 name="passage_embedding_hnsw",

@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from core.embedding import get_embedder
 from core.lines import line_tokens_of, said_line
@@ -393,18 +394,26 @@ class EmbeddedPassages:
     passage id, position, vector), from one call of the embedder."""
 
     vectors: list[str | None]
-    sentence_counts: list[int]
+    sentence_counts: list[int | None]
     sentences: list[tuple[int, int, str | None]]
 
 
-def _embedded(tenant: Tenant, passages: Sequence[Passage], *, own: bool = True) -> EmbeddedPassages:
+def _embedded(
+    tenant: Tenant, passages: Sequence[Passage], *, own: bool = True, sentences: bool | None = None
+) -> EmbeddedPassages:
     """One call of the embedder for the passages (unless not `own`: their sentences only) and the
-    sentences of those of 2 or more."""
+    sentences of those of 2 or more, where the tenant keeps them (`sentences`, by default
+    `Tenant.keeps_sentence_vectors`); where it does not, their count stays null: not looked at."""
+    if sentences is None:
+        sentences = tenant.keeps_sentence_vectors
     texts = _passage_texts(tenant, passages) if own else []
     n = len(texts)
-    counts: list[int] = []
+    counts: list[int | None] = []
     owners: list[tuple[int, int]] = []
     for passage in passages:
+        if not sentences:
+            counts.append(None)
+            continue
         said = sentence_texts(passage.content)
         counts.append(len(said))
         if len(said) > 1:
@@ -451,13 +460,20 @@ def passages_reembed(*, tenant: Tenant, batch_size: int = 256, progress: Callabl
     the backlog's. Returns how many passages were embedded."""
 
     def store(batch: list[Passage]) -> None:
-        _store_embedded(tenant=tenant, passages=batch, embedded=_embedded(tenant, batch))
+        # A passage that has sentence vectors keeps them current, whether or not the tenant still adds them.
+        looked = [p for p in batch if p.sentence_count is not None]
+        for passages, sentences in ((looked, True), ([p for p in batch if p.sentence_count is None], None)):
+            if passages:
+                embedded = _embedded(tenant, passages, sentences=sentences)
+                _store_embedded(tenant=tenant, passages=passages, embedded=embedded)
         with connection.cursor() as cursor:
             cursor.execute(_REFRESH_SQL, {"tenant": tenant.id, "ids": sorted({p.episode_id for p in batch})})
 
     return for_each_batch(
         tenant=tenant,
-        rows=lambda: Passage.objects.filter(embedding__isnull=False).only("id", "episode_id", "content"),
+        rows=lambda: Passage.objects.filter(embedding__isnull=False).only(
+            "id", "episode_id", "content", "sentence_count"
+        ),
         each=store,
         batch_size=batch_size,
         progress=progress,
@@ -474,7 +490,28 @@ class SentenceBackfill:
 def passage_sentences_missing(*, tenant: Tenant) -> int:
     """How many of the tenant's embedded passages were not looked at for sentences yet. Call inside the
     tenant's scope."""
-    return Passage.objects.filter(embedding__isnull=False, sentence_count__isnull=True).count()
+    return passages_without_sentences().count()
+
+
+def passages_sentences_embed(*, tenant: Tenant, passages: Sequence[Passage]) -> tuple[int, int]:
+    """Give these embedded passages (rows loaded with id, episode_id and content) their sentence count and
+    the vectors of their sentences where they have 2 or more; their own vectors are left as they are.
+    Returns (passages of several sentences, sentence vectors stored)."""
+    embedded = _embedded(tenant, passages, own=False, sentences=True)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE episodic_passage p SET sentence_count = v.n FROM unnest(%s::bigint[], %s::integer[])"
+            " AS v(id, n) WHERE p.tenant_id = %s AND p.id = v.id",
+            [[p.pk for p in passages], embedded.sentence_counts, tenant.id],
+        )
+        if embedded.sentences:
+            cursor.execute(_SENTENCES_SQL, [*map(list, zip(*embedded.sentences, strict=True)), tenant.id])
+    return sum(1 for n in embedded.sentence_counts if n is not None and n > 1), len(embedded.sentences)
+
+
+def passages_without_sentences() -> QuerySet[Passage]:
+    """The embedded passages not looked at for sentences yet (of the tenant in scope)."""
+    return Passage.objects.filter(embedding__isnull=False, sentence_count__isnull=True)
 
 
 def passage_sentences_backfill(
@@ -486,24 +523,14 @@ def passage_sentences_backfill(
     report = SentenceBackfill()
 
     def store(batch: list[Passage]) -> None:
-        embedded = _embedded(tenant, batch, own=False)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE episodic_passage p SET sentence_count = v.n FROM unnest(%s::bigint[], %s::integer[])"
-                " AS v(id, n) WHERE p.tenant_id = %s AND p.id = v.id",
-                [[p.pk for p in batch], embedded.sentence_counts, tenant.id],
-            )
-            if embedded.sentences:
-                cursor.execute(_SENTENCES_SQL, [*map(list, zip(*embedded.sentences, strict=True)), tenant.id])
+        several, vectors = passages_sentences_embed(tenant=tenant, passages=batch)
         report.passages += len(batch)
-        report.several += sum(1 for n in embedded.sentence_counts if n > 1)
-        report.vectors += len(embedded.sentences)
+        report.several += several
+        report.vectors += vectors
 
     for_each_batch(
         tenant=tenant,
-        rows=lambda: Passage.objects.filter(embedding__isnull=False, sentence_count__isnull=True).only(
-            "id", "episode_id", "content"
-        ),
+        rows=lambda: passages_without_sentences().only("id", "episode_id", "content"),
         each=store,
         batch_size=batch_size,
         progress=progress,

@@ -15,7 +15,13 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 
 from episodic.models import Episode, Passage
-from episodic.passages import episodes_finish_embedding, passages_create, passages_embed
+from episodic.passages import (
+    episodes_finish_embedding,
+    passages_create,
+    passages_embed,
+    passages_sentences_embed,
+    passages_without_sentences,
+)
 from episodic.scratchpad import scratchpads_sweep_expired
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
@@ -36,6 +42,7 @@ class DrainReport:
     batch_seconds: list[float] = field(default_factory=list)
     remaining: bool = False
     episodes: int = 0
+    sentences: int = 0  # passages given their sentences after they were embedded
 
 
 _WITHOUT_PASSAGES_SQL = """
@@ -82,6 +89,12 @@ def embed_pending(
             if not batch:
                 if _ensure_passages(tenant, batch_size):
                     continue
+                if looked := _claim_sentences(tenant, batch_size):
+                    passages_sentences_embed(tenant=tenant, passages=looked)
+                    report.sentences += len(looked)
+                    report.batches += 1
+                    report.batch_seconds.append(time.perf_counter() - started)
+                    continue
                 with connection.cursor() as cursor:
                     cursor.execute(_UNFINISHED_SQL, [tenant.id, batch_size])
                     episode_ids = [row[0] for row in cursor.fetchall()]
@@ -93,15 +106,33 @@ def embed_pending(
         report.batch_seconds.append(time.perf_counter() - started)
         if len(batch) < batch_size:
             with tenant_scope(tenant):
-                report.remaining = _backlog(tenant).exists()
+                report.remaining = passages_waiting(tenant).exists()
             return report
     with tenant_scope(tenant):
-        report.remaining = _backlog(tenant).exists()
+        report.remaining = passages_waiting(tenant).exists()
     return report
 
 
-def _backlog(tenant: Tenant) -> QuerySet[Passage]:
-    return Passage.objects.filter(embedding__isnull=True)
+def passages_waiting(tenant: Tenant) -> QuerySet[Passage]:
+    """The tenant's passages the drain has work for (call inside its scope): no vector yet, or, where the
+    tenant keeps sentence vectors, their sentences not looked at yet."""
+    waiting = Q(embedding__isnull=True)
+    if tenant.keeps_sentence_vectors:
+        waiting |= Q(embedding__isnull=False, sentence_count__isnull=True)
+    return Passage.objects.filter(waiting)
+
+
+def _claim_sentences(tenant: Tenant, batch_size: int) -> list[Passage]:
+    """A batch of the tenant's embedded passages not looked at for sentences, where it keeps them (it
+    started exploring or got a value model after they were written); SKIP LOCKED, as the embedding's."""
+    if not tenant.keeps_sentence_vectors:
+        return []
+    return list(
+        passages_without_sentences()
+        .order_by("id")
+        .select_for_update(skip_locked=True)
+        .only("id", "episode_id", "content")[:batch_size]
+    )
 
 
 @shared_task(base=TenantTask, name="episodic.tasks.embed_backlog_for_tenant")
@@ -109,16 +140,25 @@ def embed_backlog_for_tenant(tenant: Tenant) -> int:
     report = embed_pending(tenant=tenant)
     if report.remaining:
         embed_backlog_for_tenant.delay(str(tenant.id))
-    logger.info("embedded %s episodes of tenant %s in %s batches", report.embedded, tenant.slug, report.batches)
+    logger.info(
+        "embedded %s passages (and the sentences of %s embedded before) of tenant %s in %s batches",
+        report.embedded,
+        report.sentences,
+        tenant.slug,
+        report.batches,
+    )
     return report.embedded
 
 
 def tenants_with_backlog() -> list[str]:
-    """Ids of active tenants with episodes or passages waiting for an embedding: one query each in a
-    scope over all of them, answered by the partial backlog indexes."""
-    ids = list(Tenant.objects.filter(active=True).values_list("id", flat=True))
+    """Ids of active tenants with episodes or passages waiting for an embedding, or (where the tenant keeps
+    them) passages waiting for their sentences' vectors: one query each in a scope over all of them,
+    answered by the partial backlog indexes."""
+    tenants = list(Tenant.objects.filter(active=True))
+    ids = [t.id for t in tenants]
     if not ids:
         return []
+    keeping = [t.id for t in tenants if t.keeps_sentence_vectors]
     with tenant_scope(*ids):
         pending = set(
             Episode.objects.filter(Q(tenant_id__in=ids) & Q(embedding__isnull=True))
@@ -129,6 +169,14 @@ def tenants_with_backlog() -> list[str]:
             .values_list("tenant_id", flat=True)
             .distinct()
         )
+        if keeping:
+            pending |= set(
+                Passage.objects.filter(
+                    Q(tenant_id__in=keeping) & Q(embedding__isnull=False) & Q(sentence_count__isnull=True)
+                )
+                .values_list("tenant_id", flat=True)
+                .distinct()
+            )
         return sorted(str(t) for t in pending)
 
 

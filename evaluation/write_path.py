@@ -26,8 +26,8 @@ from rest_framework.test import APIClient
 from consolidation import services as consolidation_services
 from consolidation.models import ConsolidationRun, RunStatus, RunTrigger
 from consolidation.tasks import consolidate_session, consolidate_tenant
-from episodic.models import Episode, EpisodeKind, Passage, Session, SessionStatus
-from episodic.tasks import embed_pending
+from episodic.models import Episode, EpisodeKind, Session, SessionStatus
+from episodic.tasks import embed_pending, passages_waiting
 from semantic.models import Fact, FactStatus
 from tenants.models import ApiKey, Tenant
 from tenants.scope import tenant_scope
@@ -171,7 +171,8 @@ def backlogs_drain(
     progress: Callable[[str], None] | None = None,
 ) -> None:
     """Run what the worker runs until nothing is left: consolidation of the tenant's backlog (the sweep's
-    task), then the embedding backlog (passages, then the episodes' vectors; summaries included).
+    task), then the embedding backlog (passages, then the episodes' vectors; summaries included; and the
+    sentences of passages written before, for a tenant that keeps sentence vectors).
     `progress` hears the embedding backlog's size against its size at the start, with a rate and an ETA."""
     tenant_id = str(tenant.id)
     if consolidate:
@@ -192,16 +193,13 @@ def backlogs_drain(
             rate = (total - left) / elapsed if elapsed > 0 else 0.0
             eta = f", about {left / rate:.0f}s left" if rate > 0 and left else ""
             progress(f"embedding backlog: {total - left}/{total} embedded, {rate:.0f}/s{eta}")
-        if not done.embedded and not done.episodes and not left:
+        if not done.embedded and not done.episodes and not done.sentences and not left:
             break
 
 
 def _embedding_backlog(tenant: Tenant) -> int:
     with tenant_scope(tenant):
-        return (
-            Passage.objects.filter(embedding__isnull=True).count()
-            + Episode.objects.filter(embedding__isnull=True).count()
-        )
+        return passages_waiting(tenant).count() + Episode.objects.filter(embedding__isnull=True).count()
 
 
 def _measure(tenant: Tenant, report: WriteReport) -> None:

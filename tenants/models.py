@@ -107,6 +107,14 @@ class Tenant(models.Model):
     def config(self) -> TenantSettings:
         return TenantSettings.from_json(self.settings)
 
+    @property
+    def keeps_sentence_vectors(self) -> bool:
+        """Whether the tenant's passages get the vectors of their sentences (episodic.PassageSentence). Only
+        a learned value reads them (router.value.reads_sentences), so only a tenant that explores (its traces
+        are what a model learns from) or has a value model serving or on trial keeps them: the others pay
+        neither the embedding (1.4 times a passage's own, in the write's request) nor the storage."""
+        return self.config.exploration > 0 or self.serving_value_model is not None or self.trial_value_model is not None
+
 
 _M = TypeVar("_M", bound=models.Model)
 

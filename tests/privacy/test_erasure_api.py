@@ -243,6 +243,7 @@ def _archive_files_hold(tenant: Any, *needles: str) -> list[str]:
 def test_erasure_of_a_subject_seeded_through_the_api_leaves_nothing_anywhere(
     api_a, api_b, tenant_a, tenant_b, django_capture_on_commit_callbacks
 ) -> None:
+    _set(tenant_a, exploration=0.1)  # it keeps sentence vectors: one location more to erase
     seeded = seed_through_the_api(api_a, tenant_a, django_capture_on_commit_callbacks, SUBJECT)
     seed_through_the_api(api_b, tenant_b, django_capture_on_commit_callbacks, SUBJECT)
     _episodes(
@@ -373,6 +374,7 @@ def test_an_erased_subject_leaves_no_sentence_vectors_and_others_keep_theirs(
     api_a, tenant_a, django_capture_on_commit_callbacks
 ) -> None:
     said = "I moved to Porto last year. My phone number changed too! Call me on the new one."
+    _set(tenant_a, exploration=0.1)  # a tenant that keeps sentence vectors
     _episodes(
         api_a,
         django_capture_on_commit_callbacks,

@@ -47,8 +47,8 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def test_a_learning_tenants_history_lines_carry_their_best_sentence_cosine(tenant_a, api_a) -> None:
+    _explore(tenant_a, 0.1)  # a tenant that explores keeps its sentences' vectors as it writes
     remember(tenant_a, LINES)
-    _explore(tenant_a, 0.1)
     body = _ask(api_a)
     embed = get_embedder().embed
     query = embed([QUERY])[0]

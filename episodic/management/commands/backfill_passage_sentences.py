@@ -1,6 +1,8 @@
 """Store the vectors of the sentences of every embedded passage of 2 or more sentences that has none
-(passages embedded before sentence vectors were stored), and each passage's sentence count. With
-progress and totals: passages looked at, those of several sentences, sentence vectors, seconds."""
+(passages embedded before sentence vectors were stored, or before the tenant kept them), and each
+passage's sentence count, at once. The embedding drain does the same within its 30 s for a tenant that
+keeps them (Tenant.keeps_sentence_vectors); a tenant that does not is left out. With progress and
+totals: passages looked at, those of several sentences, sentence vectors, seconds."""
 
 from __future__ import annotations
 
@@ -32,6 +34,11 @@ class Command(BaseCommand):
             raise CommandError("--batch must be at least 1.")
         passages = vectors = 0
         for tenant in resolve_tenants(options, Tenant.objects.all()):
+            if not tenant.keeps_sentence_vectors:
+                self.stdout.write(
+                    f"{tenant.slug}: keeps no sentence vectors (it neither explores nor has a value model)"
+                )
+                continue
             with tenant_scope(tenant):
                 left = passage_sentences_missing(tenant=tenant)
             if not left:

@@ -63,6 +63,7 @@ from evaluation.memory_control import (
     summary_table,
 )
 from evaluation.recall import Conversation, Question, half_label, half_of
+from evaluation.write_path import backlogs_drain
 from router.helper_threads import close_readers
 from router.learning import logged_contexts
 from router.models import ValueModel
@@ -275,6 +276,8 @@ class Command(memory_eval.Command):
             changes["trial_share"] = trial_share
         tenant.settings = {**tenant.settings, **changes}
         tenant.save(update_fields=["settings"])
+        if tenant.keeps_sentence_vectors:  # what the worker's drain does within 30 s of the change
+            backlogs_drain(tenant=tenant, consolidate=False)
 
     def _serving(self, model_id: Any) -> None:
         Tenant.objects.filter(id=self.tenant.id).update(serving_value_model=model_id)
