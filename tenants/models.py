@@ -72,6 +72,9 @@ class TenantSettings:
     # router.trial): 0.2 exposes a fifth of the requests to a model not yet shown better, and a model's
     # item weighs at most 5 in the trial's estimate.
     trial_share: float = 0.2
+    # Keep sentence vectors before exploring (Tenant.keeps_sentence_vectors), so that a tenant about to
+    # explore has them from its first request; the formula never reads them.
+    sentence_vectors: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> TenantSettings:
@@ -111,9 +114,16 @@ class Tenant(models.Model):
     def keeps_sentence_vectors(self) -> bool:
         """Whether the tenant's passages get the vectors of their sentences (episodic.PassageSentence). Only
         a learned value reads them (router.value.reads_sentences), so only a tenant that explores (its traces
-        are what a model learns from) or has a value model serving or on trial keeps them: the others pay
+        are what a model learns from), has a value model serving or on trial, or is set to keep them
+        (`sentence_vectors`, ahead of exploring) keeps them: the others pay
         neither the embedding (1.4 times a passage's own, in the write's request) nor the storage."""
-        return self.config.exploration > 0 or self.serving_value_model is not None or self.trial_value_model is not None
+        config = self.config
+        return (
+            config.sentence_vectors
+            or config.exploration > 0
+            or self.serving_value_model is not None
+            or self.trial_value_model is not None
+        )
 
 
 _M = TypeVar("_M", bound=models.Model)

@@ -173,3 +173,12 @@ def test_a_change_of_embedder_keeps_current_the_sentences_a_tenant_no_longer_add
     with tenant_scope(tenant_a):
         counts = dict(Passage.objects.values_list("content", "sentence_count"))
     assert counts == {SEVERAL: 3, ONE: None}, "a passage written while it kept none stays not looked at"
+
+
+def test_a_tenant_set_to_keep_sentence_vectors_keeps_them_before_it_explores(
+    tenant_a, api_a, django_capture_on_commit_callbacks
+) -> None:
+    tenant_a.settings = {**tenant_a.settings, "exploration": 0.0, "sentence_vectors": True}
+    tenant_a.save(update_fields=["settings"])
+    _write(api_a, [SEVERAL, ONE], django_capture_on_commit_callbacks)
+    _check(_stored(tenant_a))

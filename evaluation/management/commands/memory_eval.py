@@ -72,6 +72,10 @@ from tenants.scope import tenant_scope
 from tenants.services import api_key_create
 
 DEFAULT_DATASET = str(shared_dataset("locomo", "locomo10.json"))
+# An evaluation's tenant keeps sentence vectors (Tenant.keeps_sentence_vectors) so that a memory-control run
+# on a copy of it explores at once instead of embedding them first; the formula never reads them, so the
+# contexts are a default tenant's.
+EVALUATION_SETTINGS = {"rate_limit_per_minute": 0, "sentence_vectors": True}
 BENCHMARKS = ("locomo", "locomo-long", "updates", "techchat", "latency")
 TENANTS = {
     "locomo": "locomo-eval",
@@ -205,7 +209,7 @@ class Command(BaseCommand):
             raise CommandError(f"Tenant {slug!r} exists: pass --reuse, or another --tenant for a fresh one.")
         if tenant is None:
             # No rate limit: the evaluation asks thousands of questions a minute.
-            tenant = Tenant.objects.create(name=f"Evaluation {slug}", slug=slug, settings={"rate_limit_per_minute": 0})
+            tenant = Tenant.objects.create(name=f"Evaluation {slug}", slug=slug, settings=dict(EVALUATION_SETTINGS))
         if benchmark == "locomo":
             # As import_conversations --format locomo builds them (the photo caption, the payload).
             samples = json.loads(Path(options["dataset"]).read_text(encoding="utf-8"))
