@@ -246,20 +246,28 @@ def aggregate(scores: Iterable[PairScore]) -> dict[str, Any]:
     for group, supersedes, metrics in (("updates", True, UPDATE_METRICS), ("keeps", False, KEEP_METRICS)):
         chosen = [s for s in scores if s.supersedes is supersedes]
         kinds = sorted({s.kind for s in chosen})
-        rows = [_row("overall", chosen, metrics)] + [
-            _row(k, [s for s in chosen if s.kind == k], metrics) for k in kinds
+        rows = [_row("overall", chosen, metrics, supersedes=supersedes)] + [
+            _row(k, [s for s in chosen if s.kind == k], metrics, supersedes=supersedes) for k in kinds
         ]
         out[group] = rows
     return out
 
 
-def _row(kind: str, scores: Sequence[PairScore], metrics: Sequence[tuple[str, str]]) -> dict[str, Any]:
+def _row(
+    kind: str, scores: Sequence[PairScore], metrics: Sequence[tuple[str, str]], *, supersedes: bool
+) -> dict[str, Any]:
     n = len(scores)
     covered = [s for s in scores if s.covered]
     row: dict[str, Any] = {"kind": kind, "pairs": n, "extraction_coverage": _share(len(covered), n)}
     for name, attr in metrics:
         row[name] = _share(sum(getattr(s, attr) for s in scores), n)
         row[f"{name}_if_covered"] = _share(sum(getattr(s, attr) for s in covered), len(covered))
+    if supersedes:
+        # Reading apart from deciding: both values were read (the first extracted, the new one held), so an
+        # old value still active there is the update's decision, not the extractor's.
+        both_read = [s for s in covered if s.new_held]
+        row["both_read"] = _share(len(both_read), n)
+        row["closed_if_both_read"] = _share(sum(not s.old_active for s in both_read), len(both_read))
     return row
 
 

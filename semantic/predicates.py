@@ -494,6 +494,23 @@ def deciding_kind(value: str) -> Typed | None:
 _FAMILY = {"version": "name", "time": "time", "date": "date"}
 
 
+def with_head(statement: str, value: str) -> str:
+    """The value with the head noun the statement says right after it, up to HEAD_WORDS words ("on a
+    Mediterranean diet now": "Mediterranean diet"; "a Cannondale road bike": "Cannondale road bike"): what
+    kind of thing the value is, so that two values are compared as two things of one kind ("low-carb diet"
+    and "Mediterranean": 0.09; with the head, 0.52). The value alone where the statement names none."""
+    said = value.strip(" .")
+    m = re.search(rf"(?<![\w-]){re.escape(said)}(?P<head>(?:\s+[a-z][a-z-]+){{1,{HEAD_WORDS}}})?", statement)
+    if m is None or not m.group("head"):
+        return said
+    head: list[str] = []
+    for word in m.group("head").split():
+        if word in function_words() or _ADVERB.fullmatch(word) or _COPULA.fullmatch(word) or word in said.split():
+            break
+        head.append(word)
+    return " ".join([said, *head])
+
+
 def thing_word(value: Typed) -> bool:
     """A name or a state of at most MAX_TERM_WORDS words, with no number apart from its words ("Tacos",
     "10K", "half marathon"; not "iPhone 15", "Node 20"): what a thing is, said with or without a
@@ -516,10 +533,18 @@ def _unit(value: Typed) -> str:
     return "duration" if value.unit in _TIME_UNITS else value.unit
 
 
+def _hour(value: Typed) -> bool:
+    """A count without a unit that can be an hour of the clock (1 to 24)."""
+    return not value.unit and value.text.isdigit() and 1 <= int(value.text) <= 24
+
+
 def same_kind(a: Typed, b: Typed) -> bool:
     """Two values of one type: two names (a product with its version is a name), two counts of the same
-    unit (or one without a unit; two durations in any units of time), two dates, two times, two
-    amounts, two addresses."""
+    unit (or one without a unit; two durations in any units of time), two dates, two times (or a time and
+    an hour said as a bare number), two amounts, two addresses."""
+    if {a.kind, b.kind} == {"time", "count"}:
+        # A time said by its hour alone is a bare number ("wake up at 6", then "at 5:30 now").
+        return _hour(a if a.kind == "count" else b)
     if _FAMILY.get(a.kind, a.kind) != _FAMILY.get(b.kind, b.kind):
         return False
     return not (a.kind == "count" and a.unit and b.unit and _unit(a) != _unit(b))
@@ -540,11 +565,16 @@ def _change_verbs() -> re.Pattern[str]:
     return re.compile(rf"\b(?:(?:{verbs})(?:s|es)?\b|{_reaching()})", re.I)
 
 
+# A level named with its number after a possessive or none: "B2", "Grade 6", "my level 3 exam".
+_NUMBERED_LEVEL = r"(?:(?:my|our|their|his|her|the)\s+)?(?:[A-Za-z]{1,8}\s?)?\d"
+
+
 def _reaching() -> str:
     """A verb that tells a change only before the number it reaches (change.txt, [reaching]): "hits 28",
-    "reached 10,000" (or the mask that stands for the number in a frame)."""
+    "reached 10,000", or the level it names with a number ("passed B2", "passed my Grade 6 exam"); or
+    the mask that stands for the number in a frame."""
     verbs = "|".join(re.escape(m) for m in _section("change.txt", "reaching"))
-    return rf"\b(?:{verbs})(?:s|es)?(?=\s+(?:\d|{MASK}\b))"
+    return rf"\b(?:{verbs})(?:s|es)?(?=\s+(?:{_NUMBERED_LEVEL}|(?:(?:my|our|their|the)\s+)?{MASK}\b))"
 
 
 @functools.cache
@@ -770,9 +800,10 @@ def someone_elses(text: str, *, subject: str = "", value: str = "") -> bool:
         return True
     if value and _names_a_person_of_theirs(text, subject=subject, value=value):
         return False
-    if value and term_kind(value) is not None:
+    if value and deciding_kind(value) is not None:
         # A noun for a person inside the value names what the subject is ("a product manager role",
-        # "the release manager now"), not someone else.
+        # "the release manager now", a title with capitals: "Marketing Manager", "Partner"), not someone
+        # else.
         text = re.sub(rf"(?<![\w-]){re.escape(value.strip(' .'))}(?![\w-])", " ", text, flags=re.I)
     for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
         if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
@@ -923,7 +954,13 @@ def judge(
             for w in (longer[: longer.find(MASK)] if MASK in longer else longer).split()
         ]
         shared = [i for i, w in enumerate(head) if w in old_words & new_words]
-        if shared and any(w and w not in old_words & new_words for w in head[: shared[-1]]):
+        # Only a word of the same noun phrase (no word of grammar between it and the shared words) says
+        # which thing: "sets their interface language to Spanish" after "interface language is English"
+        # names the same language with a verb before the possessive.
+        phrase = head[: shared[-1]] if shared else []
+        while phrase and phrase[-1]:
+            phrase = phrase[:-1]
+        if shared and any(w and w not in old_words & new_words for w in head[len(phrase) : shared[-1]]):
             return Verdict(False, "a word more names another thing")
         return Verdict(similarity >= SIMILAR_WITH_CHANGE, f"one frame holds the other's words, at {similarity:.2f}")
     return Verdict(similarity >= SIMILAR_PLAIN, f"said plainly, frames at {similarity:.2f}")

@@ -455,7 +455,10 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
     changed = predicates.says_change(fact.statement, subject=subject)
     # Two states said with a word or two are compared by what the words mean (predicates.SIMILAR_TERMS).
     values = (
-        embed_statements([fact.value] + [rows[i].value for i in order])
+        embed_statements(
+            [predicates.with_head(fact.statement, fact.value)]
+            + [predicates.with_head(rows[i].statement, rows[i].value) for i in order]
+        )
         if new_kind is not None and predicates.thing_word(new_kind)
         else None
     )

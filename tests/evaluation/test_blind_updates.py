@@ -226,6 +226,23 @@ def test_aggregates_are_shares_per_kind_and_hold_no_text() -> None:
     assert "Skutt" not in dumped and "Paragon" not in dumped and "kiln" not in dumped
 
 
+def test_closed_if_both_read_counts_only_pairs_whose_two_values_were_read() -> None:
+    closed = [_fact("Skutt KM-818", "superseded", FIRST), _fact("Paragon TnF-27")]
+    left_open = [_fact("Skutt KM-818", "active", FIRST), _fact("Paragon TnF-27")]
+    new_not_read = [_fact("Skutt KM-818", "active", FIRST)]
+    first_not_read = [_fact("Paragon TnF-27")]
+    scores = [
+        score_pair(_item(), facts, [], first_external_id=FIRST)
+        for facts in (closed, left_open, left_open, new_not_read, first_not_read)
+    ]
+    keep = score_pair(_item(supersedes=False, kind="made_up_keep"), left_open, [], first_external_id=FIRST)
+    result = aggregate([*scores, keep])
+    made_up = {r["kind"]: r for r in result["updates"]}["made_up"]
+    assert made_up["both_read"] == round(3 / 5, 3)
+    assert made_up["closed_if_both_read"] == round(1 / 3, 3)
+    assert "closed_if_both_read" not in result["keeps"][0]
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 

@@ -59,6 +59,8 @@ UPDATE_COLUMNS = (
     ("extraction_coverage", "coverage"),
     ("supersession_recall", "supersession recall"),
     ("supersession_recall_if_covered", "recall if covered"),
+    ("both_read", "both read"),
+    ("closed_if_both_read", "closed if both read"),
     ("new_value_held", "new value held"),
     ("old_value_still_active", "old value still active"),
     ("value_is_clause", "value is a clause"),
@@ -296,6 +298,9 @@ def report_markdown(result: dict[str, Any]) -> str:
         "- supersession recall: an active fact of the subject holds the new value and none holds the old one; "
         "*if covered*: among the pairs whose first value was extracted. A pair whose first value was never "
         "extracted counts as superseded when the new value is held, so read the two together.",
+        "- both read: the share of pairs whose first value was extracted and whose new value is held by an active "
+        "fact; *closed if both read*: among those, the share whose old value is no longer active. It parts "
+        "deciding from reading: a pair that is both read and not closed is a failure of the update decision.",
         "- new value held: an active fact holds the new value; old value still active: an active fact holds "
         "the old value.",
         f"- value is a clause: an active fact holding the old or the new value has more than "
