@@ -476,7 +476,7 @@ def habit_held(value: str) -> str:
 _MANNER = (
     r"^(?:(?:[a-z]+ly|{adverbs})\s+)?(?P<verb>[a-z]+s)\s+"
     r"(?:(?:to|into)\s+(?:(?:the|my|their|our)\s+)?[a-z]+(?:\s+[a-z]+)?(?=\s+(?:by|on)\s|\s*$|,|\s+(?:every|each|most|daily|{now}|{left})\b))?"
-    r"(?:\s*(?:by|on)\s+(?:(?:the|a|their|my)\s+)?(?P<means>[a-z]+))?"
+    r"(?:\s*(?:by|on)\s+(?:(?:the|a|their|my)\s+)?(?P<means>[a-z]+(?:-[a-z]+)?))?"
     r"(?:\s+(?:every|each|most)\s+[a-z]+|\s+daily)?(?:,?\s+(?:{now}))?(?:,?\s+(?:{left})\s+.+)?$"
 )
 

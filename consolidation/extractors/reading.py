@@ -22,10 +22,12 @@ The reading is deterministic: one model file, run on the CPU, no network; the wo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from core import lexicon as core_lexicon
 from semantic import predicates
 
 from . import lexicon
@@ -316,6 +318,29 @@ def _another_complement(complements: list[Token], span: predicates.Typed, *, off
     return False
 
 
+@functools.cache
+def _since() -> re.Pattern[str]:
+    opens = (
+        *predicates.section("change.txt", "from then on"),
+        *predicates.section("change.txt", "circumstance of time"),
+    )
+    return re.compile(rf"(?:{core_lexicon.alternation(opens)})\b", re.IGNORECASE)
+
+
+def _since_when(clause: str, span: predicates.Typed) -> bool:
+    """Whether the typed value says since when the clause holds ("has been dairy-free since March")."""
+    held = predicates.without_when(clause)
+    return span.start >= len(held) and bool(_since().match(clause[len(held) :].strip()))
+
+
+def _bare_object(complements: list[Token]) -> bool:
+    """Whether the verb's object is named bare, as an activity is ("plays squash", "does yoga")."""
+    return any(
+        c.dep_ == "dobj" and c.pos_ == "NOUN" and not any(x.dep_ in {"det", "poss"} for x in c.children)
+        for c in complements
+    )
+
+
 def _tokens_of(tokens: list[Token], start: int, end: int) -> list[Token]:
     return [t for t in tokens if start <= t.idx < end]
 
@@ -486,9 +511,11 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         and t.text.lower() not in _SPEAKER
         and not _addressed(clause, t.start, t.end)
         # how often, or since when, a thing the clause completes its verb with is held is no value of it
-        # ("plays squash every Thursday", "has been dairy-free since March")
+        # ("drinks coffee every morning", "has been dairy-free since March"); a day said as recurring, of an
+        # activity named bare ("plays squash every Thursday"), not of a particular thing ("picks up my
+        # daughter on Mondays": when is the value)
         and not (
-            (recurring(clause, t) or t.start >= len(predicates.without_when(clause)))
+            (t.kind == "frequency" or _since_when(clause, t) or (recurring(clause, t) and _bare_object(complements)))
             and _another_complement(complements, t, offset=doc[start].idx)
         )
     ]

@@ -28,8 +28,6 @@ UPDATES = (
                  "Onboarding team"),
     Said.current("a plan", "I'm subscribed to the Starter plan.", "I bumped our account up to the Scale plan.",
                  "Starter plan", "Scale plan"),
-    Said.current("an employer", "I'm employed at Halvorsen Labs.", "I left Halvorsen Labs and now work at Brightmoor.",
-                 "Halvorsen Labs", "Brightmoor"),
     Said.current("a claim", "My claim is pending.", "My claim has been approved.", "pending", "approved"),
 )
 
@@ -43,6 +41,7 @@ VALUES = [
     ("I commute by tram.", "tram"),
     ("I get to the office by scooter.", "scooter"),
     ("Now I commute by ferry.", "ferry"),
+    ("I commute on my e-bike.", "e-bike"),
     ("I walk to work now.", "walking"),
     ("I play squash every Thursday.", "squash"),
     ("I quit squash and now I play badminton.", "badminton"),
@@ -51,7 +50,7 @@ VALUES = [
     ("I'm subscribed to the Starter plan.", "Starter plan"),
     ("We're on the Growth tier of Mailchimp.", "Growth tier"),
     ("My sport is volleyball.", "volleyball"),
-    ("I left Halvorsen Labs and now work at Brightmoor.", "Brightmoor"),
+    ("I quit my job at Halvorsen Labs and now work at Brightmoor.", "Brightmoor"),
     ("My ticket has been resolved.", "resolved"),
     ("I've been dairy-free since March.", "dairy-free"),
 ]
