@@ -40,7 +40,7 @@ from semantic.predicates import (
 )
 
 from . import lexicon
-from .first_person import Disclosure, goal_aimed, habit_held, resolve_dates, third_person, without_now
+from .first_person import Disclosure, goal_aimed, habit_held, manner_held, resolve_dates, third_person, without_now
 
 _BECOME = re.compile(
     rf"^(?:has |have |had )?(?:{core_lexicon.alternation(section('change.txt', 'becoming'))})\s+(?:[a-z]+ly\s+)?[a-z]",
@@ -189,6 +189,8 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
             and current_value(value, subject=speaker) is None
             and not (_STATE_NOW.match(value) and re.search(r"\bnow\s*[.!]?$", value, re.IGNORECASE))
             and not habit_held(value)
+            # ... and so does a way of getting somewhere ("walks to work now")
+            and not manner_held(value)
             and not goal_aimed(value)[0]
             # a state become holds from now on ("has gone fully vegan now")
             and not _BECOME.match(value)
@@ -197,7 +199,10 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
         # a Cannondale these days"), as "now" does; without one, a passing state ("is busy these days").
         held = value
         now_said = " ".join(without_now(value).split())
-        if _STATE_NOW.match(now_said) and (current_value(now_said, subject=speaker) is not None or habit_held(value)):
+        # ... and so does a way of getting somewhere ("gets to the office by bus these days")
+        if (
+            _STATE_NOW.match(now_said) and (current_value(now_said, subject=speaker) is not None or habit_held(value))
+        ) or manner_held(value):
             held = now_said
         if _DEICTIC.search(held) or _DELIBERATION.search(value) or immediate:
             return False

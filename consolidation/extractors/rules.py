@@ -1300,7 +1300,9 @@ def extract_with_disclosures(text: str, speaker: str, said_at: datetime) -> list
             facts = [
                 f
                 for f in facts
-                if predicates.value_kind(f.value) or f.attribute == "about" and predicates.term_kind(f.value)
+                if predicates.value_kind(f.value)
+                or predicates.headed_kind(f.value)
+                or (f.attribute == "about" and predicates.term_kind(f.value))
             ]
         # A statement typed down to a value a slot of the same sentence holds restates the slot.
         slotted = {f.value.lower() for f in facts if f.cardinality == Cardinality.SINGLE}

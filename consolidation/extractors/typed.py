@@ -25,11 +25,15 @@ from semantic import predicates
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
 from .first_person import goal_aimed, habit_held, manner_held, milestone_reached, state_held
+from .parsing import with_head_noun
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
 HEAD_WORDS = predicates.HEAD_WORDS
 _ARTICLES = frozenset({"the", "a", "an"})
+# The typed values that keep the noun they modify: a name says which thing ("the Payments team"), a count
+# already has its unit ("three-week sprints" is a count of weeks).
+NAMED_KINDS = frozenset({"name", "version"})
 
 
 class _Fact(Protocol):
@@ -94,15 +98,36 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     if habit and current is not None and current.text in habit and is_typed(habit, subject=subject):
         return habit
     # How often a habit is done is no value of it: "drinks coffee every morning" holds coffee, "drives to
-    # work every day" driving.
+    # work every day" driving, "plays squash every Thursday" (a day said as recurring) squash.
     held = habit or manner_held(value)
-    if held and current is not None and current.kind == "frequency" and held not in current.text:
+    if held and current is not None and recurring(value, current) and held not in current.text:
         if current.text not in held:
             return held
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
         typed = predicates.current_value(value, subject=subject)
-    return typed.text if typed is not None else value
+    if typed is None or typed.kind not in NAMED_KINDS:
+        return typed.text if typed is not None else value
+    # ... a name with the noun it names ("is on the Payments team": "Payments team"), read from the parse
+    said = statement if value in statement and statement[typed.start : typed.end] == typed.text else value
+    return said[typed.start : with_head_noun(said, typed.start, typed.end, most=HEAD_WORDS)]
+
+
+def recurring(value: str, typed: predicates.Typed) -> bool:
+    """The typed value says how often: a frequency, or a day said as recurring ("every Thursday", "on
+    Thursdays")."""
+    if typed.kind == "frequency":
+        return True
+    return typed.kind == "date" and bool(
+        re.search(r"\b(?:every|each)\s+$", value[: typed.start], re.I) or re.fullmatch(r"[A-Z][a-z]+days", typed.text)
+    )
+
+
+def _state_since(value: str) -> str:
+    """The state a statement says is held since a time ("has been dairy-free since March": "dairy-free"),
+    or ""."""
+    held = predicates.without_when(value)
+    return state_held(held) if held != value else ""
 
 
 def tells_the_past(text: str, said_at: datetime | None) -> bool:
@@ -192,6 +217,8 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
             or _changed_to_state(fact.value, sentence=sentence, speaker=speaker, said_at=said_at)
             # a habit in the present ("reads e-books instead of paperbacks now") is held, not told
             or ("" if tells_the_past(sentence, said_at) else habit_held(fact.value))
+            # ... and so is a state said with since when ("has been dairy-free since March")
+            or ("" if tells_the_past(sentence, said_at) else _state_since(fact.value))
         ):
             out.append(dataclasses.replace(fact, attribute="about", value=state))  # type: ignore[type-var]
             continue
