@@ -16,10 +16,12 @@ import pytest
 
 from episodic.services import episodes_append
 from episodic.tasks import embed_pending
+from router import services
 from router.candidates.episodic import beside_relevance
-from router.features import measured_parts
+from router.features import candidate_matrix, feature_names, logged_matrix, measured_parts
 from router.models import ContextTrace, ValueModel
-from router.value import model_serve
+from router.pricing import line_tokens
+from router.value import model_serve, revalue
 from tenants.models import Tenant
 from tenants.scope import tenant_scope
 from tests.router.conftest import T0, remember
@@ -172,3 +174,35 @@ def test_a_serving_model_that_reads_where_hits_sit_gets_the_parts_without_explor
     assert hits and all("beside" in i["score_parts"] for i in hits)
     # Valued by the model: its formula value kept among the parts.
     assert all("formula_value" in i["score_parts"] for i in hits)
+
+
+def test_the_rows_a_model_scores_in_the_request_are_the_rows_it_trains_on_from_the_trace(
+    tenant_a, api_a, monkeypatch
+) -> None:
+    remember(tenant_a, SESSION)
+    names = feature_names(["beside", "relevance", "session_best", "vector"])
+    with tenant_scope(tenant_a):
+        model = ValueModel.objects.create(
+            tenant=tenant_a, version=1, features=names, coefficients=[0.1] * len(names), intercept=-2.0,
+            means=[0.0] * len(names), scales=[1.0] * len(names),
+        )  # fmt: skip
+        model_serve(tenant=tenant_a, model=model)
+    scored: dict[str, np.ndarray] = {}
+
+    def spy(*, model: Any, pool: Any, now: Any) -> None:
+        x = candidate_matrix(pool, model.features, tokens=[line_tokens(c) for c in pool], now=now)
+        scored.update(zip([c.id for c in pool], x, strict=True))
+        revalue(model=model, pool=pool, now=now)
+
+    monkeypatch.setattr(services, "revalue", spy)
+    body = _ask(api_a)
+    with tenant_scope(tenant_a):
+        trace = ContextTrace.objects.get(id=body["trace_id"])
+    rows = [r for r in (*trace.offered, *trace.considered) if r["id"] in scored]
+    assert len(rows) == len(scored) and any(r["score_parts"].get("beside") for r in rows)
+    # The log of the formula's value aside: a trace rounds values to 6 digits, which moves the log of one
+    # near 0 (router.features, as before these parts).
+    kept = [j for j, name in enumerate(names) if name != "log_formula_value"]
+    np.testing.assert_allclose(
+        logged_matrix(rows, names)[:, kept], np.stack([scored[r["id"]] for r in rows])[:, kept], atol=1e-5
+    )
