@@ -22,12 +22,15 @@ context served), and the question counts when the chosen items ground all of its
   labelled by the feedback, inverse-propensity weighted): the ceiling of the feature set with this
   model class on the labels the feedback gives;
 - in-sample, every item labelled: the same regression on every item of this half's pools (served or
-  not), labelled by whether it grounds some evidence, unweighted: the ceiling of the feature set;
+  not), labelled by whether it grounds some evidence, unweighted: the ceiling of the feature set; and
+  the same with the formula's terms penalised as the others and a weak penalty (C=10);
 - oracle: the labelled evidence items first (cheapest first), then the formula's order: the ceiling of
   any value in this replay;
 - in the pool: the pool holds all of the evidence, whatever it costs.
 
-Each policy against the formula, paired by question, with the 95% bootstrap interval.
+Each policy against the formula, paired by question, with the 95% bootstrap interval. --beside adds each
+fit again with the score parts `beside` and `session_best`, computed from the logged pool as the read path
+computes them where the logs do not carry them.
 """
 
 from __future__ import annotations
@@ -69,6 +72,12 @@ def main() -> None:
     parser.add_argument("--dataset", default=str(DATASET))
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--json", default="")
+    parser.add_argument(
+        "--beside",
+        action="store_true",
+        help="also the fits with the parts beside and session_best, computed from the logged pool as the read "
+        "path computes them (router.candidates.episodic.beside_relevance) where the logs do not carry them",
+    )
     args = parser.parse_args()
     os.environ.update(scratch_env(args.db))
     os.chdir(ROOT)
@@ -80,6 +89,7 @@ def main() -> None:
     from evaluation.management.commands import memory_eval
     from evaluation.memory_control import paired_arrays
     from evaluation.pool_bound import evidence_masks, pool_of, stored_items
+    from router.features import feature_names, logged_matrix, measured_parts
     from router.learning import HOLDOUT, LoggedContext, _formula_values, _tokens, fit, loaded, replay
     from tenants.models import Tenant
 
@@ -120,6 +130,8 @@ def main() -> None:
                 r["budget"],
             )  # fmt: skip
             masks = np.array([by_id.get(str(row["id"]), 0) for row in r["rows"]], dtype=object)
+            if args.beside:
+                _add_beside(r["rows"], stored)
             out.append(Context(r["question"], int(r["request_budget"]), ctx, masks, (1 << len(q.evidence)) - 1))
         halves[path.stem] = out
         print(f"{path.stem}: {len(out)} contexts resolved", file=sys.stderr, flush=True)
@@ -152,19 +164,27 @@ def main() -> None:
         own = halves[name]
         measured = [c for c in own if c.request_budget == args.budget and "overall" in questions[c.question].groups]
         models: dict[str, Any] = {}
-        if others:
-            other = [c.logged for c in halves[others[0]]]
-            cut = len(other) - max(1, math.ceil(HOLDOUT * len(other)))
-            fitted = fit(other[:cut])
+        served_rows = [r for c in own for r, s in zip(c.logged.rows, c.logged.served, strict=True) if s]
+        every = feature_names(measured_parts(served_rows))
+        today = [f for f in every if f not in NEW_COLUMNS]
+        columns = {"": today, ", + beside, session_best": today + [f for f in NEW_COLUMNS if f in every]}
+        for suffix, names_ in columns.items() if args.beside else [("", today)]:
+            if others:
+                other = [c.logged for c in halves[others[0]]]
+                cut = len(other) - max(1, math.ceil(HOLDOUT * len(other)))
+                fitted = fit(other[:cut], columns=names_)
+                if fitted is not None:
+                    models[f"model of {others[0]} (the bench's){suffix}"] = loaded(fitted, "other")
+            fitted = fit([c.logged for c in own], columns=names_)
             if fitted is not None:
-                models[f"model of {others[0]} (the bench's)"] = loaded(fitted, "other")
-        fitted = fit([c.logged for c in own])
-        if fitted is not None:
-            models["in-sample, served labels"] = loaded(fitted, "own")
-        fitted = fit(labelled(own))
-        if fitted is not None:
-            models["in-sample, every item labelled"] = loaded(fitted, "all")
-        from router.features import logged_matrix
+                models[f"in-sample, served labels{suffix}"] = loaded(fitted, "own")
+            fitted = fit(labelled(own), columns=names_)
+            if fitted is not None:
+                models[f"in-sample, every item labelled{suffix}"] = loaded(fitted, "all")
+            # The same columns with the formula's terms no less penalised than the others and a weak penalty.
+            fitted = fit(labelled(own), columns=names_, prior_weight=1.0, penalties=(10.0,))
+            if fitted is not None:
+                models[f"in-sample, every item labelled, no prior, C=10{suffix}"] = loaded(fitted, "loose")
 
         scores: dict[str, np.ndarray] = {k: np.zeros(len(measured)) for k in ("formula", *models, "oracle", "pool")}
         for k, c in enumerate(measured):
@@ -188,6 +208,38 @@ def main() -> None:
         result["halves"][name] = rows
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+NEW_COLUMNS = ("part:beside", "part:session_best")
+
+
+def _add_beside(rows: list[dict[str, Any]], stored: Any) -> None:
+    """The parts beside and session_best of each logged row, from the logged pool (its hits' passage ids,
+    relevance and sessions), where the row does not carry them."""
+    from router.candidates.episodic import beside_relevance
+
+    if any("beside" in (r.get("score_parts") or {}) for r in rows):
+        return
+    hits = [k for k, r in enumerate(rows) if {"passage", "relevance"} <= set(r.get("score_parts") or {})]
+    if not hits:
+        return
+    parts = [rows[k]["score_parts"] for k in hits]
+    passages = [int(p["passage"]) for p in parts]
+    sessions = [getattr(stored.get(str(rows[k]["id"])), "session", "") or f"?{k}" for k in hits]
+    relevance = np.array([float(p["relevance"]) for p in parts])
+    near, best = beside_relevance(passages, sessions, relevance)
+    by_passage = dict(zip(passages, relevance.tolist(), strict=True))
+    top: dict[str, float] = {}
+    for session, rel in zip(sessions, relevance.tolist(), strict=True):
+        top[session] = max(top.get(session, 0.0), rel)
+    for p, b, s in zip(parts, near.tolist(), best.tolist(), strict=True):
+        p["beside"], p["session_best"] = round(b, 6), round(s, 6)
+    for r in rows:
+        p = r.get("score_parts") or {}
+        if "neighbour_of" in p:
+            found = stored.get(str(r["id"]))
+            p["beside"] = round(by_passage.get(int(p["neighbour_of"]), 0.0), 6)
+            p["session_best"] = round(top.get(getattr(found, "session", ""), 0.0), 6)
 
 
 @dataclass(frozen=True)
