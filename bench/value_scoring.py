@@ -44,6 +44,7 @@ django.setup()
 import numpy as np  # noqa: E402
 
 from router.budgets import budget_plan  # noqa: E402
+from router.candidates.episodic import beside_relevance  # noqa: E402
 from router.exploration import explore  # noqa: E402
 from router.features import candidate_matrix, feature_names, measured_parts  # noqa: E402
 from router.packing import assemble  # noqa: E402
@@ -74,6 +75,9 @@ def pool(n: int, seed: int) -> list[Candidate]:
                 "relevance": relevance,
                 "recency": rng.random(),
                 "passage": float(10_000 + i),
+                # Where the hit sits (router.candidates.episodic.beside_relevance), as a learning tenant's carry.
+                "beside": rng.random(),
+                "session_best": rng.random(),
             }
             item = Candidate(
                 id=f"passage:{i}", type="episode", layer="episodic", section="Relevant history",
@@ -157,8 +161,9 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     lines = [
-        "| candidates | columns | feature matrix (ms CPU) | prediction (ms CPU) | revalue in all (ms CPU) |",
-        "|---:|---:|---:|---:|---:|",
+        "| candidates | columns | feature matrix (ms CPU) | prediction (ms CPU) | revalue in all (ms CPU) "
+        "| beside and session_best of the pool (ms CPU) |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for n in (int(s) for s in args.sizes.split(",")):
         items = pool(n, seed=n)
@@ -170,7 +175,10 @@ def main() -> None:
         )
         predict = cpu_ms(partial(model.predict, x), args.repeats, args.rounds)
         whole = cpu_ms(partial(revalue, model=model, pool=items, now=NOW), args.repeats, args.rounds)
-        lines.append(f"| {n} | {len(model.features)} | {matrix:.3f} | {predict:.3f} | {whole:.3f} |")
+        rng = np.random.default_rng(n)
+        hits = (rng.choice(np.arange(1, 20 * n), size=n, replace=False), [f"s-{k}" for k in rng.integers(0, 40, n)])
+        where = cpu_ms(partial(beside_relevance, *hits, rng.random(n)), args.repeats, args.rounds)
+        lines.append(f"| {n} | {len(model.features)} | {matrix:.3f} | {predict:.3f} | {whole:.3f} | {where:.3f} |")
         print(lines[-1], flush=True)
     packing = [
         "| candidates | the formula's context, explored (ms CPU) | a trial's two contexts (ms CPU) | ratio |",

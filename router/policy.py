@@ -32,7 +32,7 @@ from router.helper_threads import read_beside
 from router.parts import packer_parts
 from router.timeframe import Timeframe, query_window
 from router.types import BudgetPlan, Candidate, ContextRequest, LayerCandidates
-from router.value import reads_sentences
+from router.value import reads_beside, reads_sentences
 from tenants.models import Tenant
 
 
@@ -146,6 +146,7 @@ class HeuristicPolicy:
                     parts=parts,
                     aliases=aliases,
                     sentences=reads_sentences(tenant=tenant),
+                    beside=reads_beside(tenant=tenant),
                 ),
                 self.w,
             )

@@ -20,6 +20,7 @@ from router.types import Candidate, LayerCandidates
 from tenants.models import Tenant
 
 SENTENCE_FEATURE = f"{PART_PREFIX}sentence"
+BESIDE_FEATURES = (f"{PART_PREFIX}beside", f"{PART_PREFIX}session_best")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +84,16 @@ def reads_sentences(*, tenant: Tenant) -> bool:
         return True
     models = (serving_model(tenant=tenant), trial_model(tenant=tenant))
     return any(m is not None and SENTENCE_FEATURE in m.features for m in models)
+
+
+def reads_beside(*, tenant: Tenant) -> bool:
+    """Whether history's hits carry where they sit (the score parts `beside` and `session_best`,
+    router.candidates.episodic.beside_relevance): as reads_sentences, for a tenant that explores or whose
+    serving model or model on trial reads them."""
+    if tenant.config.exploration > 0:
+        return True
+    models = (serving_model(tenant=tenant), trial_model(tenant=tenant))
+    return any(m is not None and any(f in m.features for f in BESIDE_FEATURES) for m in models)
 
 
 def pool_of(offered: LayerCandidates) -> list[Candidate]:

@@ -126,6 +126,46 @@ def session_standing(scores: Iterable[tuple[str, float]], *, top: int) -> dict[s
     return {s: m / best for s, m in sums.items()}
 
 
+def beside_relevance(
+    passage_ids: Sequence[int] | np.ndarray, sessions: Sequence[str], relevance: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each hit of the pool, where it sits (score parts a learned value reads, issue 41): the best
+    relevance of a hit that is the passage before or after it in its session (`beside`), and the best
+    relevance of another hit of its session (`session_best`), 0 where there is none. Passage ids follow
+    the order of writing and a session's passages are written in its order, so the id next to a
+    passage's, in its session, is the turn (or part of a turn) beside it; where another session wrote in
+    between, no hit is beside it. One pass of sorts and searches over the pool, no loop over its items."""
+    n = len(relevance)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    ids = np.asarray(passage_ids, dtype=np.int64)
+    rel = np.asarray(relevance, dtype=np.float64)
+    code = np.unique(np.asarray(sessions, dtype=str), return_inverse=True)[1].reshape(-1)
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    beside = np.zeros(n)
+    for step in (-1, 1):
+        at = np.minimum(np.searchsorted(ordered, ids + step), n - 1)
+        other = order[at]
+        found = (ordered[at] == ids + step) & (code[other] == code)
+        beside = np.where(found, np.maximum(beside, rel[other]), beside)
+    # Each session's best and second best: a hit's session_best is its session's best, or the second where
+    # it is the best itself.
+    by_session = np.lexsort((-rel, code))
+    grouped = code[by_session]
+    first = np.ones(n, dtype=bool)
+    first[1:] = grouped[1:] != grouped[:-1]
+    second = np.zeros(n, dtype=bool)
+    second[1:] = first[:-1] & ~first[1:]
+    top = np.zeros(int(code.max()) + 1)
+    runner_up = np.zeros_like(top)
+    top[grouped[first]] = rel[by_session][first]
+    runner_up[grouped[second]] = rel[by_session][second]
+    is_top = np.zeros(n, dtype=bool)
+    is_top[by_session[first]] = True
+    return beside, np.where(is_top, runner_up[code], top[code])
+
+
 def episode_above_floor(parts: dict[str, float], w: HeuristicWeights) -> bool:
     """An episode found by search clears the episodic layer's floor: a query word, entity or topic
     matches it (score parts `text`, `overlap`) or its vector is similar enough."""
@@ -275,10 +315,13 @@ def episode_candidates(
     parts: PackerParts = ALL_PARTS,
     aliases: Aliases | None = None,
     sentences: bool = False,
+    beside: bool = False,
 ) -> list[Candidate]:
     """The session's recent events, the passages search finds with their relevance as value, and, as
     `parts` (router.parts) has them, the turns beside the best hits, the labels of earlier statements,
-    the summaries of the sessions hit and the subject's latest events."""
+    the summaries of the sessions hit and the subject's latest events. `beside`: each hit's and each
+    turn beside a hit's score parts `beside` and `session_best` (beside_relevance), for a tenant that
+    learns its value (router.value.reads_beside)."""
     out: list[Candidate] = []
     recent_ids: set[int] = set()
     seen_passages: set[int] = set()
@@ -327,6 +370,13 @@ def episode_candidates(
     by_passage = dict(zip(found.passage_id, shown_from, strict=True))
     answers: list[tuple[float, PassageRow, Candidate]] = []
     hits = _HitCandidates(found, w)
+    where: tuple[list[float], list[float]] | None = None
+    session_top: dict[str, float] = {}
+    if beside:
+        near, in_session = beside_relevance(passage_ids, found.session, relevance)
+        where = (rounded(near, 6), rounded(in_session, 6))
+        for session, rel in zip(found.session, shown_from, strict=True):
+            session_top[session] = max(session_top.get(session, 0.0), rel)
     for i, (rel, rel_shown) in enumerate(zip(shown_from, rounded(relevance, 6), strict=True)):
         passage_id, content_hash = found.passage_id[i], found.content_hash[i]
         if passage_id in seen_passages or content_hash in seen_hashes:
@@ -334,6 +384,8 @@ def episode_candidates(
         seen_passages.add(passage_id)
         seen_hashes.add(content_hash)
         item = hits.candidate(i, value=rel**w.sharpness + 1e-6, relevance=rel_shown)
+        if where is not None:
+            item.score_parts["beside"], item.score_parts["session_best"] = where[0][i], where[1][i]
         out.append(item)
         if rel >= w.update_relevance:
             answers.append((rel, found.row(i), item))
@@ -345,6 +397,11 @@ def episode_candidates(
         seen_passages.add(row.passage_id)
         seen_hashes.add(row.content_hash)
         rel = by_passage.get(anchor_id, 0.0) * w.neighbour_factor
+        parts_of = {"neighbour_of": float(anchor_id), "relevance": rel}
+        if where is not None:
+            # A turn beside a hit: the hit is beside it, and every hit of the pool in its session is another.
+            parts_of["beside"] = round(by_passage.get(anchor_id, 0.0), 6)
+            parts_of["session_best"] = round(session_top.get(row.session, 0.0), 6)
         out.append(
             episode_candidate(
                 row,
@@ -352,7 +409,7 @@ def episode_candidates(
                 section="Relevant history",
                 value=rel**w.sharpness + 1e-6,
                 score=rel,
-                parts={"neighbour_of": float(anchor_id), "relevance": rel},
+                parts=parts_of,
             )
         )
     if parts.summaries:

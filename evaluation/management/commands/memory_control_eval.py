@@ -193,6 +193,8 @@ class Command(memory_eval.Command):
         self.trial_part = options["trial_part"]
         self.trial_share = options["trial_share"]
         self.keep_logs = Path(options["keep_logs"]) if options["keep_logs"] else None
+        # Each feedback request's question and budget, by trace id: kept beside its logged context.
+        self.asked: dict[str, tuple[str, int]] = {}
         agent = _Agent(tenant)
         runs: list[HalfRun] = []
         points: list[CurvePoint] = []
@@ -319,6 +321,8 @@ class Command(memory_eval.Command):
                     "propensity": ctx.propensity.tolist(),
                     "used": ctx.used.tolist(),
                     "budget": ctx.budget,
+                    "question": self.asked.get(ctx.trace_id, ("", 0))[0],
+                    "request_budget": self.asked.get(ctx.trace_id, ("", 0))[1],
                 }
                 out.write(json.dumps(row, default=str) + "\n")
         self._say(f"kept {len(contexts)} logged contexts in {path}")
@@ -339,6 +343,7 @@ class Command(memory_eval.Command):
                 data = agent.ask(q, b)
                 _, used = half.score(q, data)
                 agent.feedback(str(data["trace_id"]), used)
+                self.asked[str(data["trace_id"])] = (f"{q.sample_id}#{q.index}", b)
                 contexts += 1
                 used_total += len(used)
         return contexts, used_total
