@@ -36,6 +36,17 @@ DATASET = next(
 DOCS = ROOT / "docs" / "benchmarks"
 
 
+def django_ready() -> None:
+    """For a bench that reads the project's code in process (scorers that import its models): the checkout on
+    the path and Django set up, with the local settings unless the environment names others."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+    import django
+
+    django.setup()
+
+
 def _with_db(url: str, name: str) -> str:
     return urlunparse(urlparse(url)._replace(path=f"/{name}"))
 

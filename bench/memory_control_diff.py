@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo import django_ready  # noqa: E402
 
+django_ready()  # evaluation.memory_control reads the value models' job
 from evaluation.memory_control import paired_arrays  # noqa: E402
 
 METRICS = (("grounded", 0), ("plain", 1), ("contained", 2), ("used", 3))

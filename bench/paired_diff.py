@@ -15,19 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-# evaluation.paired reads the scorer, which imports the project's models: run as the other benches, without
-# the shell's DJANGO_SETTINGS_MODULE.
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
-import django  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo import django_ready  # noqa: E402
 
-django.setup()
-
+django_ready()  # evaluation.paired reads the scorer, which imports the project's models
 from evaluation.paired import compare, markdown  # noqa: E402
 
 
