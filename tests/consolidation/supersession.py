@@ -76,6 +76,11 @@ def assert_no_value_held(
     assert not [f for f in facts if matches(f.value, value)], shown(facts)
 
 
+def said_by(subject: str) -> Callable[[Found], bool]:
+    """An `also` for `supersession_tests`: the fact's statement is the subject's own."""
+    return lambda fact: fact.statement.startswith(subject)
+
+
 def supersession_tests(
     *,
     subject: str,

@@ -25,8 +25,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from consolidation.extractors.rules import Found
-from tests.consolidation.supersession import supersession_tests
+from tests.consolidation.supersession import said_by, supersession_tests
 
 SUBJECT = "member-7731"
 SAID_AT = datetime(2026, 11, 9, 19, 40, tzinfo=UTC)
@@ -95,10 +94,6 @@ NO_VALUES = [
 # fmt: on
 
 
-def _statement_is_the_subjects(fact: Found) -> bool:
-    return fact.statement.startswith(SUBJECT)
-
-
 (
     test_a_value_said_as_typed_closes_the_old_value,
     test_someone_elses_value_a_plan_a_question_or_a_refusal_keeps_the_old_value,
@@ -112,6 +107,6 @@ def _statement_is_the_subjects(fact: Found) -> bool:
     values=VALUES,
     no_values=NO_VALUES,
     updated_only=True,
-    also=_statement_is_the_subjects,
+    also=said_by(SUBJECT),
     held=str.endswith,
 )

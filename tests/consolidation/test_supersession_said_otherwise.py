@@ -29,8 +29,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.update_pairs import Said
-from consolidation.extractors.rules import Found
-from tests.consolidation.supersession import supersession_tests
+from tests.consolidation.supersession import said_by, supersession_tests
 
 SUBJECT = "visitor-5120"
 SAID_AT = datetime(2026, 11, 2, 8, 15, tzinfo=UTC)
@@ -103,10 +102,6 @@ NO_VALUES = [
 # fmt: on
 
 
-def _statement_is_the_subjects(fact: Found) -> bool:
-    return fact.statement.startswith(SUBJECT)
-
-
 (
     test_a_value_said_otherwise_closes_the_old_value,
     test_someone_elses_value_an_addition_a_trip_or_a_question_keeps_the_old_value,
@@ -120,5 +115,5 @@ def _statement_is_the_subjects(fact: Found) -> bool:
     values=VALUES,
     no_values=NO_VALUES,
     updated_only=True,
-    also=_statement_is_the_subjects,
+    also=said_by(SUBJECT),
 )
