@@ -80,20 +80,23 @@ def reads_sentences(*, tenant: Tenant) -> bool:
     a tenant that explores (its traces are what a model learns from) or whose serving model or model on
     trial reads it. The formula never does, so a tenant that does neither pays nothing for it and its
     traces are what they were."""
-    if tenant.config.exploration > 0:
-        return True
-    models = (serving_model(tenant=tenant), trial_model(tenant=tenant))
-    return any(m is not None and SENTENCE_FEATURE in m.features for m in models)
+    return _reads_any(tenant, (SENTENCE_FEATURE,))
 
 
 def reads_beside(*, tenant: Tenant) -> bool:
     """Whether history's hits carry where they sit (the score parts `beside` and `session_best`,
     router.candidates.episodic.beside_relevance): as reads_sentences, for a tenant that explores or whose
     serving model or model on trial reads them."""
+    return _reads_any(tenant, BESIDE_FEATURES)
+
+
+def _reads_any(tenant: Tenant, features: tuple[str, ...]) -> bool:
+    """A column a learned value may read is computed for a tenant that explores (its traces are what a model
+    learns from) or whose serving model or model on trial reads one of `features`."""
     if tenant.config.exploration > 0:
         return True
     models = (serving_model(tenant=tenant), trial_model(tenant=tenant))
-    return any(m is not None and any(f in m.features for f in BESIDE_FEATURES) for m in models)
+    return any(m is not None and any(f in m.features for f in features) for m in models)
 
 
 def pool_of(offered: LayerCandidates) -> list[Candidate]:
