@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from core.embedding import get_embedder
 from core.lines import line_tokens_of, said_line
@@ -509,9 +509,13 @@ def passages_sentences_embed(*, tenant: Tenant, passages: Sequence[Passage]) -> 
     return sum(1 for n in embedded.sentence_counts if n is not None and n > 1), len(embedded.sentences)
 
 
+# Embedded, sentences not looked at (the partial index passage_sentence_backlog answers it).
+WITHOUT_SENTENCES = Q(embedding__isnull=False, sentence_count__isnull=True)
+
+
 def passages_without_sentences() -> QuerySet[Passage]:
     """The embedded passages not looked at for sentences yet (of the tenant in scope)."""
-    return Passage.objects.filter(embedding__isnull=False, sentence_count__isnull=True)
+    return Passage.objects.filter(WITHOUT_SENTENCES)
 
 
 def passage_sentences_backfill(

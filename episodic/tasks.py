@@ -16,6 +16,7 @@ from django.db.models import Q, QuerySet
 
 from episodic.models import Episode, Passage
 from episodic.passages import (
+    WITHOUT_SENTENCES,
     episodes_finish_embedding,
     passages_create,
     passages_embed,
@@ -118,7 +119,7 @@ def passages_waiting(tenant: Tenant) -> QuerySet[Passage]:
     tenant keeps sentence vectors, their sentences not looked at yet."""
     waiting = Q(embedding__isnull=True)
     if tenant.keeps_sentence_vectors:
-        waiting |= Q(embedding__isnull=False, sentence_count__isnull=True)
+        waiting |= WITHOUT_SENTENCES
     return Passage.objects.filter(waiting)
 
 
@@ -171,9 +172,7 @@ def tenants_with_backlog() -> list[str]:
         )
         if keeping:
             pending |= set(
-                Passage.objects.filter(
-                    Q(tenant_id__in=keeping) & Q(embedding__isnull=False) & Q(sentence_count__isnull=True)
-                )
+                Passage.objects.filter(Q(tenant_id__in=keeping) & WITHOUT_SENTENCES)
                 .values_list("tenant_id", flat=True)
                 .distinct()
             )
