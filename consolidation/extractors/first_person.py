@@ -377,7 +377,10 @@ _POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "its", "their"})
 @functools.cache
 def _held() -> re.Pattern[str]:
     verbs = lexicon.alternation(section("change.txt", "verbs"))
-    now = lexicon.alternation((*(w for w in section("change.txt", "adverbs") if " " in w), "now"))
+    # ... and the words that said when, moved after the clause (`after_the_clause`: "Nowadays my drink is
+    # kombucha"), but "this week" and its kind, which say for how long (change.txt [one occasion])
+    when = (w for w in section("change.txt", "time of the statement") if not w.startswith("this "))
+    now = lexicon.alternation((*(w for w in section("change.txt", "adverbs") if " " in w), "now", *when))
     before = lexicon.alternation(data_lexicon.sections("moment.txt")["before a state"])
     return re.compile(_HELD.format(verbs=verbs, now=now, before=before), re.I)
 
@@ -426,7 +429,7 @@ _HABIT = (
     r"^(?:(?P<adverb>[a-z]+ly|{adverbs})\s+)?(?:(?:is|are|has been|have been)\s+(?P<progressive>[a-z]+ing)"
     r"|(?:has |have )(?:started|begun)\s+(?P<begun>[a-z]+ing)|(?P<verb>[a-z]+s))\s+"
     r"(?:(?:a|an|the|some)\s+)?(?P<object>[a-zA-Z][\w'’-]*(?:\s+[a-z][\w'’-]*){{0,2}}?)"
-    r"(?:\s+(?:to|for|at|in|on|with|before|after|every|most|each)(?:\s+[^,\s]+){{1,4}}?)?(?:,?\s+(?:{now}))?"
+    r"(?:\s+(?:to|into|for|at|in|on|with|before|after|every|most|each)(?:\s+[^,\s]+){{1,4}}?)?(?:,?\s+(?:{now}))?"
     r"(?P<left>,?\s+(?:{left})\s+.+)?$"
 )
 
@@ -459,6 +462,10 @@ def habit_held(value: str) -> str:
     grammar = function_words()
     if (
         verb in moment.get("no habit", ())
+        # "does" names an activity only bare ("does yoga", "does pilates"), not a task ("does the dishes")
+        or (
+            verb in moment.get("activity named bare", ()) and re.search(rf"\b{verb}\s+(?:a|an|the|some)\s", value, re.I)
+        )
         or verb.endswith("ss")
         or (term_kind(thing) is None and headed_kind(thing) is None)
         or any(w in grammar or w in _POSSESSIVES for w in words)

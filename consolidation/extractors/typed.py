@@ -25,7 +25,7 @@ from semantic import predicates
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
 from .first_person import goal_aimed, habit_held, manner_held, milestone_reached, state_held
-from .parsing import with_head_noun
+from .parsing import object_beside_when, perfect_state, with_head_noun
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -85,6 +85,7 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
             or state_held(_held_before_left(predicates.without_when(value)))
             or habit_held(value)
             or manner_held(value)
+            or _state_reached(value)
             or _held_before_left(value)
         )
     # A state said with when it started ("is divorced as of March", "is separated since the spring").
@@ -93,6 +94,12 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
         return state
     if is_typed(value, subject=subject):
         return value
+    if state := _state_of_the_thing(value, subject=subject):
+        return state
+    # A thing of the speaker's named, then set to a value ("sets the AC to 24 degrees"): the value after
+    # "to" or "at", not the name that says which thing.
+    if (named := predicates.current_value(value, subject=subject)) and (value_set := _set_to(value, named, subject)):
+        return value_set
     # A habit's object that names a typed value with its head noun ("follows a Mediterranean diet").
     habit, current = habit_held(value), predicates.current_value(value, subject=subject)
     if habit and current is not None and current.text in habit and is_typed(habit, subject=subject):
@@ -100,9 +107,16 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     # How often a habit is done is no value of it: "drinks coffee every morning" holds coffee, "drives to
     # work every day" driving, "plays squash every Thursday" (a day said as recurring) squash.
     held = habit or manner_held(value)
-    if held and current is not None and recurring(value, current) and held not in current.text:
-        if current.text not in held:
+    if current is not None and recurring(value, current):
+        # ... however it is said ("plays hockey three times a week": the habit without how often)
+        apart = _without_how_often(value, current)
+        held = held or habit_held(apart) or manner_held(apart)
+        if held and held not in current.text and current.text not in held:
             return held
+    # A date that only says when is no value beside the thing the verb names ("got their orange belt the week
+    # before 5 October 2026": "orange belt"): the thing is.
+    if current is not None and current.kind == "date" and (thing := _thing_beside_when(value, current, subject)):
+        return thing
     typed = predicates.current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
         typed = predicates.current_value(value, subject=subject)
@@ -111,6 +125,60 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     # ... a name with the noun it names ("is on the Payments team": "Payments team"), read from the parse
     said = statement if value in statement and statement[typed.start : typed.end] == typed.text else value
     return said[typed.start : with_head_noun(said, typed.start, typed.end, most=HEAD_WORDS)]
+
+
+_MASK = "item"
+
+
+def _state_reached(value: str) -> str:
+    """The state a thing of the speaker's reached, said with a perfect and nothing after it ("parcel has
+    arrived": "arrived"), when it is the state of a process (`_process_state`)."""
+    state = perfect_state(value)
+    return state if state and _process_state(state) else ""
+
+
+def _state_of_the_thing(value: str, *, subject: str) -> str:
+    """The state a thing named with a name or a number is in ("claim #7713 is now approved": "approved";
+    "Etsy parcel has arrived": "arrived"): the typed values say which thing it is, in the thing's own words,
+    and are no value of the state (as "my Trek bike" names no value, `predicates.typed_spans`). A state of
+    a process only (a participle, a state in -ing, a preposition's phrase): "My Pixel 8 is great" says
+    nothing of the kind. "" for anything else."""
+    spans = predicates.typed_spans(value, subject=subject)
+    if not spans:
+        return ""
+    masked = value
+    for typed in reversed(spans):
+        masked = masked[: typed.start] + _MASK + masked[typed.end :]
+    state = state_held(masked) or perfect_state(value)
+    if not state or _MASK in state.split() or predicates.typed_spans(state) or not _process_state(state):
+        return ""
+    return state
+
+
+def _set_to(value: str, named: predicates.Typed, subject: str) -> str:
+    """The typed value after "to" or "at" that a name said as a thing with its article or possessive is
+    set to ("sets the AC to 24 degrees": "24 degrees"), or ""."""
+    if named.kind not in NAMED_KINDS or not re.search(r"\b(?:the|my|their|our)\s+$", value[: named.start], re.I):
+        return ""
+    later = [t for t in predicates.typed_spans(value, subject=subject) if t.start >= named.end]
+    if not later or not re.fullmatch(r"\s+(?:to|at)\s+", value[named.end : later[0].start]):
+        return ""
+    return later[0].text
+
+
+def _without_how_often(value: str, typed: predicates.Typed) -> str:
+    """`value` without how often it says it is done ("plays hockey three times a week": "plays hockey")."""
+    before = re.sub(r"\s+(?:every|each|on)\s*$", "", value[: typed.start], flags=re.I)
+    return " ".join(f"{before} {value[typed.end :]}".split())
+
+
+def _thing_beside_when(value: str, when: predicates.Typed, subject: str) -> str:
+    """The thing a clause's verb names beside a date that only says when it happened (`object_beside_when`),
+    when the date is the clause's only typed value and the thing a state of a word or a few."""
+    if len(predicates.typed_spans(value, subject=subject)) != 1:
+        return ""
+    thing = object_beside_when(value, when.start)
+    return thing if thing and predicates.term_kind(thing) is not None else ""
 
 
 def recurring(value: str, typed: predicates.Typed) -> bool:
