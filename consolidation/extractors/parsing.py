@@ -107,3 +107,27 @@ def object_beside_when(text: str, start: int) -> str:
         return ""
     words = [t for t in obj.lefts if t.dep_ in _MODIFIES | {"amod"} and t.pos_ in {"ADJ", "NOUN"}]
     return " ".join([*(t.lower_ for t in words), obj.lower_])
+
+
+# The prepositions that bring the value a verb of leaving takes in exchange ("left Acme for Globex",
+# "replaced Kong with Envoy", "sold the van to a neighbour"): what they lead to is not left.
+_IN_EXCHANGE = frozenset({"for", "with", "to", "into", "as"})
+
+
+def left_by_verb(text: str, start: int, verbs: frozenset[str]) -> bool:
+    """Whether the word at text[start] is what a verb of leaving (`verbs`, as said: "quit", "left") leaves:
+    its object or a thing the verb places ("quit their job at Fernwood": Fernwood; "left Acme for Globex":
+    Acme, not Globex). The nearest verb above the word decides."""
+    doc = parse(text)
+    word = next((t for t in doc if t.idx >= start), None)
+    if word is None:
+        return False
+    child = word
+    for above in word.ancestors:
+        if above.pos_ in {"VERB", "AUX"}:
+            return above.lower_ in verbs and (child.dep_ == "dobj" or child.dep_ == "prep")
+        # ... whatever the exchange's preposition is attached to ("left Tidewell Labs for Orbisoft")
+        if above.dep_ == "prep" and above.lower_ in _IN_EXCHANGE:
+            return False
+        child = above
+    return False

@@ -25,7 +25,7 @@ from semantic import predicates
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
 from .first_person import goal_aimed, habit_held, manner_held, milestone_reached, state_held
-from .parsing import object_beside_when, perfect_state, with_head_noun
+from .parsing import left_by_verb, object_beside_when, perfect_state, with_head_noun
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -73,6 +73,37 @@ def _held_before_left(value: str) -> str:
     return held if predicates.term_kind(held) is not None else value
 
 
+@functools.cache
+def _leaving() -> tuple[frozenset[str], re.Pattern[str]]:
+    verbs = frozenset(w for w in predicates.section("change.txt", "before the old value") if " " not in w)
+    return verbs, re.compile(rf"\b(?:{core_lexicon.alternation(verbs)})\b", re.I)
+
+
+def left_by_leaving(text: str, typed: predicates.Typed) -> bool:
+    """Whether a verb of leaving (change.txt [before the old value]: quit, left, sold, ...) leaves `typed`:
+    "quit their job at Fernwood Analytics" leaves Fernwood Analytics, and says when it did ("in August")."""
+    verbs, said = _leaving()
+    return bool(said.search(text)) and left_by_verb(text, typed.start, verbs)
+
+
+def current_value(text: str, *, subject: str = "") -> predicates.Typed | None:
+    """`predicates.current_value`, read past what a verb of leaving leaves however far it stands from the verb
+    ("quit their job at Fernwood Analytics and joined Brightmoor": Brightmoor; "quit their job at Fernwood
+    Analytics": None)."""
+    current = predicates.current_value(text, subject=subject)
+    if current is None or not left_by_leaving(text, current):
+        return current
+    left = {(t.start, t.end) for t in predicates.left_values(text, subject=subject)}
+    return next(
+        (
+            t
+            for t in predicates.typed_spans(text, subject=subject)
+            if t.start > current.start and (t.start, t.end) not in left and not left_by_leaving(text, t)
+        ),
+        None,
+    )
+
+
 def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     """The typed value `value` names, or `value` itself when it names none or already is one. The
     statement, when it holds the value, is read instead: it keeps whose things are named ("Ana's sister
@@ -98,10 +129,10 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
         return state
     # A thing of the speaker's named, then set to a value ("sets the AC to 24 degrees"): the value after
     # "to" or "at", not the name that says which thing.
-    if (named := predicates.current_value(value, subject=subject)) and (value_set := _set_to(value, named, subject)):
+    if (named := current_value(value, subject=subject)) and (value_set := _set_to(value, named, subject)):
         return value_set
     # A habit's object that names a typed value with its head noun ("follows a Mediterranean diet").
-    habit, current = habit_held(value), predicates.current_value(value, subject=subject)
+    habit, current = habit_held(value), current_value(value, subject=subject)
     if habit and current is not None and current.text in habit and is_typed(habit, subject=subject):
         return habit
     # How often a habit is done is no value of it: "drinks coffee every morning" holds coffee, "drives to
@@ -117,9 +148,9 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     # before 5 October 2026": "orange belt"): the thing is.
     if current is not None and current.kind == "date" and (thing := _thing_beside_when(value, current, subject)):
         return thing
-    typed = predicates.current_value(statement, subject=subject) if value in statement else None
+    typed = current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
-        typed = predicates.current_value(value, subject=subject)
+        typed = current_value(value, subject=subject)
     if typed is None or typed.kind not in NAMED_KINDS:
         return typed.text if typed is not None else value
     # ... a name with the noun it names ("is on the Payments team": "Payments team"), read from the parse
@@ -299,6 +330,12 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
             attribute = "about"
         if attribute in CLAUSE_VALUED:
             out.append(fact)
+            continue
+        # A statement that names only what the speaker left ("quit their job at Fernwood Analytics") tells
+        # what happened: an event, whose clause is its value, and no value held now.
+        spans = predicates.typed_spans(fact.value, subject=speaker)
+        if attribute == "about" and spans and all(left_by_leaving(fact.value, t) for t in spans):
+            out.append(dataclasses.replace(fact, attribute="experiences"))  # type: ignore[type-var]
             continue
         value = typed_value(fact.value, statement=getattr(fact, "statement", ""), subject=speaker)
         if value != fact.value or attribute != fact.attribute:

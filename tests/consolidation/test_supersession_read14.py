@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from bench.update_pairs import Said
 from tests.consolidation.supersession import read, said_by, shown, supersession_tests
 
@@ -28,6 +30,8 @@ UPDATES = (
                  "22 degrees"),
     Said.current("a team", "I work on the Atlas team.", "I moved to the Meridian team.", "Atlas team",
                  "Meridian team"),
+    Said.current("a job left", "I have a job at Tidewell Labs.", "I quit my job at Tidewell Labs and now work at Orbisoft.",
+                 "Tidewell Labs", "Orbisoft"),
 )
 
 KEPT = (
@@ -48,6 +52,13 @@ VALUES = [
     ("I catch the tram into the city centre every day.", "tram"),
     ("I set the Nest to 19 degrees.", "19 degrees"),
     ("I moved to the Meridian team.", "Meridian team"),
+    ("I quit Tidewell Labs last month and joined Orbisoft.", "Orbisoft"),
+    ("I left Tidewell Labs for Orbisoft.", "Orbisoft"),
+]
+# A statement keeps what its value is of ("in Welsh"); a circumstance of time or place it drops.
+STATEMENTS = [
+    ("I'm at A1 in Welsh.", "A1", "heron-6630 is at A1 in Welsh."),
+    ("The choir rehearsal is at 19:30 on Tuesdays.", "19:30", "heron-6630's choir rehearsal is at 19:30."),
 ]
 NO_VALUES = [
     # how often is no value of the habit, a date that only says when none of the grade
@@ -56,6 +67,10 @@ NO_VALUES = [
     # which thing it is, no value of its state
     ("My claim #7713 is now approved.", "#7713"),
     ("My Etsy parcel has arrived.", "Etsy"),
+    # what a verb of leaving leaves, and when it did
+    ("I quit my job at Tidewell Labs.", "Tidewell Labs"),
+    ("I left Tidewell Labs last month.", "September 2026"),
+    ("I quit Tidewell Labs last month and joined Orbisoft.", "September 2026"),
     # a task done is no activity, a mood no lasting state
     ("I do the laundry every Sunday.", "laundry"),
     ("I'm sleepy these days.", "sleepy"),
@@ -85,3 +100,9 @@ NO_VALUES = [
 def test_a_team_moved_to_is_no_place_the_speaker_lives() -> None:
     facts = read("I moved to the Meridian team.", SUBJECT, SAID_AT)
     assert not [f for f in facts if f.attribute in {"location", "uses"}], shown(facts)
+
+
+@pytest.mark.parametrize(("sentence", "value", "statement"), STATEMENTS, ids=[c[0] for c in STATEMENTS])
+def test_a_statement_keeps_what_its_value_is_of(sentence: str, value: str, statement: str) -> None:
+    facts = read(sentence, SUBJECT, SAID_AT)
+    assert any(f.value == value and f.statement == statement for f in facts), shown(facts)
