@@ -365,7 +365,7 @@ def without_now(clause: str, *, phrases_only: bool = False) -> str:
 _HELD = (
     r"^(?:(?P<thing>(?:[\w'’-]+\s+){{0,3}}[\w'’-]+)\s+)?"
     r"(?:(?:is|are|has been|have been|became|has become|have become)|(?P<past>was|were|got|gets)"
-    r"|(?:has |have )?(?:{verbs})\s+(?:to|into))\s+"
+    r"|(?P<changed>(?:has |have )?(?:{verbs})\s+(?:to|into)))\s+"
     r"(?:(?:{before}|(?P<adverb>[a-z]+ly))\s+)*(?:(?:a|an|the)\s+)?(?:(?P<modifier>[a-z]+ly)\s+)?"
     r"(?P<state>[a-z][\w'’ -]*?)(?:,?\s+(?:{now}|again))?$"
 )
@@ -411,8 +411,13 @@ def state_held(value: str) -> str:
         # is a vegan diet, "a really nice flat" an evaluation)
         or (m.group("adverb") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
         or (m.group("modifier") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
-        # an activity in progress ("is working", "livin' the dream"), whose object is someone's
-        or (re.search(r"(?:ing|in')$", words[0]) and words[0] not in moment.get("states in -ing", ()))
+        # an activity in progress ("is working", "livin' the dream"), whose object is someone's; after a verb
+        # of change with "to" an activity is named ("switched to cycling")
+        or (
+            re.search(r"(?:ing|in')$", words[0])
+            and words[0] not in moment.get("states in -ing", ())
+            and not (m.group("changed") and len(words) == 1)
+        )
         or any(w in _POSSESSIVES for w in words)
         or (m.group("past") and not re.search(r"(?:ed|en)$", words[-1]))
     ):

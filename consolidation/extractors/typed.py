@@ -229,6 +229,47 @@ def _state_since(value: str) -> str:
     return state_held(held) if held != value else ""
 
 
+# A perfect said with how long or since when it holds ("has been on the Atlas team for two years", "has
+# lived in Leeds since 2019"): the perfect of English that runs up to the moment it is said.
+_PERFECT_FOR = re.compile(
+    r"^(?P<perfect>(?:has|have)\s+(?!been\s+\w+ing\b)\S.*?)\s+(?:(?P<since>since)|for)\s+(?P<how_long>[^,;]+?)[.!]?$",
+    re.I,
+)
+_HOW_LONG = re.compile(r"^(?:(?:a|one|two|\w+)\s+)?(?:years?|months?|weeks?|decades?|ages|a while|a long time)$", re.I)
+
+
+def _held_for(value: str, *, speaker: str, said_at: datetime | None) -> str:
+    """The value a perfect says holds up to now, said with how long or since when ("has been on the Atlas
+    team for two years": "Atlas team"; "has been a blue belt for a year": "blue belt"), or "": the value of
+    the clause without how long, when it is a typed value or a state, and the clause tells no past."""
+    m = _PERFECT_FOR.match(value.strip())
+    if m is None:
+        return ""
+    how_long = m.group("how_long")
+    if not m.group("since") and not (
+        _HOW_LONG.match(how_long)
+        or any(
+            t.kind == "count" and t.unit in {"year", "month", "week", "day", "decade"}
+            for t in predicates.typed_spans(how_long)
+        )
+    ):
+        return ""
+    perfect = m.group("perfect")
+    if tells_the_past(perfect, said_at) or left_by_any(perfect, speaker):
+        return ""
+    if not predicates.typed_spans(perfect, subject=speaker):
+        return state_held(perfect)
+    held = typed_value(perfect, statement=perfect, subject=speaker)
+    return held if held != perfect and is_typed(held, subject=speaker) else ""
+
+
+def left_by_any(text: str, speaker: str) -> bool:
+    """Whether the clause names a value it leaves (`predicates.left_values`, a verb of leaving)."""
+    return bool(predicates.left_values(text, subject=speaker)) or any(
+        left_by_leaving(text, t) for t in predicates.typed_spans(text, subject=speaker)
+    )
+
+
 def tells_the_past(text: str, said_at: datetime | None) -> bool:
     """A narrative of the past: "back in", "used to", or a year before the one it was said in."""
     if predicates.tells_the_past(text):
@@ -264,6 +305,8 @@ def _changed_to_state(value: str, *, sentence: str, speaker: str, said_at: datet
     (`first_person.state_held`); not the past."""
     if not predicates.says_change(value, subject=speaker) or tells_the_past(sentence, said_at):
         return ""
+    # ... whatever it names as left with "from" before "to" ("switched from tennis to padel": padel)
+    value = re.sub(r"\s+from\s+[^,;]+?\s+(?=(?:to|into)\s)", " ", value, count=1, flags=re.I)
     if held := state_held(_held_before_left(value)):
         return held
     # A thing of the speaker's changed to a state ("changed the default branch to main", "switched their
@@ -318,6 +361,8 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
             or ("" if tells_the_past(sentence, said_at) else habit_held(fact.value))
             # ... and so is a state said with since when ("has been dairy-free since March")
             or ("" if tells_the_past(sentence, said_at) else _state_since(fact.value))
+            # ... and a value a perfect holds up to now ("has been on the Atlas team for two years")
+            or _held_for(fact.value, speaker=speaker, said_at=said_at)
         ):
             out.append(dataclasses.replace(fact, attribute="about", value=state))  # type: ignore[type-var]
             continue

@@ -30,6 +30,10 @@ UPDATES = (
                  "22 degrees"),
     Said.current("a team", "I work on the Atlas team.", "I moved to the Meridian team.", "Atlas team",
                  "Meridian team"),
+    Said.current("a team held for years", "I've been on the Cobalt team for two years.", "I moved to the Meridian team.",
+                 "Cobalt team", "Meridian team"),
+    Said.current("a sport switched", "I play squash on Wednesdays.", "I switched from squash to badminton.", "squash",
+                 "badminton"),
     Said.current("a job left", "I have a job at Tidewell Labs.", "I quit my job at Tidewell Labs and now work at Orbisoft.",
                  "Tidewell Labs", "Orbisoft"),
 )
@@ -54,6 +58,13 @@ VALUES = [
     ("I moved to the Meridian team.", "Meridian team"),
     ("I quit Tidewell Labs last month and joined Orbisoft.", "Orbisoft"),
     ("I left Tidewell Labs for Orbisoft.", "Orbisoft"),
+    # a change from one state to another, an activity named by its gerund
+    ("I switched from squash to badminton.", "badminton"),
+    ("I've switched from the tram to cycling.", "cycling"),
+    # a perfect with how long or since when holds up to now
+    ("I've been on the Cobalt team for two years.", "Cobalt team"),
+    ("I've been a green belt for a year.", "green belt"),
+    ("I've been gluten-free since June.", "gluten-free"),
 ]
 # A statement keeps what its value is of ("in Welsh"); a circumstance of time or place it drops.
 STATEMENTS = [
@@ -71,7 +82,9 @@ NO_VALUES = [
     ("I quit my job at Tidewell Labs.", "Tidewell Labs"),
     ("I left Tidewell Labs last month.", "September 2026"),
     ("I quit Tidewell Labs last month and joined Orbisoft.", "September 2026"),
-    # a task done is no activity, a mood no lasting state
+    ("I switched from squash to badminton.", "squash"),
+    # a task done is no activity, a mood no lasting state, an activity in progress no state
+    ("I switched to working remotely.", "working remotely"),
     ("I do the laundry every Sunday.", "laundry"),
     ("I'm sleepy these days.", "sleepy"),
     # a friend's sport, a sport considered
