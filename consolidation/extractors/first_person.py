@@ -580,7 +580,7 @@ QUESTION_AFTER_COMMA = (
 # that names a thing of the speaker's without saying what it is now: a question ("My favourite band?"),
 # the past or a denial ("My rent used to be $900", "Pizza is no longer my favourite food").
 _IT_STATES = re.compile(
-    r"(?:^|[,;:]\s*|\s[-–—]\s*)(?:(?:and|but|so)\s+)?(?P<now>now,?\s+)?(?P<it>it|that)(?:'s|’s|\s+is|\s+has\s+become|\s+became)"
+    r"(?:^|[,;:]\s*|\s[-–—]\s*|\s+(?=(?:and|but|so)\s))(?:(?:and|but|so)\s+)?(?P<now>now,?\s+)?(?P<it>it|that)(?:'s|’s|\s+is|\s+has\s+become|\s+became)"
     r"\s+(?P<rest>(?!been\b|not\b|gonna\b|going\b)(?:[^,;.!?]|[,.](?=\d))+?)\s*(?P<end>[.!]?)\s*$",
     re.IGNORECASE,
 )

@@ -434,10 +434,15 @@ def _labelled(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
     label, rest = m.group("label"), m.group("rest")
     if any(w.lower() in predicates.function_words() for w in label.split()) or label.lower() in _LEAD_INS:
         return []
-    spans = predicates.typed_spans(rest, subject=speaker)
-    if not spans or spans[0].start != 0 or not _LABEL_TAIL.match(rest[spans[0].end :].strip()):
-        return []
     thing = label[0].lower() + label[1:]
+    spans = predicates.typed_spans(rest, subject=speaker)
+    # ... or the state of a process ("Ticket status: closed")
+    if not spans and (state := state_held(f"{thing} is {rest.strip(' ,')}")) and _process_state(state):
+        return [(state, f"{speaker}'s {thing} is {rest.strip(' ,')}.")]
+    article = re.match(r"(?:a|an|the)\s+", rest, re.I)
+    start = article.end() if article else 0
+    if not spans or spans[0].start != start or not _LABEL_TAIL.match(rest[spans[0].end :].strip()):
+        return []
     return [(spans[0].text, f"{speaker}'s {thing} is {rest.strip(' ,')}.")]
 
 

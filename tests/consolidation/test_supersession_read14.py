@@ -34,6 +34,8 @@ UPDATES = (
                  "Cobalt team", "Meridian team"),
     Said.current("a sport switched", "I play squash on Wednesdays.", "I switched from squash to badminton.", "squash",
                  "badminton"),
+    Said.current("a duration said with 'but it's'", "My walk to school is 15 minutes.",
+                 "My walk to school used to be 15 minutes but it's 25 minutes now.", "15 minutes", "25 minutes"),
     Said.current("a job left", "I have a job at Tidewell Labs.", "I quit my job at Tidewell Labs and now work at Orbisoft.",
                  "Tidewell Labs", "Orbisoft"),
 )
@@ -61,6 +63,12 @@ VALUES = [
     # a change from one state to another, an activity named by its gerund
     ("I switched from squash to badminton.", "badminton"),
     ("I've switched from the tram to cycling.", "cycling"),
+    # a clause after "but these days", "it" after "but" without a comma
+    ("I used to row, but these days I play water polo.", "water polo"),
+    ("My walk to school used to be 15 minutes but it's 25 minutes now.", "25 minutes"),
+    # a label and its state, or its value after an article
+    ("Claim status: approved.", "approved"),
+    ("New bike: a Brompton.", "Brompton"),
     # a perfect with how long or since when holds up to now
     ("I've been on the Cobalt team for two years.", "Cobalt team"),
     ("I've been a green belt for a year.", "green belt"),
