@@ -40,7 +40,16 @@ from semantic.predicates import (
 )
 
 from . import lexicon
-from .first_person import Disclosure, goal_aimed, habit_held, manner_held, resolve_dates, third_person, without_now
+from .first_person import (
+    Disclosure,
+    goal_aimed,
+    habit_held,
+    manner_held,
+    resolve_dates,
+    state_held,
+    third_person,
+    without_now,
+)
 
 _BECOME = re.compile(
     rf"^(?:has |have |had )?(?:{core_lexicon.alternation(section('change.txt', 'becoming'))})\s+(?:[a-z]+ly\s+)?[a-z]",
@@ -92,6 +101,9 @@ _MOOD = re.compile(
     r"\b(?!\s+(?:at|as|in|with|for|about|of)\s+\w)",
     re.IGNORECASE,
 )
+# States that hold only while they are said ("asleep", "in a meeting"): "these days" makes none of them lasting.
+_NO_STATE = frozenset({"", *lexicon.sections("moment.txt").get("of the moment", ())})
+_SPEAKERS_STATE = re.compile(r"(?:is|are|am|was|were|has|have)\b", re.IGNORECASE)
 _TRANSIENT = re.compile(r"\b(?:at the moment|right now|for now|these days|thanks|thank you)\b", re.IGNORECASE)
 # An indefinite pronoun names nothing ("accomplished something"), a generic "we" speaks for everyone.
 _VAGUE = re.compile(
@@ -199,10 +211,14 @@ def statement_is_durable(*, attribute: str, value: str, statement: str, sentence
         # a Cannondale these days"), as "now" does; without one, a passing state ("is busy these days").
         held = value
         now_said = " ".join(without_now(value).split())
-        # ... and so does a way of getting somewhere ("gets to the office by bus these days")
+        # ... and so does a way of getting somewhere ("gets to the office by bus these days"), and a state a thing
+        # of the speaker's is in ("sport is polo these days"; a mood is none: `state_held`), not the speaker's
+        # own ("is sleepy these days" may pass with the day)
         if (
-            _STATE_NOW.match(now_said) and (current_value(now_said, subject=speaker) is not None or habit_held(value))
-        ) or manner_held(value):
+            (_STATE_NOW.match(now_said) and (current_value(now_said, subject=speaker) is not None or habit_held(value)))
+            or manner_held(value)
+            or (now_said != value and not _SPEAKERS_STATE.match(value) and state_held(now_said) not in _NO_STATE)
+        ):
             held = now_said
         if _DEICTIC.search(held) or _DELIBERATION.search(value) or immediate:
             return False

@@ -365,7 +365,7 @@ def without_now(clause: str, *, phrases_only: bool = False) -> str:
 _HELD = (
     r"^(?:(?P<thing>(?:[\w'’-]+\s+){{0,3}}[\w'’-]+)\s+)?"
     r"(?:(?:is|are|has been|have been|became|has become|have become)|(?P<past>was|were|got|gets)"
-    r"|(?:has |have )?(?:{verbs})\s+(?:to|into))\s+"
+    r"|(?P<changed>(?:has |have )?(?:{verbs})\s+(?:to|into)))\s+"
     r"(?:(?:{before}|(?P<adverb>[a-z]+ly))\s+)*(?:(?:a|an|the)\s+)?(?:(?P<modifier>[a-z]+ly)\s+)?"
     r"(?P<state>[a-z][\w'’ -]*?)(?:,?\s+(?:{now}|again))?$"
 )
@@ -377,7 +377,10 @@ _POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "its", "their"})
 @functools.cache
 def _held() -> re.Pattern[str]:
     verbs = lexicon.alternation(section("change.txt", "verbs"))
-    now = lexicon.alternation((*(w for w in section("change.txt", "adverbs") if " " in w), "now"))
+    # ... and the words that said when, moved after the clause (`after_the_clause`: "Nowadays my drink is
+    # kombucha"), but "this week" and its kind, which say for how long (change.txt [one occasion])
+    when = (w for w in section("change.txt", "time of the statement") if not w.startswith("this "))
+    now = lexicon.alternation((*(w for w in section("change.txt", "adverbs") if " " in w), "now", *when))
     before = lexicon.alternation(data_lexicon.sections("moment.txt")["before a state"])
     return re.compile(_HELD.format(verbs=verbs, now=now, before=before), re.I)
 
@@ -408,8 +411,13 @@ def state_held(value: str) -> str:
         # is a vegan diet, "a really nice flat" an evaluation)
         or (m.group("adverb") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
         or (m.group("modifier") or "").lower() in {*moment.get("graded", ()), *moment.get("degree", ())}
-        # an activity in progress ("is working", "livin' the dream"), whose object is someone's
-        or (re.search(r"(?:ing|in')$", words[0]) and words[0] not in moment.get("states in -ing", ()))
+        # an activity in progress ("is working", "livin' the dream"), whose object is someone's; after a verb
+        # of change with "to" an activity is named ("switched to cycling")
+        or (
+            re.search(r"(?:ing|in')$", words[0])
+            and words[0] not in moment.get("states in -ing", ())
+            and not (m.group("changed") and len(words) == 1)
+        )
         or any(w in _POSSESSIVES for w in words)
         or (m.group("past") and not re.search(r"(?:ed|en)$", words[-1]))
     ):
@@ -426,7 +434,7 @@ _HABIT = (
     r"^(?:(?P<adverb>[a-z]+ly|{adverbs})\s+)?(?:(?:is|are|has been|have been)\s+(?P<progressive>[a-z]+ing)"
     r"|(?:has |have )(?:started|begun)\s+(?P<begun>[a-z]+ing)|(?P<verb>[a-z]+s))\s+"
     r"(?:(?:a|an|the|some)\s+)?(?P<object>[a-zA-Z][\w'’-]*(?:\s+[a-z][\w'’-]*){{0,2}}?)"
-    r"(?:\s+(?:to|for|at|in|on|with|before|after|every|most|each)(?:\s+[^,\s]+){{1,4}}?)?(?:,?\s+(?:{now}))?"
+    r"(?:\s+(?:to|into|for|at|in|on|with|before|after|every|most|each)(?:\s+[^,\s]+){{1,4}}?)?(?:,?\s+(?:{now}))?"
     r"(?P<left>,?\s+(?:{left})\s+.+)?$"
 )
 
@@ -459,6 +467,10 @@ def habit_held(value: str) -> str:
     grammar = function_words()
     if (
         verb in moment.get("no habit", ())
+        # "does" names an activity only bare ("does yoga", "does pilates"), not a task ("does the dishes")
+        or (
+            verb in moment.get("activity named bare", ()) and re.search(rf"\b{verb}\s+(?:a|an|the|some)\s", value, re.I)
+        )
         or verb.endswith("ss")
         or (term_kind(thing) is None and headed_kind(thing) is None)
         or any(w in grammar or w in _POSSESSIVES for w in words)
@@ -568,7 +580,7 @@ QUESTION_AFTER_COMMA = (
 # that names a thing of the speaker's without saying what it is now: a question ("My favourite band?"),
 # the past or a denial ("My rent used to be $900", "Pizza is no longer my favourite food").
 _IT_STATES = re.compile(
-    r"(?:^|[,;:]\s*|\s[-–—]\s*)(?:(?:and|but|so)\s+)?(?P<now>now,?\s+)?(?P<it>it|that)(?:'s|’s|\s+is|\s+has\s+become|\s+became)"
+    r"(?:^|[,;:]\s*|\s[-–—]\s*|\s+(?=(?:and|but|so)\s))(?:(?:and|but|so)\s+)?(?P<now>now,?\s+)?(?P<it>it|that)(?:'s|’s|\s+is|\s+has\s+become|\s+became)"
     r"\s+(?P<rest>(?!been\b|not\b|gonna\b|going\b)(?:[^,;.!?]|[,.](?=\d))+?)\s*(?P<end>[.!]?)\s*$",
     re.IGNORECASE,
 )

@@ -34,7 +34,7 @@ from . import lexicon
 from .fact_filters import lasting_activity
 from .first_person import third_person
 from .parsing import parse, with_head_noun
-from .typed import HEAD_WORDS, NAMED_KINDS, recurring, tells_the_past
+from .typed import HEAD_WORDS, NAMED_KINDS, left_by_leaving, recurring, tells_the_past
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
@@ -87,10 +87,28 @@ def _said_of(head: Token, tokens: list[Token], value: str) -> str:
         and not (in_value and c.i > head.i and max(x.i for x in c.subtree) < min(in_value))
         # "these days", "at the moment": it holds now, which is the grammar of change, not a circumstance
         and not predicates.says_now("".join(x.text_with_ws for x in c.subtree))
+        and not _value_of(c, in_value)
         for t in c.subtree
     }
     kept = [t for t in tokens if t.i not in dropped]
     return "".join(t.text_with_ws for t in kept).strip(" ,") if kept else ""
+
+
+def _value_of(prep: Token, in_value: set[int]) -> bool:
+    """Whether a preposition's phrase right after the value says what the value is of ("is at A2 in French",
+    "is a 1600 in chess"): its noun named bare, no article or possessive, and no time ("in March", "on
+    Fridays": circumstances)."""
+    if prep.dep_ != "prep" or not in_value or prep.i != max(in_value) + 1:
+        return False
+    said = list(prep.subtree)
+    nouns = [t for t in said if t.dep_ == "pobj"]
+    text = "".join(t.text_with_ws for t in said)
+    return (
+        len(said) == 2
+        and bool(nouns)
+        and nouns[0].pos_ in {"NOUN", "PROPN"}
+        and not any(t.kind in {"date", "time", "frequency"} for t in predicates.typed_spans(text))
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -531,7 +549,8 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
         if held is None:
             left = {(t.start, t.end) for t in predicates.left_values(clause, subject=speaker)}
             held = next((t for t in typed if (t.start, t.end) not in left), None)
-        if held is None:
+        # what a verb of leaving leaves is no value held ("quit my job at Fernwood Analytics")
+        if held is None or left_by_leaving(clause, held):
             return None
         named = _tokens_of(tokens, held.start + doc[start].idx, held.end + doc[start].idx)
         value = (

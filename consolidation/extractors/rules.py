@@ -273,7 +273,11 @@ def _uses(confidence: float, template: str) -> Callable[[re.Match[str], str], li
 
 def _migrated(m: re.Match[str], subject: str) -> list[Found]:
     """The statement keeps what was moved ("moved their servers to ...": it is the predicate) and what
-    it left ("switched from Evernote to ...": the old value it names)."""
+    it left ("switched from Evernote to ...": the old value it names). A move to a group of people ("moved
+    to the Payments team") is no migration: the other readers read it as the speaker's team."""
+    moved_to = (_clean_value(m.group("v"), max_words=4) or "").lower().split()
+    if moved_to and moved_to[-1] in _GROUP_HEADS:
+        return []
     what = re.sub(r"^(?:our|my)\b", "their", m.group("what") or "", flags=re.IGNORECASE)
     old = re.sub(r"^(?:our|my)\b", "their", m.group("old") or "", flags=re.IGNORECASE).replace("{", "").replace("}", "")
     said = " ".join(w for w in (m.group("verb").lower(), what, f"from {old}" if old else "") if w)
@@ -281,9 +285,11 @@ def _migrated(m: re.Match[str], subject: str) -> list[Found]:
 
 
 # What a place is not: a name with a version ("PostgreSQL 16", "Python 3.12", "v2"), or a phrase whose
-# head noun is a product's or a technology's ("the Enterprise plan", "a new framework").
+# head noun is a product's or a technology's ("the Enterprise plan", "a new framework") or a group's of
+# people ("the Payments team").
 _VERSIONED = re.compile(r"(?:^|\s)v?\d+(?:\.\d+)*(?:\s+lts)?$|\bv?\d+\.\d+", re.IGNORECASE)
 _TECHNOLOGY_HEADS = lexicon.words("technology_heads.txt")
+_GROUP_HEADS = lexicon.words("group_heads.txt")
 
 
 def _not_a_place(value: str) -> bool:
@@ -291,7 +297,7 @@ def _not_a_place(value: str) -> bool:
     return (
         _tool(value)[0] != "uses"
         or bool(_VERSIONED.search(value) and not value[:1].isdigit())
-        or (bool(words) and words[-1] in _TECHNOLOGY_HEADS)
+        or (bool(words) and (words[-1] in _TECHNOLOGY_HEADS or words[-1] in _GROUP_HEADS))
     )
 
 

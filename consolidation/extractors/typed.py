@@ -25,7 +25,7 @@ from semantic import predicates
 from . import lexicon
 from .fact_filters import LITERAL_ATTRIBUTES
 from .first_person import goal_aimed, habit_held, manner_held, milestone_reached, state_held
-from .parsing import with_head_noun
+from .parsing import left_by_verb, object_beside_when, perfect_state, with_head_noun
 
 CLAUSE_VALUED = predicates.EVENT_ATTRIBUTES | {"answer_style"}
 # A typed value may keep this many words beside it that say what it is ("Coldplay concerts").
@@ -73,6 +73,37 @@ def _held_before_left(value: str) -> str:
     return held if predicates.term_kind(held) is not None else value
 
 
+@functools.cache
+def _leaving() -> tuple[frozenset[str], re.Pattern[str]]:
+    verbs = frozenset(w for w in predicates.section("change.txt", "before the old value") if " " not in w)
+    return verbs, re.compile(rf"\b(?:{core_lexicon.alternation(verbs)})\b", re.I)
+
+
+def left_by_leaving(text: str, typed: predicates.Typed) -> bool:
+    """Whether a verb of leaving (change.txt [before the old value]: quit, left, sold, ...) leaves `typed`:
+    "quit their job at Fernwood Analytics" leaves Fernwood Analytics, and says when it did ("in August")."""
+    verbs, said = _leaving()
+    return bool(said.search(text)) and left_by_verb(text, typed.start, verbs)
+
+
+def current_value(text: str, *, subject: str = "") -> predicates.Typed | None:
+    """`predicates.current_value`, read past what a verb of leaving leaves however far it stands from the verb
+    ("quit their job at Fernwood Analytics and joined Brightmoor": Brightmoor; "quit their job at Fernwood
+    Analytics": None)."""
+    current = predicates.current_value(text, subject=subject)
+    if current is None or not left_by_leaving(text, current):
+        return current
+    left = {(t.start, t.end) for t in predicates.left_values(text, subject=subject)}
+    return next(
+        (
+            t
+            for t in predicates.typed_spans(text, subject=subject)
+            if t.start > current.start and (t.start, t.end) not in left and not left_by_leaving(text, t)
+        ),
+        None,
+    )
+
+
 def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
     """The typed value `value` names, or `value` itself when it names none or already is one. The
     statement, when it holds the value, is read instead: it keeps whose things are named ("Ana's sister
@@ -85,6 +116,7 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
             or state_held(_held_before_left(predicates.without_when(value)))
             or habit_held(value)
             or manner_held(value)
+            or _state_reached(value)
             or _held_before_left(value)
         )
     # A state said with when it started ("is divorced as of March", "is separated since the spring").
@@ -93,24 +125,91 @@ def typed_value(value: str, *, statement: str = "", subject: str = "") -> str:
         return state
     if is_typed(value, subject=subject):
         return value
+    if state := _state_of_the_thing(value, subject=subject):
+        return state
+    # A thing of the speaker's named, then set to a value ("sets the AC to 24 degrees"): the value after
+    # "to" or "at", not the name that says which thing.
+    if (named := current_value(value, subject=subject)) and (value_set := _set_to(value, named, subject)):
+        return value_set
     # A habit's object that names a typed value with its head noun ("follows a Mediterranean diet").
-    habit, current = habit_held(value), predicates.current_value(value, subject=subject)
+    habit, current = habit_held(value), current_value(value, subject=subject)
     if habit and current is not None and current.text in habit and is_typed(habit, subject=subject):
         return habit
     # How often a habit is done is no value of it: "drinks coffee every morning" holds coffee, "drives to
     # work every day" driving, "plays squash every Thursday" (a day said as recurring) squash.
     held = habit or manner_held(value)
-    if held and current is not None and recurring(value, current) and held not in current.text:
-        if current.text not in held:
+    if current is not None and recurring(value, current):
+        # ... however it is said ("plays hockey three times a week": the habit without how often)
+        apart = _without_how_often(value, current)
+        held = held or habit_held(apart) or manner_held(apart)
+        if held and held not in current.text and current.text not in held:
             return held
-    typed = predicates.current_value(statement, subject=subject) if value in statement else None
+    # A date that only says when is no value beside the thing the verb names ("got their orange belt the week
+    # before 5 October 2026": "orange belt"): the thing is.
+    if current is not None and current.kind == "date" and (thing := _thing_beside_when(value, current, subject)):
+        return thing
+    typed = current_value(statement, subject=subject) if value in statement else None
     if typed is None or typed.text not in value:
-        typed = predicates.current_value(value, subject=subject)
+        typed = current_value(value, subject=subject)
     if typed is None or typed.kind not in NAMED_KINDS:
         return typed.text if typed is not None else value
     # ... a name with the noun it names ("is on the Payments team": "Payments team"), read from the parse
     said = statement if value in statement and statement[typed.start : typed.end] == typed.text else value
     return said[typed.start : with_head_noun(said, typed.start, typed.end, most=HEAD_WORDS)]
+
+
+_MASK = "item"
+
+
+def _state_reached(value: str) -> str:
+    """The state a thing of the speaker's reached, said with a perfect and nothing after it ("parcel has
+    arrived": "arrived"), when it is the state of a process (`_process_state`)."""
+    state = perfect_state(value)
+    return state if state and _process_state(state) else ""
+
+
+def _state_of_the_thing(value: str, *, subject: str) -> str:
+    """The state a thing named with a name or a number is in ("claim #7713 is now approved": "approved";
+    "Etsy parcel has arrived": "arrived"): the typed values say which thing it is, in the thing's own words,
+    and are no value of the state (as "my Trek bike" names no value, `predicates.typed_spans`). A state of
+    a process only (a participle, a state in -ing, a preposition's phrase): "My Pixel 8 is great" says
+    nothing of the kind. "" for anything else."""
+    spans = predicates.typed_spans(value, subject=subject)
+    if not spans:
+        return ""
+    masked = value
+    for typed in reversed(spans):
+        masked = masked[: typed.start] + _MASK + masked[typed.end :]
+    state = state_held(masked) or perfect_state(value)
+    if not state or _MASK in state.split() or predicates.typed_spans(state) or not _process_state(state):
+        return ""
+    return state
+
+
+def _set_to(value: str, named: predicates.Typed, subject: str) -> str:
+    """The typed value after "to" or "at" that a name said as a thing with its article or possessive is
+    set to ("sets the AC to 24 degrees": "24 degrees"), or ""."""
+    if named.kind not in NAMED_KINDS or not re.search(r"\b(?:the|my|their|our)\s+$", value[: named.start], re.I):
+        return ""
+    later = [t for t in predicates.typed_spans(value, subject=subject) if t.start >= named.end]
+    if not later or not re.fullmatch(r"\s+(?:to|at)\s+", value[named.end : later[0].start]):
+        return ""
+    return later[0].text
+
+
+def _without_how_often(value: str, typed: predicates.Typed) -> str:
+    """`value` without how often it says it is done ("plays hockey three times a week": "plays hockey")."""
+    before = re.sub(r"\s+(?:every|each|on)\s*$", "", value[: typed.start], flags=re.I)
+    return " ".join(f"{before} {value[typed.end :]}".split())
+
+
+def _thing_beside_when(value: str, when: predicates.Typed, subject: str) -> str:
+    """The thing a clause's verb names beside a date that only says when it happened (`object_beside_when`),
+    when the date is the clause's only typed value and the thing a state of a word or a few."""
+    if len(predicates.typed_spans(value, subject=subject)) != 1:
+        return ""
+    thing = object_beside_when(value, when.start)
+    return thing if thing and predicates.term_kind(thing) is not None else ""
 
 
 def recurring(value: str, typed: predicates.Typed) -> bool:
@@ -128,6 +227,47 @@ def _state_since(value: str) -> str:
     or ""."""
     held = predicates.without_when(value)
     return state_held(held) if held != value else ""
+
+
+# A perfect said with how long or since when it holds ("has been on the Atlas team for two years", "has
+# lived in Leeds since 2019"): the perfect of English that runs up to the moment it is said.
+_PERFECT_FOR = re.compile(
+    r"^(?P<perfect>(?:has|have)\s+(?!been\s+\w+ing\b)\S.*?)\s+(?:(?P<since>since)|for)\s+(?P<how_long>[^,;]+?)[.!]?$",
+    re.I,
+)
+_HOW_LONG = re.compile(r"^(?:(?:a|one|two|\w+)\s+)?(?:years?|months?|weeks?|decades?|ages|a while|a long time)$", re.I)
+
+
+def _held_for(value: str, *, speaker: str, said_at: datetime | None) -> str:
+    """The value a perfect says holds up to now, said with how long or since when ("has been on the Atlas
+    team for two years": "Atlas team"; "has been a blue belt for a year": "blue belt"), or "": the value of
+    the clause without how long, when it is a typed value or a state, and the clause tells no past."""
+    m = _PERFECT_FOR.match(value.strip())
+    if m is None:
+        return ""
+    how_long = m.group("how_long")
+    if not m.group("since") and not (
+        _HOW_LONG.match(how_long)
+        or any(
+            t.kind == "count" and t.unit in {"year", "month", "week", "day", "decade"}
+            for t in predicates.typed_spans(how_long)
+        )
+    ):
+        return ""
+    perfect = m.group("perfect")
+    if tells_the_past(perfect, said_at) or left_by_any(perfect, speaker):
+        return ""
+    if not predicates.typed_spans(perfect, subject=speaker):
+        return state_held(perfect)
+    held = typed_value(perfect, statement=perfect, subject=speaker)
+    return held if held != perfect and is_typed(held, subject=speaker) else ""
+
+
+def left_by_any(text: str, speaker: str) -> bool:
+    """Whether the clause names a value it leaves (`predicates.left_values`, a verb of leaving)."""
+    return bool(predicates.left_values(text, subject=speaker)) or any(
+        left_by_leaving(text, t) for t in predicates.typed_spans(text, subject=speaker)
+    )
 
 
 def tells_the_past(text: str, said_at: datetime | None) -> bool:
@@ -165,6 +305,8 @@ def _changed_to_state(value: str, *, sentence: str, speaker: str, said_at: datet
     (`first_person.state_held`); not the past."""
     if not predicates.says_change(value, subject=speaker) or tells_the_past(sentence, said_at):
         return ""
+    # ... whatever it names as left with "from" before "to" ("switched from tennis to padel": padel)
+    value = re.sub(r"\s+from\s+[^,;]+?\s+(?=(?:to|into)\s)", " ", value, count=1, flags=re.I)
     if held := state_held(_held_before_left(value)):
         return held
     # A thing of the speaker's changed to a state ("changed the default branch to main", "switched their
@@ -219,6 +361,8 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
             or ("" if tells_the_past(sentence, said_at) else habit_held(fact.value))
             # ... and so is a state said with since when ("has been dairy-free since March")
             or ("" if tells_the_past(sentence, said_at) else _state_since(fact.value))
+            # ... and a value a perfect holds up to now ("has been on the Atlas team for two years")
+            or _held_for(fact.value, speaker=speaker, said_at=said_at)
         ):
             out.append(dataclasses.replace(fact, attribute="about", value=state))  # type: ignore[type-var]
             continue
@@ -231,6 +375,12 @@ def typed_facts(facts: Sequence[F], *, sentence: str, speaker: str, said_at: dat
             attribute = "about"
         if attribute in CLAUSE_VALUED:
             out.append(fact)
+            continue
+        # A statement that names only what the speaker left ("quit their job at Fernwood Analytics") tells
+        # what happened: an event, whose clause is its value, and no value held now.
+        spans = predicates.typed_spans(fact.value, subject=speaker)
+        if attribute == "about" and spans and all(left_by_leaving(fact.value, t) for t in spans):
+            out.append(dataclasses.replace(fact, attribute="experiences"))  # type: ignore[type-var]
             continue
         value = typed_value(fact.value, statement=getattr(fact, "statement", ""), subject=speaker)
         if value != fact.value or attribute != fact.attribute:
@@ -284,10 +434,15 @@ def _labelled(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
     label, rest = m.group("label"), m.group("rest")
     if any(w.lower() in predicates.function_words() for w in label.split()) or label.lower() in _LEAD_INS:
         return []
-    spans = predicates.typed_spans(rest, subject=speaker)
-    if not spans or spans[0].start != 0 or not _LABEL_TAIL.match(rest[spans[0].end :].strip()):
-        return []
     thing = label[0].lower() + label[1:]
+    spans = predicates.typed_spans(rest, subject=speaker)
+    # ... or the state of a process ("Ticket status: closed")
+    if not spans and (state := state_held(f"{thing} is {rest.strip(' ,')}")) and _process_state(state):
+        return [(state, f"{speaker}'s {thing} is {rest.strip(' ,')}.")]
+    article = re.match(r"(?:a|an|the)\s+", rest, re.I)
+    start = article.end() if article else 0
+    if not spans or spans[0].start != start or not _LABEL_TAIL.match(rest[spans[0].end :].strip()):
+        return []
     return [(spans[0].text, f"{speaker}'s {thing} is {rest.strip(' ,')}.")]
 
 
