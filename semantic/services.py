@@ -423,7 +423,6 @@ def supersede_by_event(*, tenant: Tenant, fact: Fact, now: datetime) -> list[Cha
         or predicates.for_one_occasion(statement)
         or predicates.tells_the_past(statement)
         or predicates.denies(statement)
-        or predicates.someone_elses(statement, subject=subject, value=typed.text)
     ):
         return []
     slots = list(
@@ -446,6 +445,11 @@ def supersede_by_event(*, tenant: Tenant, fact: Fact, now: datetime) -> list[Cha
     vectors = np.asarray(embed_statements([framed] + [n.replace("_", " ") for n in names]), dtype=np.float32)
     near = vectors[1:] @ vectors[0]
     best = int(np.argmax(near))
+    # Someone else's event ("my brother took a job at ..."), but not the person the slot names ("got a new
+    # manager, Jordan Lee": the manager is whom the slot holds).
+    named = re.sub(rf"\b{re.escape(names[best].replace('_', ' '))}\b", " ", statement, flags=re.I)
+    if predicates.someone_elses(named, subject=subject, value=typed.text):
+        return []
     changes: list[ChangeDraft] = []
     for old in slots:
         old_kind = predicates.deciding_kind(old.value)
