@@ -418,14 +418,15 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
     if any(t.kind != "date" for t in held):
         held = [t for t in held if not (_YEAR.fullmatch(t.text) and _CIRCUMSTANCE.search(text[: t.start]))]
     # A name that says which thing of the subject's the statement is about ("the flight to Lisbon takes 2
-    # hours now", "the meeting with Dana is at 3pm") is no value when a value of another kind follows.
+    # hours now", "the meeting with Dana is at 3pm") is no value when a count, a time or an amount follows
+    # (not a date, which may say when: "moved my things to Lisbon in March").
     if len(held) > 1:
         which = [
             t
             for t in held
             if t.kind == "name"
             and _WHICH_OF_THING.search(text[: t.start])
-            and any(u.start > t.end and u.kind != "name" for u in held)
+            and any(u.start > t.end and u.kind not in ("name", "date") for u in held)
         ]
         held = [t for t in held if t not in which]
     if len(held) > 1 and _change_words().search(text):
@@ -867,6 +868,16 @@ def someone_elses(text: str, *, subject: str = "", value: str = "") -> bool:
         # "the release manager now", a title with capitals: "Marketing Manager", "Partner"), not someone
         # else.
         text = re.sub(rf"(?<![\w-]){re.escape(value.strip(' .'))}(?![\w-])", " ", text, flags=re.I)
+    # A noun for a person that the subject is ("I'm a product manager at Initech", "is the team lead
+    # of ...") names what the subject is, not someone else.
+    people = lexicon.alternation(PEOPLE)
+    text = re.sub(
+        rf"^(\s*I\s+(?:is|am|'m|was|became|becomes|has become)\s+(?:now\s+)?(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}?)"
+        rf"(?:{people})\b",
+        r"\1",
+        text,
+        flags=re.I,
+    )
     for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
         if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
             return True

@@ -36,6 +36,10 @@ UPDATES = (
     # another kind follows (semantic.predicates.current_value).
     Said.current("a flight's duration", "My flight to Lisbon takes 3 hours.",
                  "The flight to Lisbon takes 2 hours now with the direct route.", "3 hours", "2 hours"),
+    # Failed on main: a noun for a person that the speaker is ("a product manager") is no one else.
+    Said.current("a title at a new employer", "I work at Globex.", "I'm a product manager at Initech now.", "Globex", "Initech"),
+    # A guard (held on main): a date after a name says when, and the name stays the value.
+    Said.current("a move with a date", "My home is in Austin.", "We moved our family to Porto in May.", "Austin", "Porto"),
     Said.current("a meeting's time", "My meeting with Dana is at 2pm.", "The meeting with Dana is at 4pm now.", "2pm", "4pm"),
     # Held on main: a device, a setting with a unit, a price or a budget, a favourite, said as on our pairs.
     Said.current("a car traded", "I drive a Corolla.", "I traded my Corolla for a Civic.", "Corolla", "Civic"),
@@ -70,6 +74,7 @@ NOT_UPDATES = (
                  "Brightline Logistics", "Brightline"),
     Said.current("a brother's job", "I work at Brightline Logistics.", "My brother took a job at Harbor Analytics.",
                  "Brightline Logistics", "Harbor Analytics"),
+    Said.current("a sister's title", "I work at Globex.", "My sister is a product manager at Initech now.", "Globex", "Initech"),
     Said.current("a club joined", "I work at Brightline Logistics.", "I joined the Riverside Climbing Club last month.",
                  "Brightline Logistics", "Riverside Climbing Club"),
     Said.current("another laptop", "My work laptop is a ThinkPad.", "My gaming laptop is an Alienware.", "ThinkPad", "Alienware"),
