@@ -396,15 +396,6 @@ def without_left(text: str, *, subject: str = "") -> str:
 _CIRCUMSTANCE = re.compile(r"\b(?:on|in|since|during|last|this|until|over|after|before)\s+(?:the\s+)?$", re.I)
 
 
-# A thing of someone's named with a preposition before a name: "the flight to", "my meeting with",
-# "Ana's rent for the".
-_WHICH_OF_THING = re.compile(
-    r"\b(?:my|our|their|his|her|the|[\w-]+['’]s)\s+(?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*\s+"
-    r"(?:to|for|with|at|of|in|on|from)\s+(?:the\s+)?$",
-    re.I,
-)
-
-
 def current_value(text: str, *, subject: str = "") -> Typed | None:
     """The value `text` says holds now: the first typed value it does not mark as left (the object of
     its verb; "with 16 GB of RAM" after it only describes it), a date said as the time of the statement
@@ -417,18 +408,6 @@ def current_value(text: str, *, subject: str = "") -> Typed | None:
     # another value: the other is what the statement holds.
     if any(t.kind != "date" for t in held):
         held = [t for t in held if not (_YEAR.fullmatch(t.text) and _CIRCUMSTANCE.search(text[: t.start]))]
-    # A name that says which thing of the subject's the statement is about ("the flight to Lisbon takes 2
-    # hours now", "the meeting with Dana is at 3pm") is no value when a count, a time or an amount follows
-    # (not a date, which may say when: "moved my things to Lisbon in March").
-    if len(held) > 1:
-        which = [
-            t
-            for t in held
-            if t.kind == "name"
-            and _WHICH_OF_THING.search(text[: t.start])
-            and any(u.start > t.end and u.kind not in ("name", "date") for u in held)
-        ]
-        held = [t for t in held if t not in which]
     if len(held) > 1 and _change_words().search(text):
         # A change says its new value after "to" ("pushed back a week, to April 9"; "cut by 15 minutes to
         # 45 minutes"): the other values measure the change.
