@@ -732,6 +732,48 @@ def becomes(text: str, value: str) -> bool:
     return bool(re.search(rf"\b(?:{verbs})\s+(?:(?:a|an)\s+)?{re.escape(said)}(?![\w-])", text, re.I))
 
 
+# A participle of a state reached ("resolved", "approved", "granted", "taken"): an ending of English verbs,
+# not a list of them.
+_PARTICIPLE = re.compile(r"[a-z]{3,}(?:ed|en)")
+
+
+def reached(text: str, value: str) -> bool:
+    """The statement says the state was reached, a change told by the perfect of "be" before a
+    participle ("my ticket has been resolved", "my permit has now been granted"). A state said with the
+    perfect and "since" ("has been noisy since the spring") tells no change of its own: it may be one
+    more state of the same thing, and MiniLM reads "vegan" no nearer "pescatarian" (0.30) than "tired"
+    (0.29)."""
+    said = value.strip(" .")
+    if not _PARTICIPLE.fullmatch(said.lower()):
+        return False
+    return bool(
+        re.search(
+            rf"\b(?:has|have|had)\s+(?:(?:now|just|finally|officially|already)\s+)?been\s+{re.escape(said)}(?![\w-])",
+            text,
+            re.I,
+        )
+    )
+
+
+def continues(text: str) -> bool:
+    """The statement says its state continues and is to end (change.txt [continuing]: "is still open")."""
+    return bool(re.search(rf"\b(?:{lexicon.alternation(_section('change.txt', 'continuing'))})\b", text, re.I))
+
+
+def takes_up(statement: str, *, subject: str) -> bool:
+    """The statement tells the subject took up a new thing (change.txt [taking up]: "took a job at ...",
+    "has started a new job at ...", "got a new car"): the verb right after the subject, an auxiliary or
+    an adverb between."""
+    verbs = lexicon.alternation(_section("change.txt", "taking up"))
+    return bool(
+        re.match(
+            rf"\s*{re.escape(subject)}\s+(?:(?:has|have|had|just|finally|recently|[a-z]+ly)\s+)*(?:{verbs})\b",
+            statement,
+            re.I,
+        )
+    )
+
+
 def function_words() -> frozenset[str]:
     """Words of grammar (semantic/data/function_words.txt)."""
     return _words("function_words.txt")
@@ -805,6 +847,16 @@ def someone_elses(text: str, *, subject: str = "", value: str = "") -> bool:
         # "the release manager now", a title with capitals: "Marketing Manager", "Partner"), not someone
         # else.
         text = re.sub(rf"(?<![\w-]){re.escape(value.strip(' .'))}(?![\w-])", " ", text, flags=re.I)
+    # A noun for a person that the subject is ("I'm a product manager at Initech", "is the team lead
+    # of ...") names what the subject is, not someone else.
+    people = lexicon.alternation(PEOPLE)
+    text = re.sub(
+        rf"^(\s*I\s+(?:is|am|'m|was|became|becomes|has become)\s+(?:now\s+)?(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}?)"
+        rf"(?:{people})\b",
+        r"\1",
+        text,
+        flags=re.I,
+    )
     for m in re.finditer(r"\b([A-Z][\w-]*)['’]s\b", text):
         if m.group(1).lower() != subject.lower() and m.group(1).lower() not in _words("function_words.txt"):
             return True
@@ -900,6 +952,8 @@ def judge(
         if (
             (told and says_change(new_statement, subject=subject))
             or becomes(new_statement, new_value)
+            # "My ticket is still open", then "... has been resolved": a state said to continue, then one reached.
+            or (reached(new_statement, new_value) and continues(old_statement))
             or names_left(new_statement, old_value, subject=subject)
         ):
             pass
@@ -925,7 +979,11 @@ def judge(
         ok = not new_words or similarity >= SIMILAR_NAMING_OLD
         return Verdict(ok, f"names the old value as left, frames at {similarity:.2f}")
     open_verbs = _words("open_verbs.txt")
-    changed = says_change(new_statement, subject=subject) or becomes(new_statement, new_value)
+    changed = (
+        says_change(new_statement, subject=subject)
+        or becomes(new_statement, new_value)
+        or reached(new_statement, new_value)
+    )
     # "uses X", "has X": a relation of many values names no one thing; a new value adds to it unless
     # the later statement tells a change ("now uses Y", "switched to Y").
     # Counts of one unit are the exception: "has 4 guitars" and "has 3 guitars" cannot both hold.

@@ -303,7 +303,9 @@ def fact_upsert(
     result, changes = _insert(
         tenant=tenant, c=c, vector=vector, actor=actor, cardinality=cardinality, timeline=timeline, now=now
     )
-    closed = supersede_same_predicate(tenant=tenant, fact=result.fact, now=now)
+    closed = supersede_same_predicate(tenant=tenant, fact=result.fact, now=now) + supersede_by_event(
+        tenant=tenant, fact=result.fact, now=now
+    )
     changes += closed
     if closed and result.action == "created":
         result = UpsertResult(fact=result.fact, action="superseded", previous=closed[0].fact)
@@ -384,6 +386,97 @@ def _trace(fact: Fact, old: Fact, reason: str, *, superseded: bool = False) -> N
         fact.attribute,
         reason,
     )
+
+
+# How near (MiniLM) an event's frame, without its subject, reads the name of a single-valued slot of the
+# subject's for the event to begin that slot's value. On our sentences: "took a job at something" 0.52
+# from "employer" (0.45 from "job title"), "got hired by something" 0.51, "started a new job at
+# something" 0.50 (0.48 from "job title"), "got a new car, a something" 0.60 from "car"; below it
+# "joined something" 0.29 from "employer", "enrolled at something" 0.43 (0.47 from "school"), "started
+# at something" 0.23, "took a course at something" 0.21.
+EVENT_NEAR_SLOT = 0.50
+
+
+def supersede_by_event(*, tenant: Tenant, fact: Fact, now: datetime) -> list[ChangeDraft]:
+    """An event in which the subject took up a new thing of theirs ("took a job at Ardent Labs", read as
+    an experience; "got hired by Ardent Labs", read as a possession) closes the value of the subject's single-valued slot it names: the event's typed
+    value (`predicates.current_value`) is of the slot value's kind and differs, and the event's frame
+    reads that slot's name nearest of the subject's slots, at least EVENT_NEAR_SLOT. The slot's own name
+    is the object's type: "took a job at" reads "employer", "joined" reads no slot (a gym, a club or a
+    company alike), so "joined Planet Fitness" closes nothing. An addition, a hypothesis, an occasion,
+    the past, a denial or someone else's event closes nothing."""
+    if (
+        fact.status != FactStatus.ACTIVE
+        or fact.origin != FactOrigin.EXTRACTED
+        or fact.attribute not in predicates.GENERIC_ATTRIBUTES | {"experiences"}
+        or not predicates.takes_up(fact.statement, subject=fact.entity)
+    ):
+        return []
+    subject, statement = fact.entity, fact.statement
+    typed = predicates.current_value(statement, subject=subject)
+    kind = predicates.deciding_kind(typed.text) if typed is not None else None
+    if typed is None or kind is None:
+        return []
+    if (
+        predicates.adds(statement)
+        or predicates.hedges(statement)
+        or predicates.for_one_occasion(statement)
+        or predicates.tells_the_past(statement)
+        or predicates.denies(statement)
+    ):
+        return []
+    slots = list(
+        Fact.objects.filter(
+            entity=fact.entity,
+            subject=fact.subject,
+            status=FactStatus.ACTIVE,
+            origin=FactOrigin.EXTRACTED,
+            cardinality=Cardinality.SINGLE,
+            valid_from__lt=fact.valid_from,
+        )
+        .exclude(attribute__in=predicates.EVENT_ATTRIBUTES | predicates.GENERIC_ATTRIBUTES)
+        .only("id", "attribute", "value", "valid_from")
+    )
+    if not slots:
+        return []
+    names = sorted({f.attribute for f in slots})
+    framed = predicates.frame(statement, subject=subject, value=typed.text)
+    framed = re.sub(rf"^\s*{re.escape(subject)}\s+", "", framed, flags=re.I)
+    vectors = np.asarray(embed_statements([framed] + [n.replace("_", " ") for n in names]), dtype=np.float32)
+    near = vectors[1:] @ vectors[0]
+    best = int(np.argmax(near))
+    # Someone else's event ("my brother took a job at ..."), but not the person the slot names ("got a new
+    # manager, Jordan Lee": the manager is whom the slot holds).
+    named = re.sub(rf"\b{re.escape(names[best].replace('_', ' '))}\b", " ", statement, flags=re.I)
+    if predicates.someone_elses(named, subject=subject, value=typed.text):
+        return []
+    changes: list[ChangeDraft] = []
+    for old in slots:
+        old_kind = predicates.deciding_kind(old.value)
+        if old.attribute != names[best] or near[best] < EVENT_NEAR_SLOT:
+            _trace(fact, old, f"an event read {float(near[names.index(old.attribute)]):.2f} from the slot's name")
+            continue
+        if old_kind is None or not predicates.same_kind(old_kind, kind) or values_same(old.value, typed.text):
+            _trace(fact, old, "an event of another value kind, or the same value")
+            continue
+        locked = lock_fact(tenant, old.id)
+        if locked.status != FactStatus.ACTIVE:
+            continue
+        _trace(fact, old, f"an event read {float(near[best]):.2f} from the slot's name", superseded=True)
+        old_status = close(locked, at=max(fact.valid_from, locked.valid_from), by=fact, now=now)
+        changes.append(
+            ChangeDraft(
+                fact=locked,
+                kind=FactChangeKind.SUPERSEDED,
+                reason=f"an event took up another value of the slot (its name at cosine {float(near[best]):.2f}).",
+                old_value=locked.value,
+                new_value=typed.text,
+                old_status=old_status,
+                new_status=locked.status,
+                related_fact=fact,
+            )
+        )
+    return changes
 
 
 def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> list[ChangeDraft]:
