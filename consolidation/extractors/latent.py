@@ -108,6 +108,8 @@ def readings(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
         or predicates.hedges(text)
         or predicates.for_one_occasion(text)
         or predicates.adds(text)
+        # ... and whom it is about: a clause read alone loses "My brother moved, the new place is in Dublin"
+        or predicates.someone_elses(text, subject=speaker)
     ):
         return []
     if text.rstrip().endswith("?"):
@@ -116,8 +118,7 @@ def readings(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
     if found:
         return found
     parts = [_discourse().sub("", p).strip() for p in _PART_BREAK.split(text)]
-    # A part read alone loses who the others are about ("My brother moved, the new place is in Dublin").
-    if len(parts) < 2 or predicates.someone_elses(text, subject=speaker):
+    if len(parts) < 2:
         return []
     return [r for p in parts if len(p.split()) > 2 for r in _read(p, speaker)]
 
