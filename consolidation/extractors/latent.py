@@ -112,7 +112,8 @@ def readings(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
         or predicates.someone_elses(text, subject=speaker)
     ):
         return []
-    if text.rstrip().endswith("?"):
+    # Only a sentence that names a typed value is parsed: the parse is most of the cost.
+    if text.rstrip().endswith("?") or not predicates.typed_spans(text, subject=speaker):
         return []
     found = _read(text, speaker)
     if found:
