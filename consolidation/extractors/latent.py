@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from semantic import predicates
 
 from . import lexicon, reading
+from .fact_filters import lasting_activity
 from .first_person import third_person
 from .parsing import parse, with_head_noun
 from .typed import HEAD_WORDS, NAMED_KINDS
@@ -55,7 +56,7 @@ def _clause(head: Token, subject: Token | None, speaker: str) -> tuple[str, int]
             and not (c.dep_ == "advmod" and predicates.says_change(c.text, subject=speaker))
         )
     }
-    tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a is not head)]
+    tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a.i != head.i)]
     start, end = min(t.i for t in tokens), max(t.i for t in tokens) + 1
     while end > start and doc[end - 1].is_punct and not doc[end - 1].is_quote:
         end -= 1
@@ -124,6 +125,39 @@ def readings(sentence: str, *, speaker: str) -> list[tuple[str, str]]:
     return [r for p in parts if len(p.split()) > 2 for r in _read(p, speaker)]
 
 
+_MOOD = frozenset(lexicon.sections("moment.txt").get("mood", ()))
+
+
+def _holds_now(head: Token, subject: Token | None) -> bool:
+    """What the clause's verb says holds, as the parse reader reads it: not an activity in progress
+    ("is currently playing X", unless a lasting one: working, living, using), not a mood ("is excited to
+    watch X", "is hooked on X"), not the speaker's going somewhere ("went up to the Rocky Mountains")."""
+    if head.tag_ == "VBG" and any(c.dep_ == "aux" and c.lemma_ == "be" for c in head.children):
+        if not lasting_activity(head.lower_):
+            return False
+    if head.lower_ in _MOOD or any(c.dep_ == "acomp" and c.lower_ in _MOOD for c in head.children):
+        return False
+    going = head.lemma_ == "go" and head.tag_ in {"VBD", "VBN"}
+    return not (going and (subject is None or subject.lower_ in {"i", "we"}))
+
+
+def _offset(head: Token, clause: str) -> int:
+    """Where `clause` (cut from the head's sentence) starts in the parsed text."""
+    return head.doc.text.find(clause)
+
+
+def _in_an_infinitive(head: Token, at: int) -> bool:
+    """The value at character `at` is the object of an infinitive the clause governs ("dying to create a
+    game like X", "wants to try X"): what the speaker means to do, not a value held. An aspect verb passes
+    it through ("started using X")."""
+    token = next((t for t in head.doc if t.idx <= at < t.idx + len(t.text)), None)
+    while token is not None and token.i != head.i:
+        if token.pos_ in {"VERB", "AUX"} and any(c.dep_ == "aux" and c.lower_ == "to" for c in token.children):
+            return token.head.lemma_ not in reading.ASPECT
+        token = token.head if token.head.i != token.i else None
+    return False
+
+
 def _read(text: str, speaker: str) -> list[tuple[str, str]]:
     doc = parse(text)
     if reading.is_question(doc):
@@ -135,7 +169,7 @@ def _read(text: str, speaker: str) -> list[tuple[str, str]]:
         subject = reading.subject_of(head)
         if subject is not None and subject.dep_ == "expl":
             continue
-        if not _the_speakers(head, subject):
+        if not _the_speakers(head, subject) or not _holds_now(head, subject):
             continue
         clause, verb_end = _clause(head, subject, speaker)
         if not clause or _OTHERS.search(clause) or predicates.denies(clause.replace("no longer", "")):
@@ -146,7 +180,7 @@ def _read(text: str, speaker: str) -> list[tuple[str, str]]:
         if (head.tag_ == "VBD" or perfect) and not predicates.says_change(clause, subject=speaker):
             continue
         held = predicates.current_value(clause, subject=speaker)
-        if held is None or held.start < verb_end:
+        if held is None or held.start < verb_end or _in_an_infinitive(head, held.start + _offset(head, clause)):
             continue
         value = (
             clause[held.start : with_head_noun(clause, held.start, held.end, most=HEAD_WORDS)]
