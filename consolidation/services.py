@@ -35,9 +35,9 @@ from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunSt
 from core.errors import DomainError
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode, EpisodeKind, Session, SessionStatus
 from episodic.services import episodes_append, session_summary_set
-from semantic.models import ActorType
+from semantic.models import ActorType, Fact, FactStatus
 from semantic.services import embed_statements, fact_upsert, facts_expire_left
-from semantic.types import Actor, FactCandidate
+from semantic.types import Actor, FactCandidate, UpsertResult
 from semantic.validation import fact_value_is_fragment
 from tenants.locks import subject_lock, tenant_xact_lock
 from tenants.models import Tenant
@@ -138,8 +138,23 @@ def _actor(run: ConsolidationRun) -> Actor:
     return Actor(type=ActorType.CONSOLIDATION, id=f"run:{run.pk}", reason=run.reason[:200] or run.trigger)
 
 
+class _ReplacesNothing(Exception):
+    """A latent candidate (ExtractionResult.updates_only) that superseded no fact: its write is undone."""
+
+
+def _replaced_something(result: UpsertResult) -> bool:
+    if result.action == "superseded":
+        return result.fact.status == FactStatus.ACTIVE
+    return result.action == "created" and Fact.objects.filter(superseded_by=result.fact).exists()
+
+
 def _merge(
-    *, tenant: Tenant, run: ConsolidationRun, candidates: Sequence[FactCandidate], batch_ids: set[int]
+    *,
+    tenant: Tenant,
+    run: ConsolidationRun,
+    candidates: Sequence[FactCandidate],
+    batch_ids: set[int],
+    updates_only: bool = False,
 ) -> dict[str, int]:
 
     counts: dict[str, int] = defaultdict(int)
@@ -160,9 +175,13 @@ def _merge(
         try:
             with transaction.atomic():
                 result = fact_upsert(tenant=tenant, candidate=candidate, actor=actor, embedding=vector)
+                if updates_only and not _replaced_something(result):
+                    raise _ReplacesNothing
         except DomainError as exc:
             counts["rejected"] += 1
             _note_problem(run, {"error": f"fact_upsert refused a candidate: {exc.detail}"[:500]})
+            continue
+        except _ReplacesNothing:
             continue
         counts[result.action] += 1
     return counts
@@ -209,6 +228,12 @@ def consolidate_batch(*, tenant: Tenant, run: ConsolidationRun, extractor: Extra
                 _note_problem(run, {"subject_batch": len(subject_episodes), **problem})
             counts["candidates"] += len(result.candidates)
             for key, value in _merge(tenant=tenant, run=run, candidates=result.candidates, batch_ids=batch_ids).items():
+                counts[key] += value
+            # After the readers' facts, so that only what they left open is closed by a latent reading.
+            merged = _merge(
+                tenant=tenant, run=run, candidates=result.updates_only, batch_ids=batch_ids, updates_only=True
+            )
+            for key, value in merged.items():
                 counts[key] += value
             # After the merge, so that a fact said earlier in this batch is among those a later
             # statement leaves behind ("we moved from A to B" expires "the web app is built on A").

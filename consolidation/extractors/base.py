@@ -58,6 +58,9 @@ class Replacement:
 @dataclasses.dataclass
 class ExtractionResult:
     candidates: list[FactCandidate] = dataclasses.field(default_factory=list)
+    # Read only against what the subject holds: stored only where one supersedes an active fact
+    # (consolidation.extractors.latent).
+    updates_only: list[FactCandidate] = dataclasses.field(default_factory=list)
     replacements: list[Replacement] = dataclasses.field(default_factory=list)
     usage: Usage = dataclasses.field(default_factory=Usage)
     problems: list[dict[str, Any]] = dataclasses.field(default_factory=list)

@@ -28,7 +28,10 @@ def _pipeline() -> Language:
     return nlp
 
 
+@functools.lru_cache(maxsize=512)
 def parse(text: str) -> Doc:
+    """The parse of `text`; the readers of one sentence (the parse reader, the typed values, the latent
+    readings) share it."""
     return _pipeline()(text)
 
 

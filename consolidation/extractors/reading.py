@@ -624,3 +624,10 @@ def facts(sentence: str, *, speaker: str, said_at: datetime | None, typed_only: 
         statement = third_person(opened, speaker).rstrip(" .!") + "."
         out.append((found.value, statement))
     return out
+
+
+# What another reading of the speaker's clauses (consolidation.extractors.latent) shares with this one.
+is_question = _is_question
+clause_heads = _clause_heads
+states = _states
+subject_of = _subject

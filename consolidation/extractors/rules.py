@@ -26,7 +26,7 @@ from semantic.types import FactCandidate
 from semantic.validation import STATE_PHRASES, is_fragment
 from tenants.models import Tenant
 
-from . import lexicon, reading
+from . import latent, lexicon, reading
 from .base import ExtractionResult, Replacement, SummaryResult, extractable
 from .fact_filters import LITERAL_ATTRIBUTES, constraints, statement_is_durable, value_is_complete
 from .first_person import QUESTION_AFTER_COMMA, as_stated, as_typed_formally, disclose, pointed_back, without_now
@@ -1449,6 +1449,21 @@ class RuleBasedExtractor:
                 for value, version, context in replacements(sentence, speaker):
                     result.replacements.append(
                         Replacement(subject, value, context, episode.occurred_at, episode.id, version=version)
+                    )
+                for value, statement in latent.readings(uninverted(sentence), speaker=speaker):
+                    result.updates_only.append(
+                        FactCandidate(
+                            subject=subject,
+                            entity=speaker,
+                            attribute="about",
+                            value=value,
+                            statement=statement,
+                            category=FactCategory.OTHER,
+                            confidence=0.6,
+                            source_episode_ids=[episode.id],
+                            observed_at=episode.occurred_at,
+                            cardinality=Cardinality.MULTI,
+                        )
                     )
             for found in extract_with_disclosures(episode.content, speaker, episode.occurred_at):
                 result.candidates.append(
