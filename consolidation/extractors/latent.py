@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from semantic import predicates
 
 from . import lexicon, reading
-from .fact_filters import lasting_activity
 from .first_person import third_person
 from .parsing import parse, with_head_noun
 from .typed import HEAD_WORDS, NAMED_KINDS
@@ -130,11 +129,12 @@ _MOOD = frozenset(lexicon.sections("moment.txt").get("mood", ()))
 
 def _holds_now(head: Token, subject: Token | None) -> bool:
     """What the clause's verb says holds, as the parse reader reads it: not an activity in progress
-    ("is currently playing X", unless a lasting one: working, living, using), not a mood ("is excited to
+    ("is currently playing X"), not a mood ("is excited to
     watch X", "is hooked on X"), not the speaker's going somewhere ("went up to the Rocky Mountains")."""
+    # Even a lasting one: what a lasting progressive holds ("is working at X", "is living in Y") the readers
+    # read already; one they did not is as likely what the speaker is busy with ("is currently playing X").
     if head.tag_ == "VBG" and any(c.dep_ == "aux" and c.lemma_ == "be" for c in head.children):
-        if not lasting_activity(head.lower_):
-            return False
+        return False
     if head.lower_ in _MOOD or any(c.dep_ == "acomp" and c.lower_ in _MOOD for c in head.children):
         return False
     going = head.lemma_ == "go" and head.tag_ in {"VBD", "VBN"}

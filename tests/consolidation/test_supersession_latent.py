@@ -96,6 +96,9 @@ def test_the_clause_is_read_with_its_typed_value(sentence: str, value: str) -> N
         "If we move, the servers are in Dublin.",
         "Just this once, the standup is at 11:00.",
         "My brother moved, the new place is in Dublin.",
+        "I'm currently playing a fantasy RPG called Xenoblade Chronicles.",
+        "I'm hooked on this great game called FIFA 23.",
+        "Now I'm dying to build a strategy game like Civilization.",
         "My brother moved jobs, the servers there are in Dublin now.",
     ],
 )
