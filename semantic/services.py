@@ -459,24 +459,33 @@ def supersede_by_event(*, tenant: Tenant, fact: Fact, now: datetime) -> list[Cha
         if old_kind is None or not predicates.same_kind(old_kind, kind) or values_same(old.value, typed.text):
             _trace(fact, old, "an event of another value kind, or the same value")
             continue
-        locked = lock_fact(tenant, old.id)
-        if locked.status != FactStatus.ACTIVE:
-            continue
-        _trace(fact, old, f"an event read {float(near[best]):.2f} from the slot's name", superseded=True)
-        old_status = close(locked, at=max(fact.valid_from, locked.valid_from), by=fact, now=now)
-        changes.append(
-            ChangeDraft(
-                fact=locked,
-                kind=FactChangeKind.SUPERSEDED,
-                reason=f"an event took up another value of the slot (its name at cosine {float(near[best]):.2f}).",
-                old_value=locked.value,
-                new_value=typed.text,
-                old_status=old_status,
-                new_status=locked.status,
-                related_fact=fact,
-            )
-        )
+        reason = f"an event took up another value of the slot (its name at cosine {float(near[best]):.2f})."
+        change = _close_superseded(tenant, old.id, by=fact, new_value=typed.text, reason=reason, now=now)
+        if change is not None:
+            _trace(fact, old, f"an event read {float(near[best]):.2f} from the slot's name", superseded=True)
+            changes.append(change)
     return changes
+
+
+def _close_superseded(
+    tenant: Tenant, old_id: uuid.UUID, *, by: Fact, new_value: str, reason: str, now: datetime
+) -> ChangeDraft | None:
+    """Close the active fact `old_id` as superseded by `by`, under its row lock; None when it is no longer
+    active (another writer closed it first)."""
+    locked = lock_fact(tenant, old_id)
+    if locked.status != FactStatus.ACTIVE:
+        return None
+    old_status = close(locked, at=max(by.valid_from, locked.valid_from), by=by, now=now)
+    return ChangeDraft(
+        fact=locked,
+        kind=FactChangeKind.SUPERSEDED,
+        reason=reason,
+        old_value=locked.value,
+        new_value=new_value,
+        old_status=old_status,
+        new_status=locked.status,
+        related_fact=by,
+    )
 
 
 def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> list[ChangeDraft]:
@@ -582,22 +591,10 @@ def supersede_same_predicate(*, tenant: Tenant, fact: Fact, now: datetime) -> li
         _trace(fact, old, verdict.reason, superseded=verdict.superseded)
         if not verdict.superseded:
             continue
-        locked = lock_fact(tenant, old.id)
-        if locked.status != FactStatus.ACTIVE:
-            continue
-        old_status = close(locked, at=max(fact.valid_from, locked.valid_from), by=fact, now=now)
-        changes.append(
-            ChangeDraft(
-                fact=locked,
-                kind=FactChangeKind.SUPERSEDED,
-                reason=f"the same predicate said again with another value (frames at cosine {similarity:.2f}).",
-                old_value=locked.value,
-                new_value=fact.value,
-                old_status=old_status,
-                new_status=locked.status,
-                related_fact=fact,
-            )
-        )
+        reason = f"the same predicate said again with another value (frames at cosine {similarity:.2f})."
+        change = _close_superseded(tenant, old.id, by=fact, new_value=fact.value, reason=reason, now=now)
+        if change is not None:
+            changes.append(change)
     return changes
 
 
