@@ -35,33 +35,14 @@ from .typed import HEAD_WORDS, NAMED_KINDS
 if TYPE_CHECKING:
     from spacy.tokens import Token
 
-_CUT = frozenset({"conj", "cc", "advcl", "parataxis", "mark", "punct"})
-_KEEP_BEFORE = frozenset({"aux", "auxpass", "neg", "nsubj", "nsubjpass"})
 _OTHERS = re.compile(r"\b(?:you|your|he|she|his|her|him|they|their|them)\b", re.I)
 
 
 def _clause(head: Token, subject: Token | None, speaker: str) -> tuple[str, int]:
-    """The clause `head` asserts: its subject, its verb and what completes it; not what stands before
-    the subject (a lead-in), nor the clauses joined or subordinate to it."""
+    """The clause `head` asserts (reading.clause_bounds), and where its verb ends in it: a value is said
+    after the verb, in the complement."""
     doc = head.doc
-    first = subject.i if subject is not None else head.i
-    cut = {
-        c.i
-        for c in head.children
-        if c.dep_ in _CUT
-        or (
-            c.i < first
-            and c.dep_ not in _KEEP_BEFORE
-            and not (c.dep_ == "advmod" and predicates.says_change(c.text, subject=speaker))
-        )
-    }
-    tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a.i != head.i)]
-    start, end = min(t.i for t in tokens), max(t.i for t in tokens) + 1
-    while end > start and doc[end - 1].is_punct and not doc[end - 1].is_quote:
-        end -= 1
-    while start < end and (doc[start].is_punct or doc[start].dep_ in {"cc", "intj"}):
-        start += 1
-    # where the verb ends in the clause: a value is said after it, in the complement
+    start, end = reading.clause_bounds(head, subject.i if subject is not None else head.i, speaker)
     return doc[start:end].text, head.idx + len(head.text) - doc[start].idx
 
 

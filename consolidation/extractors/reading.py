@@ -380,6 +380,33 @@ def _names_the_thing(named: list[Token], head: Token) -> bool:
     return not any(a.pos_ == "ADJ" and a.dep_ in {"acomp", "amod"} for a in between)
 
 
+def clause_bounds(head: Token, first: int, speaker: str) -> tuple[int, int]:
+    """The token span of the clause `head` asserts, whose subject (or, without one, whose verb) is at
+    `first`: the clause is its subject, its verb and what completes it; what stands before the subject
+    ("Birthday weekend, so ...", "Finally, ..."), clauses joined to it and subordinate clauses are not.
+    An adverb of change before the subject stays ("so now I have three kids"): it says the value is new."""
+    doc = head.doc
+    cut = {
+        c.i
+        for c in head.children
+        if c.dep_ in {"conj", "cc", "advcl", "parataxis", "mark", "punct"}
+        or (
+            c.i < first
+            and c.dep_ not in {"aux", "auxpass", "neg", "nsubj", "nsubjpass"}
+            and not (c.dep_ == "advmod" and predicates.says_change(c.text, subject=speaker))
+        )
+    }
+    tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a.i != head.i)]
+    start = min(t.i for t in tokens)
+    end = max(t.i for t in tokens) + 1
+    while end > start and doc[end - 1].is_punct and not doc[end - 1].is_quote and not doc[end - 1].is_right_punct:
+        end -= 1
+    # ... nor a predeterminer ("All our infrastructure"): it says how much of the thing, not which
+    while start < end and (doc[start].is_punct or doc[start].dep_ in {"cc", "intj"} or doc[start].tag_ == "PDT"):
+        start += 1
+    return start, end
+
+
 def read_clause(head: Token, speaker: str) -> Statement | None:
     subject = _subject(head)
     if subject is None or subject.dep_ == "expl" or not _states(head, speaker):
@@ -390,27 +417,7 @@ def read_clause(head: Token, speaker: str) -> Statement | None:
     if subject.i > head.i or (subject.pos_ == "PROPN" and nxt is not None and nxt.text == ","):
         return None
     doc = head.doc
-    # The clause is its subject, its verb and what completes it: what stands before the subject
-    # ("Birthday weekend, so ...", "Finally, ..."), clauses joined to it and subordinate clauses are not.
-    # An adverb of change before the subject stays ("so now I have three kids"): it says the value is new.
-    cut = {
-        c.i
-        for c in head.children
-        if c.dep_ in {"conj", "cc", "advcl", "parataxis", "mark", "punct"}
-        or (
-            c.i < subject.i
-            and c.dep_ not in {"aux", "auxpass", "neg", "nsubj", "nsubjpass"}
-            and not (c.dep_ == "advmod" and predicates.says_change(c.text, subject=speaker))
-        )
-    }
-    clause_tokens = [t for t in head.subtree if not any(a.i in cut for a in (t, *t.ancestors) if a is not head)]
-    start = min(t.i for t in clause_tokens)
-    end = max(t.i for t in clause_tokens) + 1
-    while end > start and doc[end - 1].is_punct and not doc[end - 1].is_quote and not doc[end - 1].is_right_punct:
-        end -= 1
-    # ... nor a predeterminer ("All our infrastructure"): it says how much of the thing, not which
-    while start < end and (doc[start].is_punct or doc[start].dep_ in {"cc", "intj"} or doc[start].tag_ == "PDT"):
-        start += 1
+    start, end = clause_bounds(head, subject.i, speaker)
     clause = doc[start:end].text
     tokens = list(doc[start:end])
     complements = _complements(head)
