@@ -34,7 +34,7 @@ UPDATES = (
     Said.current("rate limit", "Our API rate limit is 100 requests per minute.", "Our API rate limit was raised to 250 requests per minute.", "100 requests", "250 requests"),
     Said.current("password manager", "I keep my passwords in 1Password.", "I no longer use 1Password, my passwords are in Bitwarden now.", "1Password", "Bitwarden"),
     Said.current("plan", "We're on the Starter plan.", "We upgraded to the Business plan.", "Starter", "Business"),
-    # Known miss (docs/consolidation.md, "What it still misses"): the known-tool slot reads
+    # Known miss (docs/benchmarks/blind_updates_history.md, "What it still misses"): the known-tool slot reads
     # "Cloudflare" out of "Cloudflare Pages".
     pytest.param(
         Said.current("docs host", "Our docs are hosted on Netlify.", "Our docs moved to Cloudflare Pages.", "Netlify", "Cloudflare Pages"),

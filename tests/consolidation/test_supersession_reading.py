@@ -168,7 +168,7 @@ def test_a_new_state_is_no_near_duplicate_of_the_old(api_a, end_session, pair: S
 @pytest.mark.xfail(
     strict=True,
     reason="the status rule files a named thing's state under the thing, the parse a later state told otherwise "
-    "under the speaker: the two are never compared (docs/consolidation.md, r11)",
+    "under the speaker: the two are never compared (docs/benchmarks/blind_updates_history.md, r11)",
 )
 @said_pairs(STATES_BY_PARTICIPLE)
 def test_a_state_said_as_what_happened_replaces_the_old_one(api_a, end_session, pair: Said) -> None:
