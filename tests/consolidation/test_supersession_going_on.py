@@ -1,7 +1,7 @@
 """Updates told as going on, as become, or as left (issue 42, upd12): a progressive said with how often is a
 habit held ("I'm sleeping 8 hours a night now"), a verb of becoming may take an adverb before its state
 ("I've gone fully vegan"). Leaving an employer said with another verb for the first ("I'm employed by X",
-then "I left X and joined Y") is not closed (docs/consolidation.md, upd12). Pairs of this file's own, subject `sleeper-4410`, through the public API with the real MiniLM
+then "I left X and joined Y") is not closed (docs/benchmarks/blind_updates_history.md, upd12). Pairs of this file's own, subject `sleeper-4410`, through the public API with the real MiniLM
 and the reader off."""
 
 from __future__ import annotations
