@@ -68,7 +68,7 @@ def main() -> None:
         latent_count = 0
         for n in range(args.rounds):
             for on in (True, False) if n % 2 == 0 else (False, True):
-                latent.readings = readings if on else (lambda sentence, *, speaker: [])  # type: ignore[assignment]
+                latent.readings = readings if on else (lambda sentence, *, speaker: [])
                 parsing.parse.cache_clear()
                 started = _cpu()
                 count = 0
