@@ -35,6 +35,7 @@ from consolidation.models import ConsolidationRun, ConsolidationWatermark, RunSt
 from core.errors import DomainError
 from episodic.models import SESSION_SUMMARY_EXTERNAL_ID, Episode, EpisodeKind, Session, SessionStatus
 from episodic.services import episodes_append, session_summary_set
+from semantic import predicates
 from semantic.models import ActorType, Fact, FactStatus
 from semantic.services import embed_statements, fact_upsert, facts_expire_left
 from semantic.types import Actor, FactCandidate, UpsertResult
@@ -143,9 +144,15 @@ class _ReplacesNothing(Exception):
 
 
 def _replaced_something(result: UpsertResult) -> bool:
-    if result.action == "superseded":
-        return result.fact.status == FactStatus.ACTIVE
-    return result.action == "created" and Fact.objects.filter(superseded_by=result.fact).exists()
+    """A latent candidate stands where it replaced values the readers hold as statements of no named slot:
+    a slot (employer, database, editor, ...) has readers and a timeline of its own. On the technical set,
+    latent clauses that restated
+    a slot the readers had already filled ("is on Ubuntu 24.04 now instead of macOS Sonoma") closed the
+    speaker's employer, database and editor beside it."""
+    if result.action not in {"created", "superseded"} or result.fact.status != FactStatus.ACTIVE:
+        return False
+    closed = set(Fact.objects.filter(superseded_by=result.fact).values_list("attribute", flat=True))
+    return bool(closed) and closed <= predicates.GENERIC_ATTRIBUTES
 
 
 def _merge(

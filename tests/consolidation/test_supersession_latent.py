@@ -28,6 +28,8 @@ CLOSED = (
 )
 
 KEPT = (
+    Said.current("a named slot beside", "I work at Northwind Bank.",
+                 "Heads up, I'm on Ubuntu 24.04 now instead of macOS Sonoma.", "Northwind Bank", "Ubuntu 24.04"),
     Said.current("another team's builds", "Our builds run on Jenkins.", "The mobile team's builds run on Bitrise.",
                  "Jenkins", "Bitrise"),
     Said.current("one occasion", "The design review is on Thursday at 14:00.",
