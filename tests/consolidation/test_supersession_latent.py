@@ -28,7 +28,7 @@ CLOSED = (
 )
 
 KEPT = (
-    Said.current("a named slot beside", "I work at Northwind Bank.",
+    Said.current("a named slot beside", "Northwind Bank is my employer.",
                  "Heads up, I'm on Ubuntu 24.04 now instead of macOS Sonoma.", "Northwind Bank", "Ubuntu 24.04"),
     Said.current("another team's builds", "Our builds run on Jenkins.", "The mobile team's builds run on Bitrise.",
                  "Jenkins", "Bitrise"),
