@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import resource
 import statistics
 import sys
 from collections import defaultdict
@@ -27,11 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from context_cpu_http import reference_loop_ms  # noqa: E402
 from context_latency import _env  # noqa: E402
 from locomo import DOCS, _with_db, django_ready  # noqa: E402
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+from sentence_write_cpu import _cpu  # noqa: E402
 
 
 def main() -> None:
